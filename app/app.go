@@ -1,0 +1,193 @@
+// Package app is corral's menu-bar app: a thin client over the box
+// lifecycle service.
+//
+// The app holds no lifecycle logic. It reads a State from a Backend every
+// few seconds (and on denial events), derives the menu with package menu,
+// renders it with package tray (fyne.io/systray), and turns clicks into
+// Backend calls, terminal windows (package terminal) and file openers
+// (package opener). Denied hosts become desktop notifications (package
+// notify) whose "Allow" actions call Backend.Allow.
+//
+// Threading: one event loop goroutine owns all app state and is the only
+// caller of tray.Apply; it never waits on the Backend. Slow work (Snapshot,
+// Start, Stop, Allow, launching terminals) runs on its own goroutine and
+// posts its result back to the loop as a function.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/app/notify"
+	"github.com/corral-dev/corral/app/opener"
+	"github.com/corral-dev/corral/app/terminal"
+)
+
+// The view types come from package menu; these aliases let the lifecycle
+// service implement Backend without importing menu.
+type (
+	State      = menu.State
+	BoxView    = menu.BoxView
+	DeniedHost = menu.DeniedHost
+	Project    = menu.Project
+	AllowScope = menu.AllowScope
+)
+
+// Allow scopes.
+const (
+	AllowAlways  = menu.AllowAlways
+	AllowSession = menu.AllowSession
+	AllowOnce    = menu.AllowOnce
+	AllowDomain  = menu.AllowDomain
+)
+
+// Backend is everything the app needs from the lifecycle service.
+type Backend interface {
+	// Snapshot returns the current boxes and recent projects. It is called
+	// every RefreshInterval and must be cheap: read Lima instance dirs and
+	// corral state, do not start a limactl process per call.
+	Snapshot(ctx context.Context) (State, error)
+	Start(ctx context.Context, box string) error
+	Stop(ctx context.Context, box string) error
+	// StopIdle stops every box for which BoxView.IdleCandidate is true and
+	// returns their names.
+	StopIdle(ctx context.Context) ([]string, error)
+	// Allow adds host to box's egress allow-list for scope. For AllowDomain,
+	// host is the domain (e.g. "example.test") and the rule covers it and
+	// all its subdomains.
+	Allow(ctx context.Context, box, host string, scope AllowScope) error
+	// Rebuild deletes and recreates box's VM; the app asks for a second
+	// click first.
+	Rebuild(ctx context.Context, box string) error
+	EgressLogPath(box string) string
+	ConfigPath() string
+	// WatchDenials calls fn for each connection the egress proxy refuses,
+	// until ctx is done, and then returns ctx.Err(). fn does not block for
+	// long. The app restarts WatchDenials after an error, after a pause.
+	WatchDenials(ctx context.Context, fn func(box string, d DeniedHost)) error
+}
+
+// Options configure Run. Backend and StateDir are required.
+type Options struct {
+	Backend Backend
+	Logger  *slog.Logger // default: discard
+	// CorralPath is the corral binary that terminal windows run.
+	CorralPath string
+	// StateDir holds the single-instance lock (app.lock) and, on macOS,
+	// the .command scripts for Terminal.
+	StateDir string
+
+	// Overrides, mainly for tests; nil means the platform default.
+	Notifier notify.Notifier
+	Launcher terminal.Launcher
+	Opener   opener.Opener
+	// Argv builds the command a terminal runs for an action; default
+	// DefaultArgv.
+	Argv func(corral string, a menu.Action) []string
+
+	RefreshInterval time.Duration // default 3s
+	NotifyCooldown  time.Duration // per (box, host); default 10m
+	Limits          menu.Limits
+	// Icon is a PNG for the tray; default a built-in icon.
+	Icon []byte
+}
+
+// ErrAlreadyRunning is returned (wrapped, with the PID) by Run when another
+// app instance of the same user holds the lock in StateDir.
+var ErrAlreadyRunning = errors.New("the corral app is already running")
+
+// DefaultArgv is the terminal command for the session, shell and project
+// actions:
+//
+//	corral claude BOX
+//	corral shell BOX
+//	corral claude --project DIR   (creates the project's box when needed)
+func DefaultArgv(corral string, a menu.Action) []string {
+	switch a.Kind {
+	case menu.ActOpenSession:
+		return []string{corral, "claude", a.Box}
+	case menu.ActOpenShell:
+		return []string{corral, "shell", a.Box}
+	case menu.ActOpenProject:
+		return []string{corral, "claude", "--project", a.Project}
+	}
+	return nil
+}
+
+func (o *Options) fill() error {
+	var errs []error
+	if o.Backend == nil {
+		errs = append(errs, errors.New("app: Options.Backend is nil"))
+	}
+	if o.StateDir == "" {
+		errs = append(errs, errors.New("app: Options.StateDir is empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CorralPath == "" {
+		o.CorralPath = "corral"
+	}
+	if o.Launcher == nil {
+		o.Launcher = terminal.New(o.StateDir, o.Logger)
+	}
+	if o.Opener == nil {
+		o.Opener = opener.New()
+	}
+	if o.Argv == nil {
+		o.Argv = DefaultArgv
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = 3 * time.Second
+	}
+	if o.NotifyCooldown <= 0 {
+		o.NotifyCooldown = 10 * time.Minute
+	}
+	if len(o.Icon) == 0 {
+		o.Icon = defaultIcon()
+	}
+	return nil
+}
+
+// Run runs the menu-bar app until ctx is done or the user picks Quit. It
+// must be called from the main goroutine (systray, like AppKit, needs the
+// main thread on macOS), and only once per process. It returns an error
+// wrapping ErrAlreadyRunning when another instance runs.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.fill(); err != nil {
+		return err
+	}
+	release, err := acquireLock(opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := preflight(); err != nil {
+		return err
+	}
+	if opts.Notifier == nil {
+		n, err := notify.New(opts.Logger)
+		if err != nil {
+			opts.Logger.Warn("notifications unavailable; denied hosts show in the menu only", "err", err)
+			n = notify.NewNop()
+		}
+		opts.Notifier = n
+	}
+	defer opts.Notifier.Close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := newLoop(opts, cancel)
+	runTray(ctx, opts, l)
+	l.wait()
+	return nil
+}
+
+func errorText(op string, err error) string { return fmt.Sprintf("%s: %v", op, err) }

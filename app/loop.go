@@ -1,0 +1,353 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/systray"
+
+	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/app/notify"
+	"github.com/corral-dev/corral/app/tray"
+)
+
+// rebuildConfirmWindow is how long "Click again to rebuild" stays armed.
+const rebuildConfirmWindow = 15 * time.Second
+
+type loop struct {
+	opts   Options
+	log    *slog.Logger
+	b      Backend
+	cancel context.CancelFunc
+	cool   *notify.Cooldown
+
+	clicks  chan tray.Click
+	results chan func(context.Context)
+
+	mu      sync.Mutex // guards started, stopped and workers.Add
+	started bool
+	stopped bool
+	workers sync.WaitGroup
+
+	// Owned by the run goroutine.
+	tray         *tray.Tray
+	state        menu.State
+	ui           menu.UI
+	confirmUntil time.Time
+	refreshing   bool
+	refreshAgain bool
+}
+
+func newLoop(opts Options, cancel context.CancelFunc) *loop {
+	return &loop{
+		opts: opts, log: opts.Logger, b: opts.Backend, cancel: cancel,
+		cool:    &notify.Cooldown{Period: opts.NotifyCooldown},
+		clicks:  make(chan tray.Click, 64),
+		results: make(chan func(context.Context), 64),
+		ui:      menu.UI{Busy: map[string]string{}},
+	}
+}
+
+// start begins the loop and the denial watcher; called once systray is
+// ready. It returns at once (systray's onReady must not block).
+func (l *loop) start(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started || l.stopped || ctx.Err() != nil {
+		return
+	}
+	l.started = true
+	l.tray = tray.New(l.clicks)
+	l.render() // empty menu right away; the first snapshot follows
+	l.workers.Add(2)
+	go func() { defer l.workers.Done(); l.run(ctx) }()
+	go func() { defer l.workers.Done(); l.watchDenials(ctx) }()
+}
+
+// wait waits for the loop and the watcher to return after ctx is done.
+func (l *loop) wait() {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.workers.Wait()
+}
+
+func (l *loop) run(ctx context.Context) {
+	tick := time.NewTicker(l.opts.RefreshInterval)
+	defer tick.Stop()
+	l.refresh(ctx)
+	actions := l.opts.Notifier.Actions()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			l.refresh(ctx)
+		case c := <-l.clicks:
+			l.click(ctx, c)
+		case f := <-l.results:
+			f(ctx)
+		case a, ok := <-actions:
+			if !ok {
+				actions = nil
+				continue
+			}
+			l.notificationAction(ctx, a)
+		}
+	}
+}
+
+// goDo runs work off the loop and then done (if any) on the loop.
+func (l *loop) goDo(ctx context.Context, work func(context.Context) func()) {
+	go func() {
+		done := work(ctx)
+		if done == nil {
+			return
+		}
+		select {
+		case l.results <- func(context.Context) { done() }:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+func (l *loop) refresh(ctx context.Context) {
+	if l.refreshing {
+		l.refreshAgain = true
+		return
+	}
+	l.refreshing = true
+	l.goDo(ctx, func(ctx context.Context) func() {
+		st, err := l.b.Snapshot(ctx)
+		return func() {
+			l.refreshing = false
+			if err != nil {
+				if l.ui.SnapshotErr == "" {
+					l.log.Error("reading box state", "err", err)
+				}
+				l.ui.SnapshotErr = err.Error()
+			} else {
+				l.ui.SnapshotErr = ""
+				l.state = st
+			}
+			l.render()
+			if l.refreshAgain {
+				l.refreshAgain = false
+				l.refresh(ctx)
+			}
+		}
+	})
+}
+
+func (l *loop) render() {
+	now := time.Now()
+	if l.ui.ConfirmRebuild != "" && now.After(l.confirmUntil) {
+		l.ui.ConfirmRebuild = ""
+	}
+	l.ui.Now = now
+	l.tray.Apply(menu.Build(l.state, l.ui, l.opts.Limits))
+}
+
+func (l *loop) fail(op string, err error) {
+	l.log.Error(op, "err", err)
+	l.ui.LastError = errorText(op, err)
+}
+
+// click handles one menu click on the loop.
+func (l *loop) click(ctx context.Context, c tray.Click) {
+	a := c.Action
+	l.log.Debug("menu click", "key", c.Key)
+	switch a.Kind {
+	case menu.ActQuit:
+		l.cancel()
+		systray.Quit()
+	case menu.ActDismissError:
+		l.ui.LastError = ""
+		l.render()
+	case menu.ActArmRebuild:
+		l.ui.ConfirmRebuild = a.Box
+		l.confirmUntil = time.Now().Add(rebuildConfirmWindow)
+		l.render()
+		time.AfterFunc(rebuildConfirmWindow+100*time.Millisecond, func() {
+			select {
+			case l.results <- func(context.Context) { l.render() }:
+			case <-ctx.Done():
+			}
+		})
+	case menu.ActRebuild:
+		l.ui.ConfirmRebuild = ""
+		l.boxOp(ctx, a.Box, "Rebuilding", "rebuild", l.b.Rebuild)
+	case menu.ActStart:
+		l.boxOp(ctx, a.Box, "Starting", "start", l.b.Start)
+	case menu.ActStop:
+		l.boxOp(ctx, a.Box, "Stopping", "stop", l.b.Stop)
+	case menu.ActAllow:
+		l.allow(ctx, a.Box, a.Host, a.Scope)
+	case menu.ActStopIdle:
+		l.goDo(ctx, func(ctx context.Context) func() {
+			names, err := l.b.StopIdle(ctx)
+			return func() {
+				if err != nil {
+					l.fail("stop idle boxes", err)
+				} else {
+					l.log.Info("stopped idle boxes", "boxes", names)
+				}
+				l.refresh(ctx)
+			}
+		})
+	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject:
+		argv := l.opts.Argv(l.opts.CorralPath, a)
+		if len(argv) == 0 {
+			return
+		}
+		op := "open terminal for " + strings.Join(argv[1:], " ")
+		l.goDo(ctx, func(ctx context.Context) func() {
+			if err := l.opts.Launcher.Open(ctx, argv); err != nil {
+				return func() { l.fail(op, err); l.render() }
+			}
+			return nil
+		})
+	case menu.ActShowLog:
+		l.open(ctx, "show egress log of "+a.Box, l.b.EgressLogPath(a.Box))
+	case menu.ActRevealProject:
+		l.open(ctx, "reveal project "+a.Project, a.Project)
+	case menu.ActOpenConfig:
+		l.open(ctx, "open config", l.b.ConfigPath())
+	}
+}
+
+func (l *loop) open(ctx context.Context, op, path string) {
+	l.goDo(ctx, func(ctx context.Context) func() {
+		if err := l.opts.Opener.Open(ctx, path); err != nil {
+			return func() { l.fail(op, err); l.render() }
+		}
+		return nil
+	})
+}
+
+// boxOp runs a slow lifecycle call with the box marked busy meanwhile.
+func (l *loop) boxOp(ctx context.Context, box, verb, name string, f func(context.Context, string) error) {
+	if _, busy := l.ui.Busy[box]; busy {
+		return
+	}
+	l.ui.Busy[box] = verb
+	l.render()
+	l.goDo(ctx, func(ctx context.Context) func() {
+		err := f(ctx, box)
+		return func() {
+			delete(l.ui.Busy, box)
+			if err != nil {
+				l.fail(fmt.Sprintf("%s %s", name, box), err)
+			}
+			l.render()
+			l.refresh(ctx)
+		}
+	})
+}
+
+func (l *loop) allow(ctx context.Context, box, host string, scope menu.AllowScope) {
+	l.goDo(ctx, func(ctx context.Context) func() {
+		err := l.b.Allow(ctx, box, host, scope)
+		return func() {
+			if err != nil {
+				l.fail(fmt.Sprintf("allow %s for %s", host, box), err)
+			} else {
+				l.log.Info("allowed host", "box", box, "host", host, "scope", scope.String())
+				l.cool.Reset(box, host)
+				l.forgetDenied(box, host, scope)
+			}
+			l.render()
+			l.refresh(ctx)
+		}
+	})
+}
+
+// forgetDenied drops the allowed host from the shown denials until the
+// next snapshot says otherwise, so the menu reacts at once.
+func (l *loop) forgetDenied(box, host string, scope menu.AllowScope) {
+	for i := range l.state.Boxes {
+		b := &l.state.Boxes[i]
+		if b.Name != box {
+			continue
+		}
+		kept := b.Denied[:0:0]
+		for _, d := range b.Denied {
+			covered := d.Host == host || (scope == menu.AllowDomain && strings.HasSuffix(d.Host, "."+host))
+			if !covered {
+				kept = append(kept, d)
+			}
+		}
+		b.Denied = kept
+	}
+}
+
+func (l *loop) notificationAction(ctx context.Context, a notify.ActionEvent) {
+	switch a.Action {
+	case notify.ActionAllow:
+		l.allow(ctx, a.Box, a.Host, menu.AllowAlways)
+	case notify.ActionAllowOnce:
+		l.allow(ctx, a.Box, a.Host, menu.AllowOnce)
+	}
+}
+
+// denied records a denial on the loop: merge it into the state, redraw,
+// notify (rate-limited per box and host) and refresh.
+func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
+	for i := range l.state.Boxes {
+		b := &l.state.Boxes[i]
+		if b.Name != box {
+			continue
+		}
+		found := false
+		for j := range b.Denied {
+			if b.Denied[j].Host == d.Host && b.Denied[j].Port == d.Port {
+				b.Denied[j] = d
+				found = true
+			}
+		}
+		if !found {
+			b.Denied = append(append([]menu.DeniedHost(nil), b.Denied...), d)
+		}
+	}
+	l.render()
+	if l.cool.Allow(box, d.Host) {
+		n := notify.Notification{
+			Box: box, Host: d.Host,
+			Title: fmt.Sprintf("%s was blocked from %s", box, d.Host),
+			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", box, d.Host, d.Port),
+		}
+		l.goDo(ctx, func(ctx context.Context) func() {
+			if err := l.opts.Notifier.Notify(ctx, n); err != nil {
+				l.log.Warn("posting notification", "err", err)
+			}
+			return nil
+		})
+	}
+	l.refresh(ctx)
+}
+
+// watchDenials runs Backend.WatchDenials until ctx is done, restarting it
+// after errors.
+func (l *loop) watchDenials(ctx context.Context) {
+	for {
+		err := l.b.WatchDenials(ctx, func(box string, d menu.DeniedHost) {
+			select {
+			case l.results <- func(ctx context.Context) { l.denied(ctx, box, d) }:
+			case <-ctx.Done():
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		l.log.Warn("watching egress denials stopped; retrying in 5s", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}

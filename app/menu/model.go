@@ -1,0 +1,418 @@
+package menu
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// ActionKind is what a click on an item does.
+type ActionKind int
+
+const (
+	ActNone          ActionKind = iota // not clickable (labels)
+	ActOpenSession                     // open a Claude session in Box
+	ActOpenShell                       // open a shell in Box
+	ActStart                           // start Box
+	ActStop                            // stop Box
+	ActAllow                           // allow Host for Box with Scope
+	ActShowLog                         // open Box's egress log
+	ActRevealProject                   // show Project in the file manager
+	ActArmRebuild                      // first click on "Rebuild…": ask to confirm
+	ActRebuild                         // confirmed rebuild of Box
+	ActOpenProject                     // open a Claude session for Project, creating its box if needed
+	ActStopIdle                        // stop all idle boxes
+	ActOpenConfig                      // open the config file
+	ActDismissError                    // clear the error line
+	ActQuit                            // quit the app
+)
+
+// Action is the effect of clicking an item. Only the fields the kind needs
+// are set.
+type Action struct {
+	Kind    ActionKind
+	Box     string
+	Host    string // for ActAllow: the host, or the domain when Scope is AllowDomain
+	Scope   AllowScope
+	Project string // project directory
+}
+
+// Item is one menu entry. Key is stable across rebuilds for the same
+// logical entry (e.g. "box/web/stop"), so tests and the tray can refer to
+// it. Hidden items exist so that an entry keeps its position (and its
+// submenu-ness) whether or not it is shown: systray can append items but
+// cannot insert or safely remove them, so the tray reuses slots by position.
+type Item struct {
+	Key      string
+	Title    string
+	Tooltip  string
+	Disabled bool
+	Hidden   bool
+	Action   Action
+	Children []Item
+}
+
+// Section is a run of top-level items. Cap is the number of slots the tray reserves for the section
+// the first time it builds the menu: Build never returns more items than
+// Cap, and the tray never grows a top-level section (items below a section
+// could not be moved down).
+type Section struct {
+	Key string
+	Cap int
+	// SeparatorBefore draws a separator above the section. It is fixed per
+	// section (systray separators cannot be hidden), so sections that may
+	// be empty (the boxes) have none.
+	SeparatorBefore bool
+	Items           []Item
+}
+
+// Menu is the whole top-level menu.
+type Menu struct {
+	Sections []Section
+}
+
+// UI is app-side state that is not part of the box snapshot.
+type UI struct {
+	// SnapshotErr is the error of the last Snapshot; the menu then shows the
+	// last good State with a warning header.
+	SnapshotErr string
+	// LastError is the last failed user action, shown until dismissed.
+	LastError string
+	// ConfirmRebuild is the box whose "Rebuild…" was clicked once; its item
+	// then asks for a second click.
+	ConfirmRebuild string
+	// Busy maps box name to a verb ("Starting", "Stopping", "Rebuilding")
+	// while an action on it runs; the start/stop item is then disabled.
+	Busy map[string]string
+	// Now is the reference time for "last denied" labels.
+	Now time.Time
+}
+
+// Limits for Build; the zero value means the defaults.
+type Limits struct {
+	MaxBoxes    int // top-level box slots, default 24
+	MaxDenied   int // denied hosts listed per box, default 10
+	MaxProjects int // projects listed, default 10
+	MaxTitle    int // runes of a box or host name before "…", default 28
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBoxes <= 0 {
+		l.MaxBoxes = 24
+	}
+	if l.MaxDenied <= 0 {
+		l.MaxDenied = 10
+	}
+	if l.MaxProjects <= 0 {
+		l.MaxProjects = 10
+	}
+	if l.MaxTitle <= 0 {
+		l.MaxTitle = 28
+	}
+	return l
+}
+
+// Section keys.
+const (
+	SectionHeader  = "header"
+	SectionBoxes   = "boxes"
+	SectionActions = "actions"
+	SectionQuit    = "quit"
+)
+
+// Build derives the menu from state. It is pure and deterministic: the same
+// inputs give the same Menu.
+func Build(st State, ui UI, lim Limits) Menu {
+	lim = lim.withDefaults()
+	boxes := append([]BoxView(nil), st.Boxes...)
+	sort.SliceStable(boxes, func(i, j int) bool { return boxes[i].Name < boxes[j].Name })
+
+	var running int
+	var mem uint64
+	idle := 0
+	for _, b := range boxes {
+		if b.Running() {
+			running++
+			mem += b.MemBytes
+		}
+		if b.IdleCandidate() {
+			idle++
+		}
+	}
+
+	// Header: summary, overflow note, error line. Always three slots.
+	var summary string
+	switch {
+	case len(boxes) == 0:
+		summary = "corral · no boxes yet"
+	default:
+		summary = fmt.Sprintf("corral · %d of %d running · %s", running, len(boxes), FormatBytes(mem))
+	}
+	if ui.SnapshotErr != "" {
+		summary = "⚠ cannot read box state: " + Truncate(ui.SnapshotErr, 60)
+	}
+	shown := boxes
+	overflow := Item{Key: "header/overflow", Disabled: true, Hidden: true}
+	if len(boxes) > lim.MaxBoxes {
+		shown = boxes[:lim.MaxBoxes]
+		overflow.Hidden = false
+		overflow.Title = fmt.Sprintf("+ %d more (corral list)", len(boxes)-lim.MaxBoxes)
+	}
+	errItem := Item{Key: "header/error", Hidden: true}
+	if ui.LastError != "" {
+		errItem = Item{Key: "header/error", Title: "⚠ " + Truncate(ui.LastError, 70) + " (click to dismiss)",
+			Tooltip: ui.LastError, Action: Action{Kind: ActDismissError}}
+	}
+	header := Section{Key: SectionHeader, Cap: 3, Items: []Item{
+		{Key: "header/summary", Title: summary, Tooltip: ui.SnapshotErr, Disabled: true},
+		overflow,
+		errItem,
+	}}
+
+	boxItems := make([]Item, 0, len(shown))
+	for _, b := range shown {
+		boxItems = append(boxItems, boxItem(b, ui, lim))
+	}
+
+	stopIdle := Item{Key: "stop-idle", Title: fmt.Sprintf("Stop idle boxes (%d)", idle),
+		Tooltip: "Stop running boxes that have no open session", Action: Action{Kind: ActStopIdle}}
+	if idle == 0 {
+		stopIdle.Disabled = true
+	}
+	actions := Section{Key: SectionActions, Cap: 3, SeparatorBefore: true, Items: []Item{
+		projectsItem(st.Projects, lim),
+		stopIdle,
+		{Key: "open-config", Title: "Open config", Action: Action{Kind: ActOpenConfig}},
+	}}
+	quit := Section{Key: SectionQuit, Cap: 1, SeparatorBefore: true, Items: []Item{
+		{Key: "quit", Title: "Quit corral", Action: Action{Kind: ActQuit}},
+	}}
+
+	return Menu{Sections: []Section{
+		header,
+		{Key: SectionBoxes, Cap: lim.MaxBoxes, Items: boxItems},
+		actions,
+		quit,
+	}}
+}
+
+// Dot is the state marker shown before a box name.
+func Dot(state string) string {
+	switch state {
+	case StateRunning:
+		return "●"
+	case StateStopped:
+		return "○"
+	case StateStarting, StateStopping:
+		return "◐"
+	default:
+		return "✕"
+	}
+}
+
+// BoxTitle is the one-line label of a box, e.g.
+// "● web-3f2a1c  1.2 GiB / 4 GiB · idle 12m · 2 denied".
+func BoxTitle(b BoxView, maxName int) string {
+	var s strings.Builder
+	s.WriteString(Dot(b.State))
+	s.WriteString(" ")
+	s.WriteString(Truncate(b.Name, maxName))
+	switch {
+	case b.Running() && b.MemCapBytes > 0:
+		fmt.Fprintf(&s, "  %s / %s", FormatBytes(b.MemBytes), FormatBytes(b.MemCapBytes))
+	case b.Running():
+		fmt.Fprintf(&s, "  %s", FormatBytes(b.MemBytes))
+	case b.State == StateStopped:
+		s.WriteString("  stopped")
+	default:
+		s.WriteString("  " + strings.ToLower(b.State))
+	}
+	if b.Running() {
+		switch {
+		case b.Sessions > 0:
+			fmt.Fprintf(&s, " · %d session%s", b.Sessions, plural(b.Sessions))
+		case b.Idle > 0:
+			fmt.Fprintf(&s, " · idle %s", FormatDuration(b.Idle))
+		}
+	}
+	if n := len(b.Denied); n > 0 {
+		fmt.Fprintf(&s, " · %d denied", n)
+	}
+	if b.Err != "" {
+		s.WriteString(" · ⚠")
+	}
+	return s.String()
+}
+
+func boxItem(b BoxView, ui UI, lim Limits) Item {
+	k := "box/" + b.Name
+	tip := b.Name
+	if b.Project != "" {
+		tip += " — " + b.Project
+	}
+	if b.PeakBytes > 0 {
+		tip += " · peak " + FormatBytes(b.PeakBytes)
+	}
+	if b.IdleStop > 0 {
+		tip += " · auto-stop after " + FormatDuration(b.IdleStop) + " idle"
+	}
+	broken := b.State == StateBroken
+
+	errItem := Item{Key: k + "/error", Disabled: true, Hidden: true}
+	if b.Err != "" {
+		errItem.Hidden = false
+		errItem.Title = "⚠ " + Truncate(b.Err, 70)
+		errItem.Tooltip = b.Err
+	}
+
+	startStop := Item{Key: k + "/start", Title: "Start", Action: Action{Kind: ActStart, Box: b.Name}}
+	if b.Running() {
+		startStop = Item{Key: k + "/stop", Title: "Stop", Action: Action{Kind: ActStop, Box: b.Name}}
+	}
+	if verb, ok := ui.Busy[b.Name]; ok {
+		startStop = Item{Key: k + "/busy", Title: verb + "…", Disabled: true}
+	} else if b.State == StateStarting || b.State == StateStopping {
+		startStop = Item{Key: k + "/busy", Title: b.State + "…", Disabled: true}
+	}
+
+	rebuild := Item{Key: k + "/rebuild", Title: "Rebuild…", Tooltip: "Delete and recreate the VM (asks for a second click)",
+		Action: Action{Kind: ActArmRebuild, Box: b.Name}}
+	if ui.ConfirmRebuild == b.Name {
+		rebuild = Item{Key: k + "/rebuild-confirm", Title: "Click again to rebuild " + Truncate(b.Name, lim.MaxTitle),
+			Tooltip: "The VM is deleted and recreated; files outside the project mount are lost",
+			Action:  Action{Kind: ActRebuild, Box: b.Name}}
+	}
+	if _, busy := ui.Busy[b.Name]; busy {
+		rebuild.Disabled = true
+	}
+
+	reveal := Item{Key: k + "/reveal", Title: "Reveal project", Action: Action{Kind: ActRevealProject, Box: b.Name, Project: b.Project}}
+	if b.Project == "" {
+		reveal.Disabled = true
+		reveal.Action = Action{}
+	}
+
+	return Item{
+		Key:     k,
+		Title:   BoxTitle(b, lim.MaxTitle),
+		Tooltip: tip,
+		Children: []Item{
+			errItem,
+			{Key: k + "/session", Title: "Open Claude session", Disabled: broken, Action: Action{Kind: ActOpenSession, Box: b.Name}},
+			{Key: k + "/shell", Title: "Open shell", Disabled: broken, Action: Action{Kind: ActOpenShell, Box: b.Name}},
+			startStop,
+			deniedItem(k, b, ui.Now, lim),
+			{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
+			reveal,
+			rebuild,
+		},
+	}
+}
+
+func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
+	it := Item{Key: k + "/denied", Title: "Denied hosts", Hidden: len(b.Denied) == 0}
+	if len(b.Denied) == 0 {
+		return it
+	}
+	ds := append([]DeniedHost(nil), b.Denied...)
+	// Most recent first; ties by host so the order is stable.
+	sort.SliceStable(ds, func(i, j int) bool {
+		if !ds[i].Last.Equal(ds[j].Last) {
+			return ds[i].Last.After(ds[j].Last)
+		}
+		return hostPort(ds[i]) < hostPort(ds[j])
+	})
+	if len(ds) > lim.MaxDenied {
+		it.Title = fmt.Sprintf("Denied hosts (%d, latest %d)", len(ds), lim.MaxDenied)
+		ds = ds[:lim.MaxDenied]
+	} else {
+		it.Title = fmt.Sprintf("Denied hosts (%d)", len(ds))
+	}
+	for _, d := range ds {
+		hk := k + "/denied/" + hostPort(d)
+		title := fmt.Sprintf("%s · %d× · %s", Truncate(hostPort(d), lim.MaxTitle+8), d.Count, FormatWhen(d.Last, now))
+		domain := Item{Key: hk + "/allow-domain", Hidden: true}
+		if dom := ParentDomain(d.Host); dom != "" {
+			domain = Item{Key: hk + "/allow-domain", Title: "Allow *." + Truncate(dom, lim.MaxTitle),
+				Tooltip: "Allow " + dom + " and all its subdomains, permanently",
+				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain}}
+		}
+		it.Children = append(it.Children, Item{
+			Key: hk, Title: title, Tooltip: hostPort(d),
+			Children: []Item{
+				{Key: hk + "/allow-always", Title: "Allow always", Action: Action{Kind: ActAllow, Box: b.Name, Host: d.Host, Scope: AllowAlways}},
+				{Key: hk + "/allow-session", Title: "Allow for this session", Action: Action{Kind: ActAllow, Box: b.Name, Host: d.Host, Scope: AllowSession}},
+				domain,
+			},
+		})
+	}
+	return it
+}
+
+func projectsItem(ps []Project, lim Limits) Item {
+	it := Item{Key: "projects", Title: "Projects"}
+	ps = append([]Project(nil), ps...)
+	sort.SliceStable(ps, func(i, j int) bool {
+		if !ps[i].LastUsed.Equal(ps[j].LastUsed) {
+			return ps[i].LastUsed.After(ps[j].LastUsed)
+		}
+		return ps[i].Dir < ps[j].Dir
+	})
+	if len(ps) > lim.MaxProjects {
+		ps = ps[:lim.MaxProjects]
+	}
+	if len(ps) == 0 {
+		it.Children = []Item{{Key: "projects/none", Title: "No projects yet (run corral in a project)", Disabled: true}}
+		return it
+	}
+	for _, p := range ps {
+		name := p.Name
+		if name == "" {
+			name = filepath.Base(p.Dir)
+		}
+		title := Truncate(name, lim.MaxTitle)
+		if p.Box == "" {
+			title += " (new box)"
+		}
+		it.Children = append(it.Children, Item{
+			Key: "project/" + p.Dir, Title: title, Tooltip: "Open a Claude session in " + p.Dir,
+			Action: Action{Kind: ActOpenProject, Project: p.Dir, Box: p.Box},
+		})
+	}
+	return it
+}
+
+func hostPort(d DeniedHost) string {
+	if d.Port == 0 {
+		return d.Host
+	}
+	return net.JoinHostPort(d.Host, fmt.Sprint(d.Port))
+}
+
+// ParentDomain returns the domain that "Allow *.domain" offers for host:
+// the registrable domain (eTLD+1, e.g. "example.test" for
+// "api.example.test", "example.co.uk" for "a.b.example.co.uk"). It returns
+// "" for IP addresses and for names without a registrable domain.
+func ParentDomain(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" || net.ParseIP(host) != nil || !strings.Contains(host, ".") {
+		return ""
+	}
+	d, err := publicsuffix.EffectiveTLDPlusOne(host)
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,254 @@
+package menu
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+const gib = 1 << 30
+
+var now = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+
+func TestBuildText(t *testing.T) {
+	web := BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: StateRunning,
+		MemBytes: 1288490189, PeakBytes: 2 * gib, MemCapBytes: 4 * gib, Idle: 12 * time.Minute}
+	api := BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: StateStopped, MemCapBytes: 2 * gib}
+	tests := []struct {
+		name  string
+		state State
+		ui    UI
+		lim   Limits
+		want  string
+	}{
+		{
+			name: "no boxes",
+			want: `corral · no boxes yet [disabled]
+----
+Projects >
+  No projects yet (run corral in a project) [disabled]
+Stop idle boxes (0) [disabled]
+Open config
+----
+Quit corral
+`,
+		},
+		{
+			name:  "two boxes and projects",
+			state: State{Boxes: []BoxView{web, api}, Projects: []Project{{Dir: "/home/u/src/web", Box: "web-3f2a1c", LastUsed: now.Add(-time.Hour)}, {Dir: "/home/u/src/new", LastUsed: now}}},
+			want: `corral · 1 of 2 running · 1.2 GiB [disabled]
+○ api-77aa01  stopped >
+  Open Claude session
+  Open shell
+  Start
+  Show egress log
+  Reveal project
+  Rebuild…
+● web-3f2a1c  1.2 GiB / 4 GiB · idle 12m >
+  Open Claude session
+  Open shell
+  Stop
+  Show egress log
+  Reveal project
+  Rebuild…
+----
+Projects >
+  new (new box)
+  web
+Stop idle boxes (1)
+Open config
+----
+Quit corral
+`,
+		},
+		{
+			name: "denials, errors and busy",
+			state: State{Boxes: []BoxView{{
+				Name: "web-3f2a1c", State: StateRunning, MemBytes: 512 << 20, Sessions: 2, Err: "vm agent not responding",
+				Denied: []DeniedHost{
+					{Host: "api.example.test", Port: 443, Count: 3, Last: now.Add(-2 * time.Minute)},
+					{Host: "10.0.0.7", Port: 22, Count: 1, Last: now.Add(-50 * time.Hour)},
+				},
+			}}},
+			ui: UI{Now: now, LastError: "stop web-3f2a1c: limactl stop: exit status 1", Busy: map[string]string{"web-3f2a1c": "Stopping"}},
+			want: `corral · 1 of 1 running · 512 MiB [disabled]
+⚠ stop web-3f2a1c: limactl stop: exit status 1 (click to dismiss)
+● web-3f2a1c  512 MiB · 2 sessions · 2 denied · ⚠ >
+  ⚠ vm agent not responding [disabled]
+  Open Claude session
+  Open shell
+  Stopping… [disabled]
+  Denied hosts (2) >
+    api.example.test:443 · 3× · 14:58 >
+      Allow always
+      Allow for this session
+      Allow *.example.test
+    10.0.0.7:22 · 1× · Sat 13:00 >
+      Allow always
+      Allow for this session
+  Show egress log
+  Reveal project [disabled]
+  Rebuild… [disabled]
+----
+Projects >
+  No projects yet (run corral in a project) [disabled]
+Stop idle boxes (0) [disabled]
+Open config
+----
+Quit corral
+`,
+		},
+		{
+			name:  "snapshot error, broken box, rebuild armed, long name",
+			state: State{Boxes: []BoxView{{Name: "a-very-long-project-name-that-goes-on-and-on-1234ab", State: StateBroken}}},
+			ui:    UI{SnapshotErr: "open ~/.lima: permission denied", ConfirmRebuild: "a-very-long-project-name-that-goes-on-and-on-1234ab"},
+			lim:   Limits{MaxTitle: 20},
+			want: `⚠ cannot read box state: open ~/.lima: permission denied [disabled]
+✕ a-very-long-project…  broken >
+  Open Claude session [disabled]
+  Open shell [disabled]
+  Start
+  Show egress log
+  Reveal project [disabled]
+  Click again to rebuild a-very-long-project…
+----
+Projects >
+  No projects yet (run corral in a project) [disabled]
+Stop idle boxes (0) [disabled]
+Open config
+----
+Quit corral
+`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Build(tc.state, tc.ui, tc.lim).Text()
+			if got != tc.want {
+				t.Errorf("menu:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildManyBoxes(t *testing.T) {
+	var st State
+	for i := 0; i < 30; i++ {
+		st.Boxes = append(st.Boxes, BoxView{Name: fmt.Sprintf("box-%02d", 29-i), State: StateRunning, MemBytes: gib})
+	}
+	m := Build(st, UI{}, Limits{MaxBoxes: 24})
+	boxes := m.Sections[1]
+	if boxes.Cap != 24 || len(boxes.Items) != 24 {
+		t.Fatalf("boxes section cap %d, %d items; want 24, 24", boxes.Cap, len(boxes.Items))
+	}
+	if boxes.Items[0].Key != "box/box-00" || boxes.Items[23].Key != "box/box-23" {
+		t.Errorf("boxes not sorted by name: first %q last %q", boxes.Items[0].Key, boxes.Items[23].Key)
+	}
+	text := m.Text()
+	if !strings.HasPrefix(text, "corral · 30 of 30 running · 30 GiB [disabled]\n+ 6 more (corral list) [disabled]\n") {
+		t.Errorf("header:\n%s", text)
+	}
+	if it, _ := m.Find("stop-idle"); it.Title != "Stop idle boxes (30)" || it.Disabled {
+		t.Errorf("stop idle = %+v", it)
+	}
+}
+
+// Every section stays within its capacity, and the tree shape (how many
+// children an item has, by position) depends only on the number of boxes,
+// denied hosts and projects, not on their state: the tray relies on that to
+// reuse slots.
+func TestShapeStableAcrossStates(t *testing.T) {
+	shape := func(m Menu) string {
+		var b strings.Builder
+		var walk func([]Item)
+		walk = func(items []Item) {
+			b.WriteString("(")
+			for _, it := range items {
+				fmt.Fprintf(&b, "%d", len(it.Children))
+				walk(it.Children)
+			}
+			b.WriteString(")")
+		}
+		for _, s := range m.Sections {
+			if len(s.Items) > s.Cap {
+				t.Errorf("section %s has %d items, cap %d", s.Key, len(s.Items), s.Cap)
+			}
+			walk(s.Items)
+		}
+		return b.String()
+	}
+	d := []DeniedHost{{Host: "a.example.test", Port: 443, Count: 1, Last: now}, {Host: "10.1.2.3", Port: 80, Count: 1, Last: now}}
+	var shapes []string
+	for _, st := range []string{StateRunning, StateStopped, StateBroken, StateStarting} {
+		for _, ui := range []UI{{}, {LastError: "x", ConfirmRebuild: "b", Busy: map[string]string{"b": "Starting"}}} {
+			m := Build(State{Boxes: []BoxView{{Name: "b", State: st, Denied: d, Err: "e"}}}, ui, Limits{})
+			shapes = append(shapes, shape(m))
+		}
+	}
+	for _, s := range shapes[1:] {
+		if s != shapes[0] {
+			t.Fatalf("shape changed with state:\n%s\n%s", shapes[0], s)
+		}
+	}
+}
+
+func TestActionsAndKeys(t *testing.T) {
+	m := Build(State{Boxes: []BoxView{{Name: "web", State: StateRunning, Project: "/p/web",
+		Denied: []DeniedHost{{Host: "cdn.example.test", Port: 443, Count: 1, Last: now}}}}}, UI{}, Limits{})
+	for key, want := range map[string]Action{
+		"box/web/stop":    {Kind: ActStop, Box: "web"},
+		"box/web/session": {Kind: ActOpenSession, Box: "web"},
+		"box/web/reveal":  {Kind: ActRevealProject, Box: "web", Project: "/p/web"},
+		"box/web/rebuild": {Kind: ActArmRebuild, Box: "web"},
+		"box/web/denied/cdn.example.test:443/allow-always":  {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowAlways},
+		"box/web/denied/cdn.example.test:443/allow-session": {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowSession},
+		"box/web/denied/cdn.example.test:443/allow-domain":  {Kind: ActAllow, Box: "web", Host: "example.test", Scope: AllowDomain},
+		"stop-idle": {Kind: ActStopIdle},
+		"quit":      {Kind: ActQuit},
+	} {
+		it, ok := m.Find(key)
+		if !ok {
+			t.Errorf("no item %q in\n%s", key, m.Text())
+			continue
+		}
+		if it.Action != want {
+			t.Errorf("%s: action %+v, want %+v", key, it.Action, want)
+		}
+	}
+}
+
+func TestParentDomain(t *testing.T) {
+	for host, want := range map[string]string{
+		"api.example.test":       "example.test",
+		"example.test":           "example.test",
+		"a.b.example.co.uk":      "example.co.uk",
+		"Registry.Example.Test.": "example.test",
+		"10.0.0.1":               "",
+		"::1":                    "",
+		"localhost":              "",
+		"":                       "",
+	} {
+		if got := ParentDomain(host); got != want {
+			t.Errorf("ParentDomain(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 512 << 20: "512 MiB", 1288490189: "1.2 GiB", 4 * gib: "4 GiB", 150 * gib: "150 GiB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{45 * time.Second: "45s", 12 * time.Minute: "12m", 3*time.Hour + 20*time.Minute: "3h20m", 11 * time.Hour: "11h", 50 * time.Hour: "2d"} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for in, want := range map[string]string{"short": "short", "exactly-ten": "exactly-t…", "ünïcödé-long-name": "ünïcödé-l…"} {
+		if got := Truncate(in, 10); got != want {
+			t.Errorf("Truncate(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+// Package menu derives the menu-bar app's menu from a snapshot of box state.
+//
+// Everything here is pure: Build turns a State (what the lifecycle service
+// reports) and a UI value (what only the app knows, such as the last error)
+// into a tree of Items with stable keys and an Action per clickable item. The
+// tray glue (package tray) renders that tree and routes clicks back by Action;
+// the tests compare trees without any D-Bus or AppKit.
+package menu
+
+import "time"
+
+// Box states as reported by the lifecycle service. Unknown values are shown
+// as they are, with the "broken" dot.
+const (
+	StateRunning  = "Running"
+	StateStopped  = "Stopped"
+	StateStarting = "Starting"
+	StateStopping = "Stopping"
+	StateBroken   = "Broken"
+)
+
+// State is one snapshot of everything the menu shows.
+type State struct {
+	Boxes []BoxView
+	// Projects are recently used projects (from box metadata), newest first
+	// or in any order: Build sorts them by LastUsed.
+	Projects []Project
+}
+
+// BoxView is one box (Lima instance) as the menu shows it.
+type BoxView struct {
+	Name    string // instance name, e.g. "web-3f2a1c"
+	Project string // project directory on the host; "" when unknown
+	State   string // StateRunning, StateStopped, ...
+
+	MemBytes    uint64 // current host memory charged to the VM; 0 when stopped or unknown
+	PeakBytes   uint64 // lifetime peak; informational (tooltip)
+	MemCapBytes uint64 // configured VM memory; 0 when unknown
+
+	Idle     time.Duration // time since the last session ended; 0 when busy or unknown
+	Sessions int           // open agent/shell sessions
+	IdleStop time.Duration // configured idle auto-stop; 0 = never
+
+	Denied []DeniedHost // hosts the egress proxy refused, any order
+	Err    string       // last lifecycle error for this box, shown in its submenu
+}
+
+// DeniedHost is one destination the egress proxy refused for a box.
+type DeniedHost struct {
+	Host  string
+	Port  int
+	Count int
+	Last  time.Time
+}
+
+// Project is a recently used project directory.
+type Project struct {
+	Dir      string // absolute host path
+	Name     string // display name; Build uses the base of Dir when empty
+	Box      string // box name, "" when the project has no box yet
+	LastUsed time.Time
+}
+
+// AllowScope says how long and how wide an allow rule lasts.
+type AllowScope int
+
+const (
+	// AllowAlways adds host to the box's persistent allow-list.
+	AllowAlways AllowScope = iota + 1
+	// AllowSession allows host until the box stops.
+	AllowSession
+	// AllowOnce allows the next connection to host only.
+	AllowOnce
+	// AllowDomain adds the domain (passed as host, e.g. "example.test")
+	// and all its subdomains to the persistent allow-list.
+	AllowDomain
+)
+
+func (s AllowScope) String() string {
+	switch s {
+	case AllowAlways:
+		return "always"
+	case AllowSession:
+		return "session"
+	case AllowOnce:
+		return "once"
+	case AllowDomain:
+		return "domain"
+	}
+	return "unknown"
+}
+
+// Running reports whether the box counts as running for the header total.
+func (b BoxView) Running() bool { return b.State == StateRunning }
+
+// IdleCandidate reports whether "Stop idle boxes" would stop b: running
+// with no open session. The lifecycle service's StopIdle must use the same
+// rule, or the count in the menu lies.
+func (b BoxView) IdleCandidate() bool { return b.Running() && b.Sessions == 0 }

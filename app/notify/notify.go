@@ -1,0 +1,103 @@
+// Package notify posts "host denied" desktop notifications with Allow
+// actions and reports which action the user picked.
+//
+// Linux uses org.freedesktop.Notifications over D-Bus (freedesktop.go);
+// macOS uses UNUserNotificationCenter (un_darwin.go), which only works from a
+// signed Corral.app bundle. Cooldown keeps a retry loop inside a box from
+// posting the same notification over and over.
+package notify
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Action keys, the same on every platform.
+const (
+	ActionAllow     = "allow"      // label "Allow": allow the host permanently
+	ActionAllowOnce = "allow-once" // label "Allow once"
+)
+
+// Notification is one "box wants to reach host" message.
+type Notification struct {
+	Box   string
+	Host  string
+	Title string
+	Body  string
+}
+
+// ActionEvent is the user's choice on a notification.
+type ActionEvent struct {
+	Box    string
+	Host   string
+	Action string // ActionAllow or ActionAllowOnce
+}
+
+// Notifier posts notifications and reports chosen actions. Actions returns
+// the same channel on every call; it is closed by Close.
+type Notifier interface {
+	Notify(ctx context.Context, n Notification) error
+	Actions() <-chan ActionEvent
+	Close() error
+}
+
+// Nop is a Notifier that shows nothing. The app uses it when no
+// notification service is available, so the menu still works.
+type Nop struct{ ch chan ActionEvent }
+
+var _ Notifier = (*Nop)(nil)
+
+// NewNop returns a Notifier that drops every notification.
+func NewNop() *Nop { return &Nop{ch: make(chan ActionEvent)} }
+
+func (n *Nop) Notify(context.Context, Notification) error { return nil }
+func (n *Nop) Actions() <-chan ActionEvent                { return n.ch }
+func (n *Nop) Close() error                               { return nil }
+
+// Cooldown says whether a (box, host) notification may be posted now: at
+// most one per Period per pair. The zero Now means time.Now. It is safe for
+// concurrent use.
+type Cooldown struct {
+	Period time.Duration
+	Now    func() time.Time
+
+	mu   sync.Mutex
+	last map[[2]string]time.Time
+}
+
+// Allow reports whether a notification for (box, host) may be posted now
+// and, if so, records it.
+func (c *Cooldown) Allow(box, host string) bool {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	t := now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[[2]string]time.Time{}
+	}
+	k := [2]string{box, host}
+	if last, ok := c.last[k]; ok && t.Sub(last) < c.Period {
+		return false
+	}
+	c.last[k] = t
+	// Forget old entries so a long-running app does not grow without bound.
+	if len(c.last) > 1024 {
+		for k2, t2 := range c.last {
+			if t.Sub(t2) >= c.Period {
+				delete(c.last, k2)
+			}
+		}
+	}
+	return true
+}
+
+// Reset forgets (box, host), e.g. after the host was allowed.
+func (c *Cooldown) Reset(box, host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, [2]string{box, host})
+}

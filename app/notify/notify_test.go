@@ -1,0 +1,34 @@
+package notify
+
+import (
+	"testing"
+	"time"
+)
+
+func TestCooldown(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := &Cooldown{Period: 10 * time.Minute, Now: func() time.Time { return now }}
+	steps := []struct {
+		after     time.Duration
+		box, host string
+		want      bool
+	}{
+		{0, "web", "a.example.test", true},
+		{0, "web", "a.example.test", false},               // retry loop, same instant
+		{9 * time.Minute, "web", "a.example.test", false}, // still cooling down
+		{0, "web", "b.example.test", true},                // other host
+		{0, "api", "a.example.test", true},                // other box
+		{time.Minute, "web", "a.example.test", true},      // 10 min after the first
+		{time.Minute, "web", "a.example.test", false},
+	}
+	for i, s := range steps {
+		now = now.Add(s.after)
+		if got := c.Allow(s.box, s.host); got != s.want {
+			t.Errorf("step %d: Allow(%s, %s) = %v, want %v", i, s.box, s.host, got, s.want)
+		}
+	}
+	c.Reset("web", "a.example.test")
+	if !c.Allow("web", "a.example.test") {
+		t.Error("Allow after Reset = false")
+	}
+}

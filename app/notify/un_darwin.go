@@ -1,0 +1,171 @@
+package notify
+
+// Linking UserNotifications is what registers its classes with the
+// Objective-C runtime; without it objc.GetClass("UNUserNotificationCenter")
+// is nil (darwinkit has no UserNotifications package, darwinkit#257).
+
+// #cgo LDFLAGS: -framework UserNotifications
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/progrium/darwinkit/dispatch"
+	"github.com/progrium/darwinkit/macos/foundation"
+	"github.com/progrium/darwinkit/objc"
+)
+
+const unCategory = "corral-denied"
+
+// UN posts notifications through UNUserNotificationCenter. It only works
+// in a process running from a Corral.app bundle whose code signature
+// matches its bundle identifier; the bare CLI must not construct it
+// (UNUserNotificationCenter raises without a bundle identifier).
+type UN struct {
+	log     *slog.Logger
+	center  objc.Object
+	actions chan ActionEvent
+	once    sync.Once
+}
+
+var _ Notifier = (*UN)(nil)
+
+// unDelegate keeps the delegate alive: UNUserNotificationCenter.delegate is
+// a weak reference. unCurrent is the UN the delegate reports to.
+var (
+	unDelegate objc.Object
+	unCurrent  *UN
+	unMu       sync.Mutex
+)
+
+// New sets up UNUserNotificationCenter. Call it on the main thread before
+// NSApp runs (app.Run does), so that a click which launches the app is
+// delivered to the delegate.
+func New(log *slog.Logger) (Notifier, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if foundation.Bundle_MainBundle().BundleIdentifier() == "" {
+		return nil, errors.New("notifications need a bundle identifier: run Corral.app, not the bare corral binary")
+	}
+	cls := objc.GetClass("UNUserNotificationCenter")
+	if cls.Ptr() == nil {
+		return nil, errors.New("UserNotifications framework not loaded")
+	}
+	u := &UN{log: log, actions: make(chan ActionEvent, 16)}
+	u.center = objc.Call[objc.Object](cls, objc.Sel("currentNotificationCenter"))
+
+	unMu.Lock()
+	unCurrent = u
+	if unDelegate.Ptr() == nil {
+		unDelegate = newUNDelegate()
+	}
+	unMu.Unlock()
+	// 1. delegate first, 2. categories, 3. authorization (macos-facts §2).
+	objc.Call[objc.Void](u.center, objc.Sel("setDelegate:"), unDelegate)
+
+	allow := objc.Call[objc.Object](objc.GetClass("UNNotificationAction"), objc.Sel("actionWithIdentifier:title:options:"),
+		ActionAllow, "Allow", uint(0))
+	once := objc.Call[objc.Object](objc.GetClass("UNNotificationAction"), objc.Sel("actionWithIdentifier:title:options:"),
+		ActionAllowOnce, "Allow once", uint(0))
+	category := objc.Call[objc.Object](objc.GetClass("UNNotificationCategory"),
+		objc.Sel("categoryWithIdentifier:actions:intentIdentifiers:options:"),
+		unCategory, []objc.IObject{allow, once}, []string{}, uint(0))
+	objc.Call[objc.Void](u.center, objc.Sel("setNotificationCategories:"),
+		foundation.NewSetWithArray([]objc.IObject{category}))
+
+	const alertSound = 4 | 2 // UNAuthorizationOptionAlert | Sound
+	objc.Call[objc.Void](u.center, objc.Sel("requestAuthorizationWithOptions:completionHandler:"), uint(alertSound),
+		func(granted bool, err objc.Object) {
+			if !granted {
+				log.Warn("notifications not authorized; allow Corral in System Settings › Notifications")
+			}
+		})
+	return u, nil
+}
+
+// newUNDelegate registers CorralUNDelegate, an NSObject subclass with the
+// two UNUserNotificationCenterDelegate methods, and returns an instance.
+// It is built with AllocateClass/AddMethod rather than WrapAsProtocol,
+// which needs the protocol object at run time.
+func newUNDelegate() objc.Object {
+	cls := objc.AllocateClass(objc.GetClass("NSObject"), "CorralUNDelegate", 0)
+	objc.AddMethod(cls, objc.Sel("userNotificationCenter:didReceiveNotificationResponse:withCompletionHandler:"),
+		func(self objc.Object, center objc.Object, resp objc.Object, done objc.Block) {
+			action := objc.Call[string](resp, objc.Sel("actionIdentifier"))
+			n := objc.Call[objc.Object](resp, objc.Sel("notification"))
+			req := objc.Call[objc.Object](n, objc.Sel("request"))
+			content := objc.Call[objc.Object](req, objc.Sel("content"))
+			info := objc.Call[map[string]string](content, objc.Sel("userInfo"))
+			unMu.Lock()
+			u := unCurrent
+			unMu.Unlock()
+			if u != nil && (action == ActionAllow || action == ActionAllowOnce) {
+				select {
+				case u.actions <- ActionEvent{Box: info["box"], Host: info["host"], Action: action}:
+				default:
+					u.log.Warn("dropping notification action: nobody is reading", "action", action)
+				}
+			}
+			objc.CallBlock[objc.Void](done) // always complete
+		})
+	// Show banners even while the app is frontmost.
+	objc.AddMethod(cls, objc.Sel("userNotificationCenter:willPresentNotification:withCompletionHandler:"),
+		func(self objc.Object, center objc.Object, n objc.Object, done objc.Block) {
+			const bannerListSound = 16 | 8 | 2
+			objc.CallBlock[objc.Void](done, uint(bannerListSound))
+		})
+	objc.RegisterClass(cls)
+	return objc.Call[objc.Object](cls, objc.Sel("new"))
+}
+
+// Notify posts n in the "corral-denied" category (Allow, Allow once) with
+// the box and host in userInfo. The request goes through the main queue.
+func (u *UN) Notify(ctx context.Context, n Notification) error {
+	errc := make(chan error, 1)
+	dispatch.MainQueue().DispatchAsync(func() {
+		content := objc.Call[objc.Object](objc.GetClass("UNMutableNotificationContent"), objc.Sel("new"))
+		objc.Call[objc.Void](content, objc.Sel("setTitle:"), n.Title)
+		objc.Call[objc.Void](content, objc.Sel("setBody:"), n.Body)
+		objc.Call[objc.Void](content, objc.Sel("setCategoryIdentifier:"), unCategory)
+		objc.Call[objc.Void](content, objc.Sel("setUserInfo:"), map[string]string{"box": n.Box, "host": n.Host})
+		// One notification per (box, host): a later one replaces it.
+		id := "corral-denied-" + n.Box + "-" + n.Host
+		req := objc.Call[objc.Object](objc.GetClass("UNNotificationRequest"), objc.Sel("requestWithIdentifier:content:trigger:"),
+			id, content, objc.Object{})
+		objc.Call[objc.Void](u.center, objc.Sel("addNotificationRequest:withCompletionHandler:"), req,
+			func(err objc.Object) {
+				if err.Ptr() != nil {
+					errc <- fmt.Errorf("posting notification for %s on box %q: %s", n.Host, n.Box,
+						objc.Call[string](err, objc.Sel("localizedDescription")))
+					return
+				}
+				errc <- nil
+			})
+	})
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Actions reports the actions the user picked.
+func (u *UN) Actions() <-chan ActionEvent { return u.actions }
+
+// Close stops reporting actions to this UN.
+func (u *UN) Close() error {
+	u.once.Do(func() {
+		unMu.Lock()
+		if unCurrent == u {
+			unCurrent = nil
+		}
+		unMu.Unlock()
+	})
+	return nil
+}

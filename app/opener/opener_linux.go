@@ -1,0 +1,3 @@
+package opener
+
+func platformArgv(path string) []string { return []string{"xdg-open", path} }

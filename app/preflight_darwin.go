@@ -1,0 +1,3 @@
+package app
+
+func preflight() error { return nil }

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
+	"github.com/spf13/cobra"
+)
+
+type env struct {
+	home, proj, box string
+}
+
+func setup(t *testing.T, corralToml string) env {
+	t.Helper()
+	root := t.TempDir()
+	home := filepath.Join(root, "h")
+	proj := filepath.Join(root, "web")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if corralToml != "" {
+		if err := os.WriteFile(filepath.Join(proj, ".corral.toml"), []byte(corralToml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proj, _ = filepath.EvalSymlinks(proj)
+	p, err := project.Resolve(proj, filepath.Join(home, "lima"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{home: home, proj: proj, box: p.Box}
+}
+
+func run(t *testing.T, e env, tty bool, args ...string) (int, string, string) {
+	t.Helper()
+	io, _, out, errOut := Test(tty)
+	f := &Factory{
+		IO:       io,
+		Layout:   func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
+		Platform: config.Platform{OS: "linux", Arch: "amd64"},
+		Getenv:   func(string) string { return "" },
+	}
+	code := Run(f, append([]string{"-C", e.proj}, args...))
+	return code, out.String(), errOut.String()
+}
+
+func TestConfigCheckOK(t *testing.T) {
+	e := setup(t, "network = \"offline\"\n")
+	code, out, errOut := run(t, e, true, "config", "check")
+	if code != 0 || out != "ok: box "+e.box+" config has no problems\n" || errOut != "" {
+		t.Fatalf("code %d out %q err %q", code, out, errOut)
+	}
+}
+
+func TestConfigCheckViolations(t *testing.T) {
+	e := setup(t, "network = \"full\"\ngit_tokens = [\"github.com\"]\nnetwrok = 1\n")
+	code, out, errOut := run(t, e, true, "config", "check")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	file := filepath.Join(e.proj, ".corral.toml")
+	trusted := filepath.Join(e.home, "projects", e.box+".toml")
+	want := "2 problem(s) in the config of box " + e.box + ":\n\n" +
+		file + `: network = "full": a repository may only tighten network (full < broker < offline), and this loosens "broker"` + "\n" +
+		"  fix: if you trust this repository, add to " + trusted + ":\n" +
+		`       network = "full"` + "\n\n" +
+		file + `: git_tokens = ["github.com"]: a repository may not set this (it widens host access)` + "\n" +
+		"  fix: if you trust this repository, add to " + trusted + ":\n" +
+		`       git_tokens = ["github.com"]` + "\n"
+	if out != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
+	}
+	if errOut != "warning: "+file+": netwrok: unknown key, ignored (a typo in a security setting would silently do nothing)\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+}
+
+func TestConfigCheckJSON(t *testing.T) {
+	e := setup(t, "mounts = [{ location = \"/\" }]\n")
+	code, out, _ := run(t, e, false, "config", "check", "--json")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	var got struct {
+		Box      string `json:"box"`
+		OK       bool   `json:"ok"`
+		Problems []struct{ File, Key, Reason string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err, out)
+	}
+	if got.Box != e.box || got.OK || len(got.Problems) != 1 || got.Problems[0].Key != "mounts" {
+		t.Errorf("%+v", got)
+	}
+}
+
+func TestBoxActingCommandRefusesWithExit2(t *testing.T) {
+	e := setup(t, "egress = [\"example.test\"]\n")
+	code, out, errOut := run(t, e, false, "render")
+	if code != 2 || out != "" || !strings.Contains(errOut, "corral: refusing: the config has problems:") || !strings.Contains(errOut, "egress") {
+		t.Fatalf("code %d out %q err %q", code, out, errOut)
+	}
+}
+
+func TestMalformedProjectFile(t *testing.T) {
+	e := setup(t, "cpus = \n")
+	code, _, errOut := run(t, e, false, "config", "show")
+	if code != 2 || !strings.Contains(errOut, filepath.Join(e.proj, ".corral.toml")+": line 1") {
+		t.Fatalf("code %d err %q", code, errOut)
+	}
+}
+
+func TestConfigShowOrigin(t *testing.T) {
+	e := setup(t, "network = \"offline\"\n")
+	code, out, _ := run(t, e, true, "config", "show", "--origin")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	want := "# from " + filepath.Join(e.proj, ".corral.toml") + "\nnetwork = \"offline\"\n"
+	if !strings.Contains(out, want) || !strings.Contains(out, "# from default\ncpus = 2\n") {
+		t.Errorf("output:\n%s", out)
+	}
+	if !strings.HasPrefix(out, "# box "+e.box+" for "+e.proj+"\n") {
+		t.Errorf("header: %q", strings.SplitN(out, "\n", 2)[0])
+	}
+}
+
+func TestConfigShowJSON(t *testing.T) {
+	e := setup(t, "")
+	code, out, _ := run(t, e, false, "config", "show", "--json", "--origin")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	var got struct {
+		Box    string              `json:"box"`
+		Config map[string]any      `json:"config"`
+		Origin map[string][]string `json:"origin"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Config["network"] != "broker" || got.Origin["network"][0] != "default" || got.Box != e.box {
+		t.Errorf("%+v", got)
+	}
+}
+
+func TestRender(t *testing.T) {
+	e := setup(t, "")
+	code, out, errOut := run(t, e, false, "render")
+	if code != 0 {
+		t.Fatal(code, errOut)
+	}
+	if !strings.Contains(out, "vmType: qemu\n") || !strings.Contains(out, "mountPoint: "+e.proj+"\n") {
+		t.Errorf("render output:\n%s", out)
+	}
+	last := out[strings.LastIndex(strings.TrimSuffix(out, "\n"), "\n")+1:]
+	if !strings.HasPrefix(last, "# template hash: sha256:") || len(strings.TrimSpace(last)) != len("# template hash: sha256:")+64 {
+		t.Errorf("hash line %q", last)
+	}
+	_, out2, _ := run(t, e, false, "render")
+	if out2 != out {
+		t.Error("render is not stable")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	e := setup(t, "")
+	_, out, _ := run(t, e, true, "version")
+	if !strings.Contains(out, "tested with Lima 1.2.2\n") {
+		t.Errorf("%q", out)
+	}
+}
+
+// TestCommandTree checks every command has Use, Short and an Example.
+func TestCommandTree(t *testing.T) {
+	io, _, _, _ := Test(false)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Use == "" || c.Short == "" {
+			t.Errorf("%s: missing Use or Short", c.CommandPath())
+		}
+		if c.Runnable() && c.Example == "" && !c.Hidden {
+			t.Errorf("%s: missing Example", c.CommandPath())
+		}
+		if strings.HasSuffix(c.Short, ".") {
+			t.Errorf("%s: Short ends with a period", c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(NewCmdRoot(&Factory{IO: io}))
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/spf13/cobra"
+)
+
+// ConfigCheckOptions are the options of `corral config check`.
+type ConfigCheckOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	JSON    bool
+}
+
+// NewCmdConfigCheck builds `corral config check`.
+func NewCmdConfigCheck(f *Factory, runF func(*ConfigCheckOptions) error) *cobra.Command {
+	opts := &ConfigCheckOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check a project's config and its .corral.toml against the trust policy",
+		Long: `Check loads every config layer of a project and reports all problems at
+once: malformed files, invalid values, unknown keys, and every key the
+repository's .corral.toml may not set. It exits 2 on any violation.`,
+		Example: "  corral config check -C ~/src/untrusted",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return configCheckRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+type checkProblem struct {
+	File   string `json:"file"`
+	Key    string `json:"key,omitempty"`
+	Value  string `json:"value,omitempty"`
+	Reason string `json:"reason"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func configCheckRun(opts *ConfigCheckOptions) error {
+	f := opts.Factory
+	l, err := f.Layout()
+	if err != nil {
+		return err
+	}
+	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
+	if r.Project.Box == "" {
+		return err
+	}
+	if err != nil && !errors.Is(err, config.ErrViolation) {
+		return err
+	}
+	var problems []checkProblem
+	for _, e := range violations(err) {
+		var v *config.Violation
+		var pe *config.ParseError
+		switch {
+		case errors.As(e, &v):
+			problems = append(problems, checkProblem{File: v.File, Key: v.Key, Value: v.Value, Reason: v.Reason, Fix: v.Fix})
+		case errors.As(e, &pe):
+			problems = append(problems, checkProblem{File: pe.File, Reason: pe.Err.Error()})
+		default:
+			problems = append(problems, checkProblem{Reason: e.Error()})
+		}
+	}
+	if opts.JSON {
+		warns := []string{}
+		for _, w := range r.Config.Warnings {
+			warns = append(warns, w.String())
+		}
+		if problems == nil {
+			problems = []checkProblem{}
+		}
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems, "warnings": warns}); err != nil {
+			return err
+		}
+	} else {
+		printWarnings(opts.IO, r.Config.Warnings)
+		if len(problems) == 0 {
+			fmt.Fprintf(opts.IO.Out, "ok: box %s config has no problems\n", r.Project.Box)
+		} else {
+			fmt.Fprintf(opts.IO.Out, "%d problem(s) in the config of box %s:\n", len(problems), r.Project.Box)
+			for _, e := range violations(err) {
+				fmt.Fprintf(opts.IO.Out, "\n%s\n", e)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return &ExitCodeError{Code: ExitViolation}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/spf13/cobra"
+)
+
+// ConfigShowOptions are the options of `corral config show`.
+type ConfigShowOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	Origin  bool
+	JSON    bool
+}
+
+// NewCmdConfigShow builds `corral config show`.
+func NewCmdConfigShow(f *Factory, runF func(*ConfigShowOptions) error) *cobra.Command {
+	opts := &ConfigShowOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:     "show",
+		Short:   "Print the effective config of a project",
+		Example: "  corral config show --origin\n  corral config show -C ~/src/web --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return configShowRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Origin, "origin", false, "name the file that set each key")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func configShowRun(opts *ConfigShowOptions) error {
+	f := opts.Factory
+	l, err := f.Layout()
+	if err != nil {
+		return err
+	}
+	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
+	if r.Project.Box == "" {
+		return err
+	}
+	printWarnings(opts.IO, r.Config.Warnings)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		out := map[string]any{"box": r.Project.Box, "project": r.Project.Dir, "config": r.Config.Values()}
+		if opts.Origin {
+			out["origin"] = r.Config.Origin
+		}
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", r.Project.Box, r.Project.Dir, r.Config.TOML(opts.Origin))
+	return nil
+}
+
+func printWarnings(io *IOStreams, warns []config.Warning) {
+	for _, w := range warns {
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+	}
+}
+
+// violations splits a joined config error into its parts.
+func violations(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, violations(e)...)
+		}
+		return out
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+var _ = errors.Join

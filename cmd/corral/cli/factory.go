@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+// Factory holds what commands need from the outside world, so tests can
+// replace it. It is built once in Main.
+type Factory struct {
+	IO       *IOStreams
+	Layout   func() (paths.Layout, error)
+	Platform config.Platform // zero: the host's
+	Logger   *slog.Logger
+	// Executable is the path of the running corral binary (for brokers,
+	// terminals and the qemu wrapper).
+	Executable func() (string, error)
+	// Getenv reads the host environment (sessions forward from it).
+	Getenv func(string) string
+	// Dir is the -C flag: the project directory.
+	Dir string
+	// Verbose is the --verbose flag.
+	Verbose bool
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

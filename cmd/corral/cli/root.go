@@ -1,0 +1,70 @@
+// Package cli is the corral command tree. Each command lives in its own
+// file with an options struct, a NewCmd function that parses, and a run
+// function that makes one call into core.
+package cli
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/spf13/cobra"
+)
+
+// Main runs the CLI with args and returns the exit code.
+func Main(args []string) int {
+	f := &Factory{
+		IO:         System(),
+		Layout:     paths.Default,
+		Executable: os.Executable,
+		Getenv:     os.Getenv,
+	}
+	return Run(f, args)
+}
+
+// Run executes args against a factory; tests call it in-process.
+func Run(f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	err := root.Execute()
+	if err != nil {
+		printError(f.IO.ErrOut, err)
+	}
+	return exitCode(err)
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "corral",
+		Short: "Run coding agents in a per-project Lima VM",
+		Long: `corral gives each project its own Lima VM (a box). The box mounts only
+that project, runs the agent with permission prompts off, and reaches only
+the hosts the host side allows.`,
+		Example: `  cd ~/src/web && corral claude
+  corral config check -C ~/src/untrusted
+  corral render`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			level := slog.LevelWarn
+			if f.Verbose {
+				level = slog.LevelDebug
+			}
+			if f.Logger == nil {
+				f.Logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+			}
+		},
+	}
+	root.PersistentFlags().StringVarP(&f.Dir, "dir", "C", "", "project `directory` (default: the working directory)")
+	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "log what corral does to stderr")
+	root.AddCommand(
+		NewCmdConfig(f),
+		NewCmdRender(f, nil),
+		NewCmdVersion(f, nil),
+	)
+	return root
+}

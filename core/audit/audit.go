@@ -1,0 +1,158 @@
+// Package audit records what happened to boxes in an append-only JSON-lines
+// log (~/.corral/logs/audit.jsonl, paths.Layout.AuditLog) shared by the CLI, the menu-bar
+// app and the idle sweeper, which may write at the same time from different
+// processes. It sits on package jsonl, which keeps lines whole and rotates the
+// file at MaxBytes keeping one older generation.
+//
+// The log must never hold secret values. Session starts record the names of
+// forwarded environment variables in Event.EnvNames; there is deliberately no
+// field for their values, and callers must not put values in Fields.
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/core/jsonl"
+)
+
+// MaxBytes is the size at which the audit log is rotated to path + ".1".
+const MaxBytes = 16 << 20
+
+// Kind says what happened.
+type Kind string
+
+// Event kinds.
+const (
+	KindCreate       Kind = "create"
+	KindStart        Kind = "start"
+	KindStop         Kind = "stop"
+	KindIdleStop     Kind = "idle-stop"
+	KindRebuild      Kind = "rebuild"
+	KindRm           Kind = "rm"
+	KindSessionStart Kind = "session-start"
+	KindSessionEnd   Kind = "session-end"
+	KindEgressDenied Kind = "egress-denied"
+	KindAllow        Kind = "allow"
+	KindGC           Kind = "gc"
+	KindSnapshot     Kind = "snapshot"
+	KindRestore      Kind = "restore"
+)
+
+// Actor says which part of corral acted.
+type Actor string
+
+// Actors.
+const (
+	ActorCLI   Actor = "cli"
+	ActorApp   Actor = "app"
+	ActorSweep Actor = "sweep"
+)
+
+// Event is one audit record. Its JSON form is one line of the log.
+type Event struct {
+	Time  time.Time `json:"time"`
+	Kind  Kind      `json:"kind"`
+	Box   string    `json:"box,omitempty"`
+	Actor Actor     `json:"actor,omitempty"`
+	// EnvNames lists the names (never the values) of environment variables
+	// forwarded into a session; set on KindSessionStart.
+	EnvNames []string `json:"env_names,omitempty"`
+	// Fields holds kind-specific details such as "host" for egress events.
+	// Values read back from the log are JSON-decoded (numbers are float64).
+	Fields map[string]any `json:"fields,omitempty"`
+}
+
+// SessionStart returns a session-start event that records only the names of
+// the forwarded environment variables.
+func SessionStart(box string, actor Actor, envNames []string) Event {
+	return Event{Kind: KindSessionStart, Box: box, Actor: actor, EnvNames: envNames}
+}
+
+// Log appends events to an audit log file. It is safe for concurrent use.
+type Log struct {
+	w   *jsonl.Writer
+	now func() time.Time
+}
+
+// Open opens the audit log at path for appending, creating it (mode 0600,
+// parent directory 0700) if needed.
+func Open(path string) (*Log, error) {
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: MaxBytes})
+	if err != nil {
+		return nil, fmt.Errorf("opening audit log: %w", err)
+	}
+	return &Log{w: w, now: time.Now}, nil
+}
+
+// Record appends ev. A zero Time is set to now; times are stored in UTC.
+func (l *Log) Record(ev Event) error {
+	if ev.Kind == "" {
+		return fmt.Errorf("recording audit event for box %q: empty kind", ev.Box)
+	}
+	if ev.Time.IsZero() {
+		ev.Time = l.now()
+	}
+	ev.Time = ev.Time.UTC()
+	ev.EnvNames = namesOnly(ev.EnvNames)
+	if err := l.w.Append(ev); err != nil {
+		return fmt.Errorf("recording %s event for box %q: %w", ev.Kind, ev.Box, err)
+	}
+	return nil
+}
+
+// namesOnly drops anything from "=" on, so that a caller passing
+// os.Environ()-style "NAME=value" entries still records only names.
+func namesOnly(names []string) []string {
+	var out []string
+	for i, n := range names {
+		if name, _, ok := strings.Cut(n, "="); ok {
+			if out == nil {
+				out = slices.Clone(names)
+			}
+			out[i] = name
+		}
+	}
+	if out == nil {
+		return names
+	}
+	return out
+}
+
+// Close closes the log.
+func (l *Log) Close() error { return l.w.Close() }
+
+// Filter selects events in Read. Zero fields select everything.
+type Filter struct {
+	Since time.Time // events at or after Since
+	Box   string    // events for this box only
+}
+
+// Read returns the events in the log at path and its rotated generation,
+// oldest first, that match f. A missing log is empty. Lines that are not
+// valid events (for instance from a hand edit) are skipped so that one bad
+// line does not hide the rest of the history.
+func Read(path string, f Filter) ([]Event, error) {
+	var out []Event
+	err := jsonl.ReadAll(path, func(line []byte) error {
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil || ev.Kind == "" {
+			return nil
+		}
+		if !f.Since.IsZero() && ev.Time.Before(f.Since) {
+			return nil
+		}
+		if f.Box != "" && ev.Box != f.Box {
+			return nil
+		}
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading audit log: %w", err)
+	}
+	return out, nil
+}

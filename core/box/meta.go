@@ -1,0 +1,109 @@
+package box
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+// ErrNoMeta means a box has no metadata: corral never created it.
+var ErrNoMeta = errors.New("no such box")
+
+// Session is a live session recorded in a box's metadata.
+type Session struct {
+	ID      string    `json:"id"`
+	PID     int       `json:"pid"` // the host corral process running it
+	Agent   string    `json:"agent"`
+	Started time.Time `json:"started"`
+}
+
+// Meta is a box's metadata, ~/.corral/boxes/<box>.json.
+type Meta struct {
+	Name         string    `json:"name"`
+	Project      string    `json:"project"`
+	Created      time.Time `json:"created"`
+	TemplateHash string    `json:"template_hash"`
+	Golden       string    `json:"golden,omitempty"` // golden instance it was cloned from
+	BrokerPort   int       `json:"broker_port"`
+	BrokerPID    int       `json:"broker_pid,omitempty"`
+	Network      string    `json:"network"`
+	MemoryCap    uint64    `json:"memory_cap"`
+	CPUs         int       `json:"cpus"`
+	VMType       string    `json:"vm_type"`
+	IdleStop     string    `json:"idle_stop"`
+	StopOnExit   bool      `json:"stop_on_exit,omitempty"`
+	Sessions     []Session `json:"sessions,omitempty"`
+	LastActivity time.Time `json:"last_activity"`
+	// Provisioning is set while a create or rebuild runs; a box left with
+	// it (ctrl-C, crash) is recovered by the next up.
+	Provisioning bool `json:"provisioning,omitempty"`
+}
+
+// ReadMeta reads a box's metadata.
+func ReadMeta(l paths.Layout, box string) (Meta, error) {
+	b, err := os.ReadFile(l.BoxMeta(box))
+	if errors.Is(err, os.ErrNotExist) {
+		return Meta{}, fmt.Errorf("%w: %s", ErrNoMeta, box)
+	}
+	if err != nil {
+		return Meta{}, fmt.Errorf("reading metadata of box %s: %w", box, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("reading metadata of box %s (%s): %w\nhint: corral rm -f %s removes the box", box, l.BoxMeta(box), err, box)
+	}
+	return m, nil
+}
+
+// WriteMeta writes a box's metadata atomically.
+func WriteMeta(l paths.Layout, m Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding metadata of box %s: %w", m.Name, err)
+	}
+	return atomicfile.WriteFile(l.BoxMeta(m.Name), append(b, '\n'), atomicfile.FileMode)
+}
+
+// ListMeta reads the metadata of every box, sorted by name. Unreadable
+// files are returned as errors alongside the rest.
+func ListMeta(l paths.Layout) ([]Meta, error) {
+	ents, err := os.ReadDir(l.BoxesDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing boxes: %w", err)
+	}
+	var out []Meta
+	var errs []error
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || strings.HasPrefix(name, ".") {
+			continue
+		}
+		m, err := ReadMeta(l, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errors.Join(errs...)
+}
+
+// RemoveMeta deletes a box's metadata.
+func RemoveMeta(l paths.Layout, box string) error {
+	err := os.Remove(l.BoxMeta(box))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing metadata of box %s: %w", box, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package box is the lifecycle service shared by the CLI and the menu-bar
+// app: it resolves a project to its box, loads the box's layered config,
+// renders its Lima template, and creates, starts, stops and removes boxes.
+package box
+
+import (
+	"fmt"
+	"hash/fnv"
+	"runtime"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hostinfo"
+	"github.com/corral-dev/corral/core/limayaml"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
+)
+
+// HostPlatform is the platform corral runs on.
+func HostPlatform() config.Platform {
+	return config.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+}
+
+// Resolved is a project with its box name and effective config.
+type Resolved struct {
+	Project  project.Project
+	Platform config.Platform
+	Config   config.Result
+}
+
+// ResolveOptions tune Resolve.
+type ResolveOptions struct {
+	Dir      string        // project directory; "" is the working directory
+	Flags    config.Config // the flags layer
+	Platform config.Platform
+}
+
+// Resolve finds the project's box and loads its config. A config error is
+// returned together with the partial result, so callers can show warnings
+// and every problem at once.
+func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
+	proj, err := project.Resolve(opt.Dir, l.LimaHome())
+	if err != nil {
+		return Resolved{}, err
+	}
+	host, err := hostinfo.Read()
+	if err != nil {
+		return Resolved{}, err
+	}
+	if opt.Platform.OS == "" {
+		opt.Platform = HostPlatform()
+	}
+	res, err := config.Load(config.Request{
+		Platform:    opt.Platform,
+		ProjectDir:  proj.Dir,
+		GlobalPath:  l.GlobalConfig(),
+		TrustedPath: l.ProjectConfig(proj.Box),
+		Flags:       opt.Flags,
+		HostMemory:  host.MemoryBytes,
+		HostCPUs:    host.CPUs,
+	})
+	return Resolved{Project: proj, Platform: opt.Platform, Config: res}, err
+}
+
+// DefaultBrokerPort is a box's preferred broker port: 42000 + fnv32a(box) % 1000.
+func DefaultBrokerPort(box string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(box))
+	return 42000 + int(h.Sum32()%1000)
+}
+
+// BrokerGuestHost is the address the guest reaches the broker at: the
+// slirp gateway, which maps to the host's loopback.
+const BrokerGuestHost = "192.168.5.2"
+
+// Render renders the Lima template of a resolved box.
+func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Rendered, error) {
+	c := r.Config.Config
+	rendered, err := limayaml.Render(limayaml.Input{
+		Platform:   r.Platform,
+		Config:     c,
+		Box:        r.Project.Box,
+		ProjectDir: r.Project.Dir,
+		AgentDir:   l.AgentDir(deref(c.Agent)),
+		BrokerHost: BrokerGuestHost,
+		BrokerPort: brokerPort,
+		Golden:     golden,
+	})
+	if err != nil {
+		return rendered, fmt.Errorf("rendering the template of box %s: %w", r.Project.Box, err)
+	}
+	return rendered, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// BrokerPortFor returns the broker port persisted in the box's metadata,
+// or the default for a box that has none yet.
+func BrokerPortFor(l paths.Layout, box string) int {
+	if m, err := ReadMeta(l, box); err == nil && m.BrokerPort != 0 {
+		return m.BrokerPort
+	}
+	return DefaultBrokerPort(box)
+}

@@ -1,0 +1,45 @@
+package config
+
+import "time"
+
+// Platform is the OS and CPU architecture a box is rendered for. It is
+// explicit so that tests render the macOS variant on Linux.
+type Platform struct {
+	OS   string // "darwin" or "linux"
+	Arch string // "arm64" or "amd64"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Defaults is the built-in layer.
+func Defaults(p Platform) Layer {
+	vm, mt := "qemu", "9p"
+	if p.OS == "darwin" {
+		vm, mt = "vz", "virtiofs"
+	}
+	c := Config{
+		CPUs:            ptr(2),
+		Memory:          ptr("4GiB"),
+		Disk:            ptr("50GiB"),
+		VMType:          ptr(vm),
+		MountType:       ptr(mt),
+		ReadonlyProject: ptr(false),
+		Source:          ptr("mount"),
+		Network:         ptr("broker"),
+		Agent:           ptr("claude"),
+		AgentState:      ptr("shared"),
+		Profile:         ptr("default"),
+		Golden:          ptr(true),
+		IdleStop:        &Duration{30 * time.Minute},
+		StopOnExit:      ptr(false),
+		Snapshots:       ptr("off"),
+		SnapshotsKeep:   ptr(3),
+	}
+	l := Layer{Kind: KindDefault, Path: "default", Config: c}
+	for _, k := range Schema {
+		if isSet(&l.Config, k.Name) {
+			l.Set = append(l.Set, k.Name)
+		}
+	}
+	return l
+}

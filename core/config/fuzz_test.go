@@ -1,0 +1,83 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// wider reports how eff grants more host access than base, or "".
+func wider(eff, base Config) string {
+	rank := func(order []string, v *string) int {
+		if v == nil {
+			return -1
+		}
+		return slices.Index(order, *v)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	switch {
+	case rank(NetworkOrder, eff.Network) < rank(NetworkOrder, base.Network):
+		return "network loosened"
+	case rank(AgentStateOrder, eff.AgentState) < rank(AgentStateOrder, base.AgentState):
+		return "agent_state loosened"
+	case rank(ProfileOrder, eff.Profile) < rank(ProfileOrder, base.Profile):
+		return "profile loosened"
+	case rank(SourceOrder, eff.Source) < rank(SourceOrder, base.Source):
+		return "source loosened"
+	case base.ReadonlyProject != nil && *base.ReadonlyProject && !*eff.ReadonlyProject:
+		return "project made writable"
+	case str(eff.Image) != str(base.Image), str(eff.VMType) != str(base.VMType),
+		str(eff.MountType) != str(base.MountType), str(eff.Agent) != str(base.Agent):
+		return "host-only scalar changed"
+	case len(eff.Egress) > len(base.Egress), len(eff.Mounts) > len(base.Mounts),
+		len(eff.ForwardEnv) > len(base.ForwardEnv), len(eff.GitTokens) > len(base.GitTokens),
+		len(eff.EnvFromHost) > len(base.EnvFromHost), len(eff.KeychainEnv) > len(base.KeychainEnv):
+		return "host-only list grew"
+	}
+	if eff.Memory != nil {
+		if n, err := ParseSize(*eff.Memory); err == nil && n > testHostMem/2 {
+			return "memory above cap"
+		}
+	}
+	if eff.CPUs != nil && *eff.CPUs > 8 {
+		return "cpus above cap"
+	}
+	for n := range eff.Env {
+		if _, ok := base.Env[n]; !ok && secretish(n, &base) != "" {
+			return fmt.Sprintf("secret-looking env %s added", n)
+		}
+	}
+	return ""
+}
+
+func FuzzProjectNeverWidens(f *testing.F) {
+	for _, dir := range []string{"testdata/hostile", "testdata/allowed"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.toml"))
+		for _, p := range files {
+			b, _ := os.ReadFile(p)
+			f.Add(b)
+		}
+	}
+	global, _ := filepath.Abs("testdata/global.toml")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		proj := newProject(t, data)
+		res, err := Load(request(proj, global))
+		if err != nil {
+			return // refused: nothing applied
+		}
+		base, err := Load(request(newProject(t, nil), global))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := wider(res.Config, base.Config); why != "" {
+			t.Fatalf("project file widened the effective config: %s\n%s", why, data)
+		}
+	})
+}

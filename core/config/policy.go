@@ -1,0 +1,236 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PolicyInput is what the repository policy needs besides the layers.
+type PolicyInput struct {
+	ProjectDir  string // absolute, symlink-free
+	TrustedPath string // where the user may put what a repository may not
+	HostMemory  uint64
+	HostCPUs    int
+}
+
+// MaxProjectDisk caps the disk a repository may ask for.
+const MaxProjectDisk = 200 << 30
+
+// checkProject applies the trust policy to the repository layer. base is
+// the merge of the layers below it (defaults and global), which the
+// repository may tighten but never loosen.
+func checkProject(l Layer, base Config, in PolicyInput) []error {
+	var errs []error
+	c := &l.Config
+	bad := func(key, value, reason, fix string) {
+		errs = append(errs, &Violation{File: l.Path, Key: key, Value: value, Reason: reason, Fix: fix})
+	}
+	trustFix := func(lines string) string {
+		return fmt.Sprintf("if you trust this repository, add to %s:\n%s", in.TrustedPath, lines)
+	}
+	for _, name := range l.Set {
+		key, _ := KeyByName(name)
+		switch key.Class {
+		case ClassHost:
+			lines := tomlLine(name, field(c, name).Interface())
+			reason := "a repository may not set this (it widens host access)"
+			if name == "egress" {
+				reason = "a repository may request hosts but not allow them"
+			}
+			bad(name, shortValue(field(c, name).Interface()), reason, trustFix(lines))
+		case ClassTighten:
+			checkTighten(name, c, &base, bad, trustFix)
+		case ClassCapped:
+			checkCap(name, c, in, bad, trustFix)
+		case ClassAdd:
+			if name == "hide" || name == "box_dirs" || name == "provision" {
+				for _, p := range field(c, name).Interface().([]string) {
+					if err := insideProject(in.ProjectDir, p); err != nil {
+						bad(name, strconv.Quote(p), err.Error(), "use a relative path inside the project")
+					}
+				}
+			}
+		case ClassEnv:
+			for _, n := range SortedKeys(c.Env) {
+				if why := secretish(n, &base); why != "" {
+					bad("env."+n, strconv.Quote(c.Env[n]), "a repository may not set "+why,
+						trustFix(fmt.Sprintf("[env]\n%s = %s", n, strconv.Quote(c.Env[n]))))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func checkTighten(name string, c, base *Config, bad func(k, v, r, f string), trustFix func(string) string) {
+	if name == "readonly_project" {
+		if !*c.ReadonlyProject && base.ReadonlyProject != nil && *base.ReadonlyProject {
+			bad(name, "false", "a repository may make the project read-only, not writable", trustFix("readonly_project = false"))
+		}
+		return
+	}
+	order := map[string][]string{"network": NetworkOrder, "agent_state": AgentStateOrder, "profile": ProfileOrder, "source": SourceOrder}[name]
+	v := field(c, name).Interface().(*string)
+	b := field(base, name).Interface().(*string)
+	if b == nil {
+		return
+	}
+	if vi, bi := slices.Index(order, *v), slices.Index(order, *b); vi >= 0 && vi < bi {
+		bad(name, strconv.Quote(*v), fmt.Sprintf("a repository may only tighten %s (%s), and this loosens %q", name, strings.Join(order, " < "), *b),
+			trustFix(fmt.Sprintf("%s = %q", name, *v)))
+	}
+}
+
+func checkCap(name string, c *Config, in PolicyInput, bad func(k, v, r, f string), trustFix func(string) string) {
+	switch name {
+	case "cpus":
+		if in.HostCPUs > 0 && *c.CPUs > in.HostCPUs {
+			bad(name, strconv.Itoa(*c.CPUs), fmt.Sprintf("a repository may ask for at most the host's %d CPUs", in.HostCPUs),
+				trustFix(fmt.Sprintf("cpus = %d", *c.CPUs)))
+		}
+	case "memory":
+		n, err := ParseSize(*c.Memory)
+		if err == nil && in.HostMemory > 0 && n > in.HostMemory/2 {
+			bad(name, strconv.Quote(*c.Memory), fmt.Sprintf("a repository may ask for at most half the host's RAM (%s)", FormatSize(in.HostMemory/2)),
+				trustFix(fmt.Sprintf("memory = %q", *c.Memory)))
+		}
+	case "disk":
+		n, err := ParseSize(*c.Disk)
+		if err == nil && n > MaxProjectDisk {
+			bad(name, strconv.Quote(*c.Disk), "a repository may ask for at most 200GiB", trustFix(fmt.Sprintf("disk = %q", *c.Disk)))
+		}
+	}
+}
+
+// insideProject resolves rel against the project, following .. and every
+// symlink that exists, and fails when the result leaves the project.
+func insideProject(projectDir, rel string) error {
+	if rel == "" {
+		return errors.New("empty path")
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "~") {
+		return errors.New("must be relative to the project")
+	}
+	p := filepath.Join(projectDir, rel)
+	if !within(projectDir, p) {
+		return errors.New("leaves the project")
+	}
+	// Resolve the longest existing prefix: a symlink inside the project may
+	// point anywhere on the host.
+	existing, rest := p, ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return fmt.Errorf("cannot resolve: %w", err)
+	}
+	if !within(projectDir, filepath.Join(real, rest)) {
+		return errors.New("leaves the project through a symlink")
+	}
+	return nil
+}
+
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// secretNames are substrings that mark a variable as carrying a secret.
+var secretNames = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY", "AUTH", "COOKIE", "SESSION"}
+
+// reservedPrefixes are variables that steer agents, git or corral itself;
+// a repository setting them could redirect a forwarded token.
+var reservedPrefixes = []string{"ANTHROPIC_", "CLAUDE_", "CORRAL_", "OPENAI_", "GH_", "GITHUB_", "GITLAB_", "GLAB_", "GIT_", "AWS_", "SSH_", "GPG_"}
+
+var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+
+// secretish says why a repository may not set variable n, or "".
+func secretish(n string, base *Config) string {
+	u := strings.ToUpper(n)
+	if slices.Contains(proxyVars, u) {
+		return "proxy or certificate settings"
+	}
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(u, p) {
+			return "variables starting with " + p + " (they steer agents, git or corral)"
+		}
+	}
+	for _, s := range secretNames {
+		if strings.Contains(u, s) {
+			return "variables whose names mark secrets (" + s + ")"
+		}
+	}
+	if slices.Contains(base.ForwardEnv, n) {
+		return "a variable the host forwards"
+	}
+	if _, ok := base.EnvFromHost[n]; ok {
+		return "a variable the host provides"
+	}
+	if _, ok := base.KeychainEnv[n]; ok {
+		return "a variable read from the keychain"
+	}
+	return ""
+}
+
+// checkFloors applies profile floors to the effective config.
+func checkFloors(eff *Effective) []error {
+	c := &eff.Config
+	var errs []error
+	if c.Profile != nil && *c.Profile == "strict" {
+		if c.Network != nil && *c.Network == "full" {
+			c.Network = ptr("broker")
+			eff.Origin["network"] = append(eff.Origin["network"], "profile strict (floor: broker)")
+		}
+		if c.MountType != nil && *c.MountType == "reverse-sshfs" {
+			errs = append(errs, &Violation{
+				File: strings.Join(eff.Origin["mount_type"], ", "), Key: "mount_type", Value: `"reverse-sshfs"`,
+				Reason: "the strict profile refuses reverse-sshfs: guest root can drive the host's sftp-server outside the project",
+				Fix:    `use mount_type = "9p" (Linux) or "virtiofs" (macOS), or profile = "default"`,
+			})
+		}
+	}
+	return errs
+}
+
+// FormatSize prints bytes in binary units, e.g. "4GiB" or "1.5GiB".
+func FormatSize(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f := float64(n)
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	s := strconv.FormatFloat(f, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + units[i]
+}
+
+func shortValue(v any) string {
+	s := strings.TrimSpace(tomlValue(v))
+	if rv := reflect.ValueOf(deref(v)); rv.Kind() == reflect.Map || (rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Struct) {
+		if b, err := json.Marshal(deref(v)); err == nil {
+			s = string(b)
+		}
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}

@@ -1,0 +1,204 @@
+// Package config loads corral's layered TOML configuration, merges the
+// layers into one effective Config, and enforces the trust policy that
+// keeps a repository's .corral.toml from widening host access.
+//
+// Layers, lowest first (later layers override earlier ones):
+//
+//  1. built-in defaults
+//  2. global       ~/.corral/config.toml              trusted (the user's)
+//  3. project      <project>/.corral.toml             restricted (the repository's)
+//  4. trusted      ~/.corral/projects/<box>.toml      trusted (the user's, per box)
+//  5. flags        command-line flags                 trusted
+//
+// Every layer decodes into the same Config struct. The merge rule of each
+// key is part of the schema below (see Schema) and documented in
+// docs/CONFIG.md, which is generated from it.
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Class is a key's trust class: what a repository's .corral.toml may do
+// with it.
+type Class string
+
+const (
+	// ClassHost keys widen or reach into the host; only trusted layers set them.
+	ClassHost Class = "host-only"
+	// ClassAdd keys are lists a repository may add to (paths stay inside the project).
+	ClassAdd Class = "repo-may-add"
+	// ClassTighten keys are ordered; a repository may only move them toward the strict end.
+	ClassTighten Class = "repo-may-tighten"
+	// ClassCapped keys are resources a repository may set within host-derived caps.
+	ClassCapped Class = "repo-capped"
+	// ClassFree keys do not affect host access; any layer may set them.
+	ClassFree Class = "repo-may-set"
+	// ClassEnv is env: a repository may set plain variables, never ones that
+	// name or redirect secrets.
+	ClassEnv Class = "repo-may-set-non-secret"
+)
+
+// MergeRule is how a later layer's value combines with the earlier ones.
+type MergeRule string
+
+const (
+	// MergeReplace: a later layer that sets the key replaces the value.
+	MergeReplace MergeRule = "replace"
+	// MergeUnion: lists are concatenated in layer order, duplicates dropped.
+	// An allow-list never shrinks by being set again in a later layer; remove
+	// entries in the layer that added them.
+	MergeUnion MergeRule = "union"
+	// MergeKeys: maps merge per key; a later layer's entry replaces the same key.
+	MergeKeys MergeRule = "per-key"
+)
+
+// Key describes one config key.
+type Key struct {
+	Name    string
+	Type    string
+	Default string // as shown in docs; "" means unset
+	Class   Class
+	Merge   MergeRule
+	Doc     string
+}
+
+// Schema lists every key in documentation order.
+var Schema = []Key{
+	{"cpus", "integer", "2", ClassCapped, MergeReplace, "Virtual CPUs. A repository may ask for at most the host's CPU count."},
+	{"memory", "size string", `"4GiB"`, ClassCapped, MergeReplace, "Memory cap of the VM (KiB, MiB, GiB, TiB). A repository may ask for at most half the host's RAM."},
+	{"disk", "size string", `"50GiB"`, ClassCapped, MergeReplace, "Disk size of the VM. A repository may ask for at most 200GiB."},
+	{"image", "string", "platform default", ClassHost, MergeReplace, "Guest image: an https URL, a local qcow2/raw file, or a directory holding rootfs.qcow2, vmlinuz and initrd.img (direct kernel boot). The default on both platforms is a digest-pinned Ubuntu 24.04 cloud image."},
+	{"vm_type", "string", `"vz" on macOS, "qemu" on Linux`, ClassHost, MergeReplace, `Lima VM driver: "vz" or "qemu". On macOS "qemu" (HVF) lets corral enforce the egress funnel in the VM process.`},
+	{"mount_type", "string", `"virtiofs" on macOS, "9p" on Linux`, ClassHost, MergeReplace, `How the project is shared: "virtiofs", "9p" or "reverse-sshfs". reverse-sshfs is not a boundary (guest root can drive the host's sftp-server) and the strict profile refuses it.`},
+	{"toolchains", "list of strings", "[]", ClassAdd, MergeUnion, "Language toolchains baked into the golden image: " + fmt.Sprint(Toolchains) + "."},
+	{"packages", "list of strings", "[]", ClassAdd, MergeUnion, "Debian packages baked into the golden image."},
+	{"hide", "list of paths", "[]", ClassAdd, MergeUnion, "Project paths hidden from the box (covered by an empty read-only mount). Relative to the project; must stay inside it."},
+	{"box_dirs", "list of paths", "[]", ClassAdd, MergeUnion, "Project paths whose contents live on the box's own disk (e.g. node_modules), not the host's. Relative; inside the project."},
+	{"readonly_project", "boolean", "false", ClassTighten, MergeReplace, "Mount the project read-only. A repository may turn it on, not off."},
+	{"source", "string", `"mount"`, ClassTighten, MergeReplace, `"mount" shares the project directory; "clone" gives the box its own git clone and no project mount. Order: mount < clone.`},
+	{"network", "string", `"broker"`, ClassTighten, MergeReplace, `"full" (no filter), "broker" (only the host allow-list proxy) or "offline" (loopback only). Order: full < broker < offline.`},
+	{"egress", "list of strings", "[]", ClassHost, MergeUnion, "Extra hosts the broker allows: host, *.suffix, host:port or host:*. Entries without a port allow 443 and 80. A repository may request hosts; corral prints the lines to copy into the trusted layer."},
+	{"agent", "string", `"claude"`, ClassHost, MergeReplace, "Default agent for `corral claude`-style sessions: " + fmt.Sprint(Agents) + "."},
+	{"agent_state", "string", `"shared"`, ClassTighten, MergeReplace, `"shared" mounts ~/.corral/agents/<agent> (login shared across boxes), "seeded" copies it once, "isolated" starts empty. Order: shared < seeded < isolated.`},
+	{"profile", "string", `"default"`, ClassTighten, MergeReplace, `"default" or "strict". strict is a floor: network at least broker, no sudo in the box, no reverse-sshfs.`},
+	{"mounts", "list of tables", "[]", ClassHost, MergeUnion, "Extra host directories: { location = \"~/data\", mount_point = \"/data\", writable = false }."},
+	{"forward_env", "list of strings", "[]", ClassHost, MergeUnion, "Host environment variables passed into sessions when set."},
+	{"env", "table of strings", "{}", ClassEnv, MergeKeys, "Variables set in sessions. A repository may not set names that look like secrets, proxy settings, or agent endpoints."},
+	{"env_from_host", "table of strings", "{}", ClassHost, MergeKeys, "NAME = \"HOST_VAR\": the session's NAME is the host's HOST_VAR. A session refuses to start when HOST_VAR is unset."},
+	{"keychain_env", "table of tables", "{}", ClassHost, MergeKeys, "NAME = { service = \"…\", account = \"…\" }: read from the OS keychain unless NAME is exported. A missing item refuses the session."},
+	{"git_tokens", "list of strings", "[]", ClassHost, MergeUnion, "Hosts (e.g. \"github.com\") whose token is read on the host and offered to git in the box by a credential helper."},
+	{"provision", "list of paths", "[]", ClassAdd, MergeUnion, "Repository scripts run in the box after corral's own provisioning. Relative; inside the project."},
+	{"golden", "boolean", "true", ClassFree, MergeReplace, "Create boxes by cloning a shared golden image of the project-independent setup."},
+	{"idle_stop", "duration", `"30m"`, ClassFree, MergeReplace, `Stop a box with no session and no activity for this long ("0" never).`},
+	{"stop_on_exit", "boolean", "false", ClassFree, MergeReplace, "Stop the box when its last session ends."},
+	{"snapshots", "string", `"off"`, ClassFree, MergeReplace, `"auto" snapshots the box before every start; "off" only on request.`},
+	{"snapshots_keep", "integer", "3", ClassFree, MergeReplace, "How many automatic snapshots to keep."},
+}
+
+// Toolchains corral knows how to install.
+var Toolchains = []string{"go", "node", "python", "rust"}
+
+// Agents corral knows how to run.
+var Agents = []string{"claude", "shell"}
+
+// Ranks of the ordered keys, loosest first.
+var (
+	NetworkOrder    = []string{"full", "broker", "offline"}
+	AgentStateOrder = []string{"shared", "seeded", "isolated"}
+	ProfileOrder    = []string{"default", "strict"}
+	SourceOrder     = []string{"mount", "clone"}
+)
+
+// MountTypes corral accepts.
+var MountTypes = []string{"virtiofs", "9p", "reverse-sshfs"}
+
+// VMTypes corral accepts.
+var VMTypes = []string{"vz", "qemu"}
+
+// KeyByName returns the schema entry of a key.
+func KeyByName(name string) (Key, bool) {
+	for _, k := range Schema {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// Mount is an extra host directory shared with the box.
+type Mount struct {
+	Location   string `toml:"location" json:"location"`
+	MountPoint string `toml:"mount_point" json:"mount_point,omitempty"`
+	Writable   bool   `toml:"writable" json:"writable"`
+}
+
+// SecretRef names an item in the OS keychain.
+type SecretRef struct {
+	Service string `toml:"service" json:"service"`
+	Account string `toml:"account" json:"account"`
+}
+
+// Duration is a time.Duration written as "30m" in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses "30m", "1h30m" or "0".
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := string(b)
+	if s == "0" || s == "off" || s == "never" {
+		d.Duration = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: use a number with a unit, like \"30m\" or \"2h\"", s)
+	}
+	if v < 0 {
+		return fmt.Errorf("invalid duration %q: must not be negative", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration back.
+func (d Duration) MarshalText() ([]byte, error) {
+	if d.Duration == 0 {
+		return []byte("0"), nil
+	}
+	return []byte(d.Duration.String()), nil
+}
+
+// Config is one layer, or the effective merge of all layers. Pointer
+// fields distinguish unset from the zero value.
+type Config struct {
+	CPUs            *int                 `toml:"cpus" json:"cpus,omitempty"`
+	Memory          *string              `toml:"memory" json:"memory,omitempty"`
+	Disk            *string              `toml:"disk" json:"disk,omitempty"`
+	Image           *string              `toml:"image" json:"image,omitempty"`
+	VMType          *string              `toml:"vm_type" json:"vm_type,omitempty"`
+	MountType       *string              `toml:"mount_type" json:"mount_type,omitempty"`
+	Toolchains      []string             `toml:"toolchains" json:"toolchains,omitempty"`
+	Packages        []string             `toml:"packages" json:"packages,omitempty"`
+	Hide            []string             `toml:"hide" json:"hide,omitempty"`
+	BoxDirs         []string             `toml:"box_dirs" json:"box_dirs,omitempty"`
+	ReadonlyProject *bool                `toml:"readonly_project" json:"readonly_project,omitempty"`
+	Source          *string              `toml:"source" json:"source,omitempty"`
+	Network         *string              `toml:"network" json:"network,omitempty"`
+	Egress          []string             `toml:"egress" json:"egress,omitempty"`
+	Agent           *string              `toml:"agent" json:"agent,omitempty"`
+	AgentState      *string              `toml:"agent_state" json:"agent_state,omitempty"`
+	Profile         *string              `toml:"profile" json:"profile,omitempty"`
+	Mounts          []Mount              `toml:"mounts" json:"mounts,omitempty"`
+	ForwardEnv      []string             `toml:"forward_env" json:"forward_env,omitempty"`
+	Env             map[string]string    `toml:"env" json:"env,omitempty"`
+	EnvFromHost     map[string]string    `toml:"env_from_host" json:"env_from_host,omitempty"`
+	KeychainEnv     map[string]SecretRef `toml:"keychain_env" json:"keychain_env,omitempty"`
+	GitTokens       []string             `toml:"git_tokens" json:"git_tokens,omitempty"`
+	Provision       []string             `toml:"provision" json:"provision,omitempty"`
+	Golden          *bool                `toml:"golden" json:"golden,omitempty"`
+	IdleStop        *Duration            `toml:"idle_stop" json:"idle_stop,omitempty"`
+	StopOnExit      *bool                `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
+	Snapshots       *string              `toml:"snapshots" json:"snapshots,omitempty"`
+	SnapshotsKeep   *int                 `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
+}

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// ErrViolation marks every config problem that must stop a box-acting
+// command (exit code 2): malformed files, invalid values, and policy
+// violations.
+var ErrViolation = errors.New("config violation")
+
+// Violation is one refused key, naming the file, key and value, and what
+// to do instead.
+type Violation struct {
+	File, Key, Value string
+	Reason           string
+	Fix              string
+}
+
+func (v *Violation) Error() string {
+	var b strings.Builder
+	b.WriteString(v.File)
+	if v.Key != "" {
+		b.WriteString(": " + v.Key)
+		if v.Value != "" {
+			b.WriteString(" = " + v.Value)
+		}
+	}
+	b.WriteString(": " + v.Reason)
+	if v.Fix != "" {
+		b.WriteString("\n  fix: " + strings.ReplaceAll(v.Fix, "\n", "\n       "))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrViolation) true.
+func (v *Violation) Is(target error) bool { return target == ErrViolation }
+
+// Is makes parse errors count as violations.
+func (e *ParseError) Is(target error) bool { return target == ErrViolation }
+
+// ParseSize parses "4GiB", "512MiB", "2G" or a plain byte count. Units
+// are binary, as in Lima.
+func ParseSize(s string) (uint64, error) {
+	m := sizeRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("invalid size %q: use a number and a unit such as \"4GiB\"", s)
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid size %q: must be positive", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
+	v := n * mult
+	if v > 1<<50 {
+		return 0, fmt.Errorf("invalid size %q: too large", s)
+	}
+	return uint64(v), nil
+}
+
+var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([KMGTkmgtBb]?)(?:i?[Bb])?$`)
+
+var (
+	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hostnameRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	pkgRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
+)
+
+// validate checks the values a layer sets, whatever its trust, and
+// returns one Violation per problem.
+func validate(l Layer) []error {
+	c := &l.Config
+	var errs []error
+	bad := func(key, value, reason, fix string) {
+		errs = append(errs, &Violation{File: l.Path, Key: key, Value: value, Reason: reason, Fix: fix})
+	}
+	oneOf := func(key string, v *string, allowed []string) {
+		if v != nil && !slices.Contains(allowed, *v) {
+			bad(key, strconv.Quote(*v), "unknown value", "use one of "+quoteList(allowed))
+		}
+	}
+	if c.CPUs != nil && *c.CPUs < 1 {
+		bad("cpus", strconv.Itoa(*c.CPUs), "must be at least 1", "")
+	}
+	for _, kv := range []struct {
+		key string
+		v   *string
+	}{{"memory", c.Memory}, {"disk", c.Disk}} {
+		if kv.v != nil {
+			if _, err := ParseSize(*kv.v); err != nil {
+				bad(kv.key, strconv.Quote(*kv.v), err.Error(), "")
+			}
+		}
+	}
+	oneOf("vm_type", c.VMType, VMTypes)
+	oneOf("mount_type", c.MountType, MountTypes)
+	oneOf("source", c.Source, SourceOrder)
+	oneOf("network", c.Network, NetworkOrder)
+	oneOf("agent", c.Agent, Agents)
+	oneOf("agent_state", c.AgentState, AgentStateOrder)
+	oneOf("profile", c.Profile, ProfileOrder)
+	oneOf("snapshots", c.Snapshots, []string{"auto", "off"})
+	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
+		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
+	}
+	if c.Image != nil && strings.TrimSpace(*c.Image) == "" {
+		bad("image", `""`, "must not be empty", "remove the key to use the default image")
+	}
+	for _, t := range c.Toolchains {
+		if !slices.Contains(Toolchains, t) {
+			bad("toolchains", strconv.Quote(t), "unknown toolchain", "use one of "+quoteList(Toolchains))
+		}
+	}
+	for _, p := range c.Packages {
+		if !pkgRe.MatchString(p) {
+			bad("packages", strconv.Quote(p), "not a Debian package name", "use names like \"ripgrep\" or \"jq=1.6-2\"")
+		}
+	}
+	for _, e := range c.Egress {
+		if err := CheckEgressEntry(e); err != nil {
+			bad("egress", strconv.Quote(e), err.Error(), "use host, *.suffix, host:port or host:*")
+		}
+	}
+	for i, m := range c.Mounts {
+		key := fmt.Sprintf("mounts[%d]", i)
+		if m.Location == "" {
+			bad(key+".location", `""`, "missing", "")
+		} else if !filepath.IsAbs(m.Location) && !strings.HasPrefix(m.Location, "~/") {
+			bad(key+".location", strconv.Quote(m.Location), "must be absolute or start with ~/", "")
+		}
+		if m.MountPoint != "" && !filepath.IsAbs(m.MountPoint) {
+			bad(key+".mount_point", strconv.Quote(m.MountPoint), "must be an absolute guest path", "")
+		}
+	}
+	for _, n := range c.ForwardEnv {
+		if !envNameRe.MatchString(n) {
+			bad("forward_env", strconv.Quote(n), "not a variable name", "")
+		}
+	}
+	for _, n := range SortedKeys(c.Env) {
+		if !envNameRe.MatchString(n) {
+			bad("env."+n, "", "not a variable name", "")
+		}
+	}
+	for _, n := range SortedKeys(c.EnvFromHost) {
+		if !envNameRe.MatchString(n) {
+			bad("env_from_host."+n, "", "not a variable name", "")
+		}
+		if v := c.EnvFromHost[n]; !envNameRe.MatchString(v) {
+			bad("env_from_host."+n, strconv.Quote(v), "value must name a host variable", "")
+		}
+	}
+	for _, n := range SortedKeys(c.KeychainEnv) {
+		if !envNameRe.MatchString(n) {
+			bad("keychain_env."+n, "", "not a variable name", "")
+		}
+		ref := c.KeychainEnv[n]
+		if ref.Service == "" || ref.Account == "" {
+			bad("keychain_env."+n, "", "needs both service and account", `write NAME = { service = "…", account = "…" }`)
+		}
+	}
+	for _, h := range c.GitTokens {
+		if !hostnameRe.MatchString(h) {
+			bad("git_tokens", strconv.Quote(h), "not a host name", `use a host such as "github.com"`)
+		}
+	}
+	return errs
+}
+
+// CheckEgressEntry validates the syntax of an allow-list entry:
+// host, *.suffix, host:port or host:*. The broker's parser is the
+// authority on matching; this is the early, file-naming check.
+func CheckEgressEntry(e string) error {
+	host, port := e, ""
+	if i := strings.LastIndexByte(e, ':'); i >= 0 {
+		host, port = e[:i], e[i+1:]
+		if port != "*" {
+			n, err := strconv.Atoi(port)
+			if err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("invalid port %q", port)
+			}
+		}
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	host = strings.TrimPrefix(host, "*.")
+	if a, err := idna.Lookup.ToASCII(host); err == nil {
+		host = a
+	}
+	if host == "" || strings.Contains(host, "*") || !hostnameRe.MatchString(host) {
+		return fmt.Errorf("invalid host %q", host)
+	}
+	return nil
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,274 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func TestDecisionJSONMatchesEncodingJSON(t *testing.T) {
+	e := Entry{Time: time.Date(2026, 11, 30, 5, 8, 23, 123456789, time.FixedZone("x", 3600)), Box: "b-1",
+		Kind: KindConnect, Host: "a.test", Port: 443, IP: "127.0.0.1", Allowed: true, Reason: ReasonAllowed}
+	want, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendDecisionJSON(nil, e); string(got) != string(want) {
+		t.Fatalf("fast encoding\n got %s\nwant %s", got, want)
+	}
+	var m map[string]any
+	json.Unmarshal(want, &m) //nolint:errcheck
+	for _, k := range []string{"time", "box", "kind", "host", "port", "ip", "allowed", "reason"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("decision line lacks %q: %s", k, want)
+		}
+	}
+	if _, ok := m["session"]; ok {
+		t.Errorf("decision line has session: %s", want)
+	}
+	s, _ := json.Marshal(Entry{Time: e.Time, Box: "b", Kind: KindSessionStart, Session: "s1"})
+	if got := string(s); got != `{"time":"2026-11-30T05:08:23.123456789+01:00","box":"b","kind":"session-start","session":"s1"}` {
+		t.Errorf("session line %s", got)
+	}
+}
+
+func TestConcurrentLogWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "egress.jsonl")
+	// Two writers on one file stand in for two processes.
+	var logs []*DecisionLog
+	for range 2 {
+		w, err := OpenJSONL(path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		logs = append(logs, NewDecisionLog("box1", w, nil))
+	}
+	const goroutines, per = 8, 200
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := logs[g%2]
+			for i := range per {
+				host := fmt.Sprintf("h%d-%d.test", g, i)
+				if i%10 == 0 {
+					host = "weird\"<host>\n" // slow path with escaping
+				}
+				l.LogDecision(Decision{Kind: KindConnect, Host: host, Port: 443,
+					IP: netip.MustParseAddr("127.0.0.1"), Reason: ReasonHostNotAllowed})
+			}
+		}()
+	}
+	wg.Wait()
+	lines := readLines(t, path)
+	if len(lines) != goroutines*per {
+		t.Fatalf("%d lines, want %d", len(lines), goroutines*per)
+	}
+	for _, l := range lines {
+		var e Entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Box != "box1" || e.Port != 443 {
+			t.Fatalf("bad line %q: %v", l, err)
+		}
+	}
+}
+
+func TestJSONLRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "egress.jsonl")
+	w, err := OpenJSONL(path, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 100 {
+		if err := w.Append(map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{path, path + ".1"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 300 {
+			t.Fatalf("%s: size %d", p, st.Size())
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v", p, st.Mode())
+		}
+	}
+	// The newest lines are in the current file, the ones before in ".1".
+	cur, old := readLines(t, path), readLines(t, path+".1")
+	if cur[len(cur)-1] != `{"i":99}` {
+		t.Errorf("last line %q", cur[len(cur)-1])
+	}
+	var a, b map[string]int
+	json.Unmarshal([]byte(old[len(old)-1]), &a) //nolint:errcheck
+	json.Unmarshal([]byte(cur[0]), &b)          //nolint:errcheck
+	if b["i"] != a["i"]+1 {
+		t.Errorf("generations not contiguous: %v then %v", a, b)
+	}
+}
+
+func TestReadLogAndSummarize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "egress.jsonl")
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var sb strings.Builder
+	add := func(min int, host string, port int, allowed bool) {
+		r := ReasonAllowed
+		if !allowed {
+			r = ReasonHostNotAllowed
+		}
+		b, _ := json.Marshal(Entry{Time: base.Add(time.Duration(min) * time.Minute), Box: "b", Kind: KindConnect,
+			Host: host, Port: port, Allowed: allowed, Reason: r})
+		sb.Write(append(b, '\n'))
+	}
+	add(0, "old.test", 443, false) // before since
+	add(1, "a.test", 443, true)
+	add(2, "a.test", 443, true)
+	add(3, "a.test", 443, true)
+	add(4, "b.test", 443, true)
+	add(5, "d.test", 443, false)
+	add(6, "c.test", 22, false)
+	add(7, "c.test", 22, false)
+	s, _ := json.Marshal(Entry{Time: base.Add(8 * time.Minute), Box: "b", Kind: KindSessionEnd, Session: "x"})
+	sb.Write(append(s, '\n'))
+	sb.WriteString(`{"torn`)
+	// Put the first two lines in the rotated generation.
+	all := strings.SplitAfter(sb.String(), "\n")
+	os.WriteFile(path+".1", []byte(strings.Join(all[:2], "")), 0o600) //nolint:errcheck
+	os.WriteFile(path, []byte(strings.Join(all[2:], "")), 0o600)      //nolint:errcheck
+
+	entries, err := ReadLog(path, base.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 8 {
+		t.Fatalf("%d entries, want 8", len(entries))
+	}
+	got := Summarize(entries)
+	want := []HostSummary{
+		{Host: "c.test", Port: 22, Allowed: false, Count: 2, LastSeen: base.Add(7 * time.Minute), Reason: ReasonHostNotAllowed},
+		{Host: "d.test", Port: 443, Allowed: false, Count: 1, LastSeen: base.Add(5 * time.Minute), Reason: ReasonHostNotAllowed},
+		{Host: "a.test", Port: 443, Allowed: true, Count: 3, LastSeen: base.Add(3 * time.Minute), Reason: ReasonAllowed},
+		{Host: "b.test", Port: 443, Allowed: true, Count: 1, LastSeen: base.Add(4 * time.Minute), Reason: ReasonAllowed},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Summarize\n got %v\nwant %v", got, want)
+	}
+	if e, err := ReadLog(filepath.Join(t.TempDir(), "none"), time.Time{}); err != nil || len(e) != 0 {
+		t.Errorf("missing log: %v %v", e, err)
+	}
+}
+
+func TestFollow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "egress.jsonl")
+	os.WriteFile(path, []byte(`{"kind":"connect","host":"before.test"}`+"\n"), 0o600) //nolint:errcheck
+	got := make(chan Entry, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, path, func(e Entry) { got <- e }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Follow: %v", err)
+		}
+	}()
+	appendLine := func(p, s string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s) //nolint:errcheck
+		f.Close()
+	}
+	// Wait until Follow is watching: keep appending probes until one arrives.
+	deadline := time.After(10 * time.Second)
+	for synced := false; !synced; {
+		appendLine(path, `{"kind":"connect","host":"probe.test"}`+"\n")
+		select {
+		case e := <-got:
+			if e.Host == "before.test" {
+				t.Fatal("Follow re-read an existing line")
+			}
+			synced = true
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("Follow never delivered a line")
+		}
+	}
+	// Drain extra probes.
+	for drained := false; !drained; {
+		select {
+		case <-got:
+		case <-time.After(300 * time.Millisecond):
+			drained = true
+		}
+	}
+	appendLine(path, `{"kind":"connect","host":"one.test"}`+"\n"+`{"kind":"connect","ho`)
+	appendLine(path, `st":"two.test"}`+"\n")
+	os.Rename(path, path+".1")                                           //nolint:errcheck
+	appendLine(path+".1", `{"kind":"connect","host":"three.test"}`+"\n") // late write to the old file
+	appendLine(path, `{"kind":"connect","host":"four.test"}`+"\n")
+	var hosts []string
+	for len(hosts) < 4 {
+		select {
+		case e := <-got:
+			hosts = append(hosts, e.Host)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got only %v", hosts)
+		}
+	}
+	if strings.Join(hosts, ",") != "one.test,two.test,three.test,four.test" {
+		t.Errorf("followed %v", hosts)
+	}
+}
+
+func TestDecisionLogSessions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "egress.jsonl")
+	w, err := OpenJSONL(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewDecisionLog("box1", w, nil)
+	l.StartSession("s1") //nolint:errcheck
+	l.LogDecision(Decision{Kind: KindHTTP, Host: "a.test", Port: 80, Allowed: true, Reason: ReasonAllowed})
+	l.EndSession("s1") //nolint:errcheck
+	w.Close()
+	f, _ := os.Open(path)
+	defer f.Close()
+	var kinds []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, string(e.Kind)+":"+e.Session)
+	}
+	if strings.Join(kinds, ",") != "session-start:s1,http:,session-end:s1" {
+		t.Errorf("kinds %v", kinds)
+	}
+}

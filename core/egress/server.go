@@ -1,0 +1,663 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Resolver looks up the addresses of a host name. *net.Resolver implements
+// it; tests use a fake that maps names to loopback.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+var _ Resolver = (*net.Resolver)(nil)
+
+// Defaults for zero [Config] fields.
+const (
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultIdleTimeout    = 10 * time.Minute
+	DefaultDialTimeout    = 10 * time.Second
+	DefaultMaxHeaderBytes = 64 << 10
+	DefaultMaxTunnels     = 2048
+	DefaultShutdownGrace  = 5 * time.Second
+)
+
+// Config configures a [Server]. Zero durations and limits take the Default
+// values above.
+type Config struct {
+	// Listen is the address ListenAndServe listens on. It must be a loopback
+	// IP with a port, such as 127.0.0.1:42123.
+	Listen string
+	// Box names the box, for the hint in denial messages.
+	Box string
+	// Policy is the initial policy; nil denies everything.
+	Policy *Policy
+	// Resolver defaults to net.DefaultResolver.
+	Resolver Resolver
+	// Log receives every decision; nil logs none.
+	Log DecisionLogger
+	// HeaderTimeout bounds reading a request head (slowloris defence).
+	HeaderTimeout time.Duration
+	// IdleTimeout closes keep-alive connections and tunnels on which nothing
+	// moved for this long. A tunnel is closed after between one and two
+	// IdleTimeouts of silence in both directions.
+	IdleTimeout time.Duration
+	// DialTimeout bounds resolving and connecting upstream.
+	DialTimeout time.Duration
+	// MaxHeaderBytes bounds a request head; larger heads get 431.
+	MaxHeaderBytes int
+	// MaxTunnels caps concurrent CONNECT tunnels; more get 503.
+	MaxTunnels int
+	// ShutdownGrace is how long Serve lets connections finish after its
+	// context is cancelled before it closes them.
+	ShutdownGrace time.Duration
+	// Logger receives operational logs (not decisions); nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the egress proxy. Create it with [NewServer]; it is safe for
+// concurrent use.
+type Server struct {
+	cfg       Config
+	logger    *slog.Logger
+	resolver  Resolver
+	dialer    net.Dialer
+	transport *http.Transport
+
+	policy   atomic.Pointer[Policy]
+	lastConn atomic.Int64 // unix nanoseconds
+	tunnels  atomic.Int64
+	shutting atomic.Bool
+
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	listeners map[net.Listener]struct{}
+	self      map[netip.AddrPort]struct{}
+	wg        sync.WaitGroup
+}
+
+// NewServer validates cfg and returns a server.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Listen != "" {
+		ap, err := netip.ParseAddrPort(cfg.Listen)
+		if err != nil || !ap.Addr().IsLoopback() {
+			return nil, fmt.Errorf("egress broker listen address %q: must be a loopback IP and port such as 127.0.0.1:42000", cfg.Listen)
+		}
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if cfg.MaxTunnels <= 0 {
+		cfg.MaxTunnels = DefaultMaxTunnels
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	s := &Server{
+		cfg:       cfg,
+		logger:    cfg.Logger,
+		resolver:  cfg.Resolver,
+		conns:     map[*conn]struct{}{},
+		listeners: map[net.Listener]struct{}{},
+		self:      map[netip.AddrPort]struct{}{},
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.resolver == nil {
+		s.resolver = net.DefaultResolver
+	}
+	s.dialer = net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	s.transport = &http.Transport{
+		Proxy:                  nil, // never chain to the host's own proxy settings
+		DialContext:            s.dialer.DialContext,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true, // pass Accept-Encoding and bodies through untouched
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	p := cfg.Policy
+	if p == nil {
+		p, _ = ParsePolicy(nil, nil)
+	}
+	s.policy.Store(p)
+	return s, nil
+}
+
+// SetPolicy atomically replaces the policy. Requests already past their
+// check and open tunnels are not affected.
+func (s *Server) SetPolicy(p *Policy) {
+	if p == nil {
+		p, _ = ParsePolicy(nil, nil)
+	}
+	s.policy.Store(p)
+}
+
+// Policy returns the current policy.
+func (s *Server) Policy() *Policy { return s.policy.Load() }
+
+// LastActivity is the time the last connection or request arrived (zero if
+// none yet), for idle detection.
+func (s *Server) LastActivity() time.Time {
+	n := s.lastConn.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// OpenTunnels is the number of CONNECT tunnels open now.
+func (s *Server) OpenTunnels() int { return int(s.tunnels.Load()) }
+
+func (s *Server) touch() { s.lastConn.Store(time.Now().UnixNano()) }
+
+// ListenAndServe listens on Config.Listen and serves until ctx is done.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	if s.cfg.Listen == "" {
+		return errors.New("egress broker: no listen address configured")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("egress broker listening on %s: %w", s.cfg.Listen, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve accepts connections on ln until ctx is done, then stops gracefully:
+// it stops accepting, closes idle connections, lets requests in flight
+// finish for up to ShutdownGrace, closes what remains (tunnels included) and
+// returns nil. A TCP listener must be on a loopback address.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		if !ap.Addr().Unmap().IsLoopback() {
+			ln.Close()
+			return fmt.Errorf("egress broker: refusing to serve on non-loopback %s", ap)
+		}
+		s.mu.Lock()
+		s.self[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = struct{}{}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if s.shutting.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+			ln.Close()
+		case <-stop:
+		}
+	}()
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || s.shutting.Load() {
+				sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+				defer cancel()
+				s.Shutdown(sctx) //nolint:errcheck // a forced close after the grace is the expected outcome
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("egress broker accepting on %s: %w", ln.Addr(), err)
+			}
+			// EMFILE and friends: back off like net/http instead of spinning.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger.Warn("egress broker accept failed; retrying", "err", err, "backoff", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if !s.begin() {
+			c.Close()
+			continue
+		}
+		go func() {
+			defer s.wg.Done()
+			s.serve(c)
+		}()
+	}
+}
+
+// ServeConn serves one connection that was accepted elsewhere (for example a
+// guest connection passed in as a file descriptor) and returns when it is
+// closed. Splicing needs c to be a *net.TCPConn; other conns are copied
+// through user space.
+func (s *Server) ServeConn(c net.Conn) {
+	if !s.begin() {
+		c.Close()
+		return
+	}
+	defer s.wg.Done()
+	s.serve(c)
+}
+
+// begin registers a connection handler unless the server is shutting down.
+// It holds mu so that no handler is added once Shutdown waits for them.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutting.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// Shutdown stops the server: listeners are closed, idle connections closed
+// at once, and active ones closed when they finish or when ctx is done,
+// whichever is first. It returns ctx.Err() if it had to force connections
+// closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutting.Store(true)
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	clear(s.listeners)
+	s.mu.Unlock()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+	for {
+		if s.closeConns(false) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			s.closeConns(true)
+			err = ctx.Err()
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	s.wg.Wait()
+	s.transport.CloseIdleConnections()
+	return err
+}
+
+// closeConns closes idle connections (all with force) and returns how many
+// remain open.
+func (s *Server) closeConns(force bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c := range s.conns {
+		if force || c.state.Load() == stateIdle {
+			c.nc.Close()
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+const (
+	stateIdle int32 = iota
+	stateActive
+	stateTunnel
+)
+
+type conn struct {
+	nc    net.Conn
+	state atomic.Int32
+}
+
+func (s *Server) track(c *conn, add bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		s.conns[c] = struct{}{}
+	} else {
+		delete(s.conns, c)
+	}
+}
+
+// headLimit is an io.Reader that fails once n bytes were read, so a request
+// head cannot grow without bound. It is lifted (n = max) for bodies.
+type headLimit struct {
+	r io.Reader
+	n int64
+}
+
+var errHeadTooLarge = errors.New("request head too large")
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+const noLimit = 1<<63 - 1
+
+type connReader struct {
+	lim headLimit
+	br  *bufio.Reader
+}
+
+var readerPool = sync.Pool{New: func() any {
+	cr := &connReader{}
+	cr.br = bufio.NewReaderSize(&cr.lim, 4096)
+	return cr
+}}
+
+func (s *Server) serve(nc net.Conn) {
+	s.touch()
+	c := &conn{nc: nc}
+	c.state.Store(stateActive)
+	s.track(c, true)
+	defer s.track(c, false)
+	cr := readerPool.Get().(*connReader)
+	cr.lim.r = nc
+	cr.br.Reset(&cr.lim)
+	release := func() {
+		if cr != nil {
+			cr.lim.r = nil
+			cr.br.Reset(&cr.lim)
+			readerPool.Put(cr)
+			cr = nil
+		}
+	}
+	defer release()
+	first := true
+	for {
+		if !first {
+			c.state.Store(stateIdle)
+			nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout)) //nolint:errcheck
+			if _, err := cr.br.Peek(1); err != nil || s.shutting.Load() {
+				nc.Close()
+				return
+			}
+			c.state.Store(stateActive)
+			s.touch()
+		}
+		first = false
+		nc.SetReadDeadline(time.Now().Add(s.cfg.HeaderTimeout)) //nolint:errcheck
+		cr.lim.n = int64(s.cfg.MaxHeaderBytes) + 4096           // slack as in net/http: the bufio buffer
+		req, err := http.ReadRequest(cr.br)
+		if err != nil {
+			switch {
+			case cr.lim.n <= 0 || errors.Is(err, errHeadTooLarge):
+				s.writeError(nc, http.StatusRequestHeaderFieldsTooLarge, "corral: request head too large\n")
+			case errors.Is(err, io.EOF), isTimeout(err), errors.Is(err, net.ErrClosed):
+				// client went away or was too slow: nothing to answer
+			default:
+				s.writeError(nc, http.StatusBadRequest, "corral: malformed request\n")
+			}
+			nc.Close()
+			return
+		}
+		cr.lim.n = noLimit
+		nc.SetReadDeadline(time.Time{}) //nolint:errcheck
+		if req.Method == http.MethodConnect {
+			s.handleConnect(c, cr.br, req, release)
+			return
+		}
+		if !s.handleHTTP(nc, cr.br, req) || s.shutting.Load() {
+			nc.Close()
+			return
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// target is the outcome of checking a request: the decision and, if it is
+// allowed, the checked addresses to dial in order.
+type target struct {
+	auth Authority
+	d    Decision
+	ips  []netip.Addr
+}
+
+// check parses nothing: it takes a parsed authority, checks the name, then
+// resolves once and checks every address. Only addresses that passed are
+// returned, and only they may be dialled.
+func (s *Server) check(ctx context.Context, kind Kind, auth Authority) target {
+	pol := s.policy.Load()
+	t := target{auth: auth}
+	t.d = pol.Decide(Request{Kind: kind, Host: auth.Host, Port: auth.Port})
+	t.d.Time = time.Now()
+	if !t.d.Allowed {
+		return t
+	}
+	var addrs []netip.Addr
+	if auth.IP.IsValid() {
+		addrs = []netip.Addr{auth.IP}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+		res, err := s.resolver.LookupIPAddr(rctx, auth.Host)
+		cancel()
+		if err != nil || len(res) == 0 {
+			t.d.Allowed, t.d.Reason = false, ReasonResolveFailed
+			return t
+		}
+		for _, a := range res {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok {
+				// Unmap: a v4 answer comes back as a 16-byte slice, and a
+				// v4-mapped AAAA record reaches the v4 address anyway.
+				addrs = append(addrs, ip.Unmap())
+			}
+		}
+	}
+	var firstDenied Decision
+	for _, ip := range addrs {
+		d := pol.Decide(Request{Kind: kind, Host: auth.Host, Port: auth.Port, IP: ip})
+		if d.Allowed && s.isSelf(ip, auth.Port) && !pol.allowsExactly(ip) {
+			d.Allowed, d.Reason = false, ReasonSelf
+		}
+		if d.Allowed {
+			t.ips = append(t.ips, ip)
+		} else if firstDenied.Reason == "" {
+			firstDenied = d
+		}
+	}
+	if len(t.ips) == 0 {
+		t.d = firstDenied
+		if t.d.Reason == "" {
+			t.d.Reason = ReasonResolveFailed
+		}
+		t.d.Time = time.Now()
+		return t
+	}
+	t.d.IP = t.ips[0]
+	return t
+}
+
+func (s *Server) isSelf(ip netip.Addr, port int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.self[netip.AddrPortFrom(ip, uint16(port))]
+	return ok
+}
+
+func (s *Server) logDecision(d Decision) {
+	if s.cfg.Log != nil {
+		s.cfg.Log.LogDecision(d)
+	}
+}
+
+// authorityDecision records a request whose target did not even parse.
+func authorityDecision(kind Kind, raw string, err error) Decision {
+	reason := ReasonMalformedAuthority
+	var ae *AuthorityError
+	if errors.As(err, &ae) {
+		reason = ae.Reason
+	}
+	if len(raw) > 255 {
+		raw = raw[:255]
+	}
+	return Decision{Time: time.Now(), Kind: kind, Host: raw, Reason: reason}
+}
+
+// denyBody is the text a denied client sees, with a hint on how to allow it.
+func (s *Server) denyBody(t target) string {
+	box := s.cfg.Box
+	if box == "" {
+		box = "BOX"
+	}
+	dest := t.auth.String()
+	msg := "corral: egress to " + dest + " denied (" + string(t.d.Reason) + ")\n"
+	switch t.d.Reason {
+	case ReasonHostNotAllowed:
+		msg += "to allow it: corral allow " + box + " " + t.auth.Host + "\n"
+	case ReasonPortNotAllowed:
+		msg += "to allow it: corral allow " + box + " " + t.auth.Host + ":" + strconv.Itoa(t.auth.Port) + "\n"
+	case ReasonIPLiteral, ReasonPrivateIP:
+		msg += "private and IP-literal destinations need an explicitly allowed address range\n"
+	case ReasonSelf:
+		msg += "that is the egress broker itself\n"
+	}
+	return msg
+}
+
+func (s *Server) writeDenied(nc net.Conn, t target) {
+	status := http.StatusForbidden
+	if t.d.Reason == ReasonResolveFailed {
+		status = http.StatusBadGateway
+	}
+	s.writeError(nc, status, s.denyBody(t), "X-Corral-Egress-Reason", string(t.d.Reason))
+}
+
+// writeError writes a complete "Connection: close" response with a text
+// body. extra holds header name/value pairs.
+func (s *Server) writeError(nc net.Conn, status int, body string, extra ...string) {
+	b := make([]byte, 0, 256+len(body))
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(status)...)
+	b = append(b, "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	for i := 0; i+1 < len(extra); i += 2 {
+		b = append(b, "\r\n"...)
+		b = append(b, extra[i]...)
+		b = append(b, ": "...)
+		b = append(b, extra[i+1]...)
+	}
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, body...)
+	nc.SetWriteDeadline(time.Now().Add(s.cfg.HeaderTimeout)) //nolint:errcheck
+	nc.Write(b)                                              //nolint:errcheck // the connection is closed next either way
+	nc.SetWriteDeadline(time.Time{})                         //nolint:errcheck
+}
+
+// lingerClose closes a connection whose client may still be sending (a
+// request body we did not read): closing with unread data makes the kernel
+// send RST, which can destroy the response before the client reads it.
+func lingerClose(nc net.Conn, br *bufio.Reader) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()                                            //nolint:errcheck
+		nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond)) //nolint:errcheck
+		io.CopyN(io.Discard, br, 256<<10)                          //nolint:errcheck
+	}
+	nc.Close()
+}
+
+func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, release func()) {
+	nc := c.nc
+	auth, err := ParseAuthority(req.RequestURI, 0)
+	if err != nil {
+		s.logDecision(authorityDecision(KindConnect, req.RequestURI, err))
+		s.writeError(nc, http.StatusBadRequest, "corral: bad CONNECT target: "+err.Error()+"\n")
+		nc.Close()
+		return
+	}
+	t := s.check(context.Background(), KindConnect, auth)
+	s.logDecision(t.d)
+	if !t.d.Allowed {
+		s.writeDenied(nc, t)
+		if br.Buffered() > 0 {
+			lingerClose(nc, br)
+		} else {
+			nc.Close()
+		}
+		return
+	}
+	if n := s.tunnels.Add(1); n > int64(s.cfg.MaxTunnels) {
+		s.tunnels.Add(-1)
+		s.logger.Warn("egress tunnel limit reached", "limit", s.cfg.MaxTunnels, "host", auth.Host)
+		s.writeError(nc, http.StatusServiceUnavailable, fmt.Sprintf(
+			"corral: too many open tunnels (limit %d); close some connections and retry\n", s.cfg.MaxTunnels))
+		nc.Close()
+		return
+	}
+	defer s.tunnels.Add(-1)
+	up, err := s.dial(t)
+	if err != nil {
+		s.writeError(nc, http.StatusBadGateway, "corral: connecting to "+auth.String()+": "+err.Error()+"\n")
+		nc.Close()
+		return
+	}
+	c.state.Store(stateTunnel)
+	if _, err := io.WriteString(nc, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		up.Close()
+		nc.Close()
+		return
+	}
+	// Bytes the client sent right after the CONNECT head belong upstream.
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			up.Close()
+			nc.Close()
+			return
+		}
+	}
+	release()
+	s.tunnel(nc, up)
+}
+
+// dial connects to the first checked address that answers.
+func (s *Server) dial(t target) (net.Conn, error) {
+	var errs []error
+	for _, ip := range t.ips {
+		c, err := s.dialer.Dial("tcp", netip.AddrPortFrom(ip, uint16(t.auth.Port)).String())
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}

@@ -1,0 +1,105 @@
+package egress
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tunnelChunk is how much one io.Copy call may move before the copy loop
+// looks at the idle state again. io.Copy of an *io.LimitedReader over a
+// *net.TCPConn into a *net.TCPConn still uses splice(2) on Linux.
+const tunnelChunk = 4 << 20
+
+// aLongTimeAgo is a deadline in the past, used to wake a blocked read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// tunnel relays bytes between the client and upstream until both sides are
+// done, half-closing each direction as it ends so that protocols that shut
+// down their write side (TLS close_notify then FIN) work.
+//
+// Idle detection without giving up splice: each direction copies in chunks
+// under a read deadline of IdleTimeout. A direction whose whole period passed
+// without a byte does not decide alone (the other direction may be busy in a
+// chunk of its own): it marks the other direction "poked" and wakes it with a
+// past read deadline. A poked direction that wakes with no bytes moved means
+// both were silent for a full period, and the tunnel is closed; if it moved
+// bytes it just carries on.
+func (s *Server) tunnel(client, up net.Conn) {
+	t := &tunnelState{idle: s.cfg.IdleTimeout, conns: [2]net.Conn{client, up}}
+	done := make(chan struct{})
+	go func() {
+		t.pipe(0) // client -> upstream
+		close(done)
+	}()
+	t.pipe(1) // upstream -> client
+	<-done
+	client.Close()
+	up.Close()
+}
+
+type tunnelState struct {
+	idle      time.Duration
+	conns     [2]net.Conn // conns[dir] is the source of direction dir
+	poked     [2]atomic.Bool
+	done      [2]atomic.Bool // direction ended with EOF and half-closed
+	closeOnce sync.Once
+}
+
+func (t *tunnelState) closeBoth() {
+	t.closeOnce.Do(func() {
+		t.conns[0].Close()
+		t.conns[1].Close()
+	})
+}
+
+func (t *tunnelState) pipe(dir int) {
+	src, dst := t.conns[dir], t.conns[1-dir]
+	lastActive := time.Now()
+	for {
+		// The write deadline is a full period later than the read deadline:
+		// when it fires, splice has already taken bytes from src that it can
+		// no longer deliver, so a write timeout must end the tunnel, and it
+		// must never fire merely because a read waited until its deadline.
+		readBy := time.Now().Add(t.idle)
+		writeBy := readBy.Add(t.idle)
+		src.SetReadDeadline(readBy)   //nolint:errcheck
+		dst.SetWriteDeadline(writeBy) //nolint:errcheck
+		n, err := io.Copy(dst, &io.LimitedReader{R: src, N: tunnelChunk})
+		wasPoked := t.poked[dir].Swap(false)
+		if n > 0 {
+			lastActive = time.Now()
+		}
+		switch {
+		case err == nil && n == tunnelChunk:
+			continue
+		case err == nil: // EOF from src
+			t.done[dir].Store(true)
+			closeWrite(dst)
+			return
+		case !isTimeout(err) || errors.Is(err, net.ErrClosed) || !time.Now().Before(writeBy):
+			t.closeBoth()
+			return
+		case n > 0 || time.Since(lastActive) < t.idle:
+			continue // moved bytes within the last period
+		case wasPoked || t.done[1-dir].Load():
+			t.closeBoth() // the other direction was idle first (or is finished), and so are we
+			return
+		default:
+			t.poked[1-dir].Store(true)
+			t.conns[1-dir].SetReadDeadline(aLongTimeAgo) //nolint:errcheck
+		}
+	}
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		if cw.CloseWrite() == nil {
+			return
+		}
+	}
+	c.Close()
+}

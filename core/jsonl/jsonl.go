@@ -1,0 +1,300 @@
+// Package jsonl provides append-only JSON-lines files that stay intact when
+// several goroutines and several processes append to them at once.
+//
+// Each Append marshals one value and writes it with a single write(2) on a
+// file opened with O_APPEND, while holding flock(LOCK_EX) on a sibling lock
+// file (path + ".lock"). The exclusive lock is what makes size-based rotation
+// safe: a writer never appends to a file another process is renaming. After
+// taking the lock the writer re-checks that its descriptor still refers to the
+// file at path (another process may have rotated it) and reopens if not, and it
+// re-checks the size before rotating, so two writers that both saw a full file
+// rotate only once.
+//
+// Rotation renames path to path.1 (replacing any older path.1): one generation
+// is kept, so lines older than that are dropped on purpose.
+//
+// Locking is Unix-only (flock); corral runs on macOS and Linux.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options configures a Writer.
+type Options struct {
+	// MaxBytes rotates the file to path.1 before an append when its size is
+	// at least MaxBytes. Zero or negative disables rotation.
+	MaxBytes int64
+	// Mode is the permission of newly created files; 0 means 0600.
+	Mode os.FileMode
+}
+
+// Writer appends JSON lines to one file. It is safe for concurrent use by
+// several goroutines; other processes may append to the same path with their
+// own Writer.
+type Writer struct {
+	path string
+	opt  Options
+
+	mu   sync.Mutex
+	f    *os.File // data file, O_APPEND; nil after Close
+	lock *os.File // path + ".lock", flocked around each append
+}
+
+// RotatedSuffix is appended to path to name the single rotated generation.
+const RotatedSuffix = ".1"
+
+// lockSuffix names the lock file beside path. A separate lock file is used
+// because the data file is renamed by rotation and a lock on it would not
+// exclude a writer that opened the new file.
+const lockSuffix = ".lock"
+
+// Open opens (creating if needed) the JSON-lines file at path for appending.
+// The parent directory is created with mode 0700 if missing.
+func Open(path string, opt Options) (*Writer, error) {
+	if opt.Mode == 0 {
+		opt.Mode = 0o600
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
+	}
+	lock, err := os.OpenFile(path+lockSuffix, os.O_RDWR|os.O_CREATE, opt.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file for %s: %w", path, err)
+	}
+	f, err := openData(path, opt.Mode)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return &Writer{path: path, opt: opt, f: f, lock: lock}, nil
+}
+
+func openData(path string, mode os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, mode)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("jsonl writer closed")
+
+// Append marshals v as one JSON line and appends it. The line is written with
+// one write(2) under an exclusive lock, so it is never torn or interleaved
+// with another writer's line.
+func (w *Writer) Append(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding line for %s: %w", w.path, err)
+	}
+	// json.Marshal never emits a raw newline, so the line is one line.
+	b = append(b, '\n')
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return fmt.Errorf("appending to %s: %w", w.path, ErrClosed)
+	}
+	if err := flock(w.lock, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", w.path, err)
+	}
+	defer flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+
+	size, err := w.current()
+	if err != nil {
+		return err
+	}
+	if w.opt.MaxBytes > 0 && size >= w.opt.MaxBytes {
+		if err := w.rotate(); err != nil {
+			return err
+		}
+		size = 0
+	}
+	n, err := w.f.Write(b)
+	if err == nil && n != len(b) {
+		err = fmt.Errorf("short write %d of %d bytes", n, len(b))
+	}
+	if err != nil {
+		if n > 0 {
+			// A partial line (disk full) would glue the next line onto
+			// it; we hold the lock, so cut it off again.
+			_ = w.f.Truncate(size)
+		}
+		return fmt.Errorf("appending to %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// current makes w.f refer to the file now at w.path (another process may
+// have rotated it since we opened it) and returns its size. Caller holds the
+// lock.
+func (w *Writer) current() (int64, error) {
+	have, err := w.f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("checking %s: %w", w.path, err)
+	}
+	now, err := os.Stat(w.path)
+	if err == nil && os.SameFile(have, now) {
+		return have.Size(), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("checking %s: %w", w.path, err)
+	}
+	f, err := openData(w.path, w.opt.Mode)
+	if err != nil {
+		return 0, err
+	}
+	w.f.Close()
+	w.f = f
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("checking %s: %w", w.path, err)
+	}
+	return st.Size(), nil
+}
+
+// rotate renames path to path.1 and opens a fresh path. Caller holds the lock.
+func (w *Writer) rotate() error {
+	if err := os.Rename(w.path, w.path+RotatedSuffix); err != nil {
+		return fmt.Errorf("rotating %s: %w", w.path, err)
+	}
+	f, err := openData(w.path, w.opt.Mode)
+	if err != nil {
+		return err
+	}
+	w.f.Close()
+	w.f = f
+	return nil
+}
+
+// Close closes the file. Further appends return ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return nil
+	}
+	err := errors.Join(w.f.Close(), w.lock.Close())
+	w.f, w.lock = nil, nil
+	if err != nil {
+		return fmt.Errorf("closing %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Path returns the file's path.
+func (w *Writer) Path() string { return w.path }
+
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// maxLine bounds a single line when reading; longer lines are an error.
+const maxLine = 16 << 20
+
+// ReadAll calls fn for each non-empty line of path.1 and then path, oldest
+// first. Missing files are skipped. The slice passed to fn is only valid
+// during the call. If fn returns an error, ReadAll stops and returns it.
+//
+// Both files are opened under a shared lock, so a concurrent rotation cannot
+// make ReadAll skip or repeat a generation; the lock is released before fn is
+// called, so a slow reader never blocks writers. A line appended while
+// reading is seen whole or not at all, because appends are single writes; a
+// trailing line without a newline (which a writer never leaves) is skipped.
+func ReadAll(path string, fn func(line []byte) error) error {
+	files, err := openGenerations(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, f := range files {
+		if err := readFile(f, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openGenerations opens path.1 and path, whichever exist, under a shared
+// lock when a lock file exists.
+func openGenerations(path string) ([]*os.File, error) {
+	if lock, err := os.Open(path + lockSuffix); err == nil {
+		defer lock.Close()
+		if err := flock(lock, unix.LOCK_SH); err != nil {
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		defer flock(lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+	}
+	var files []*os.File
+	for _, p := range []string{path + RotatedSuffix, path} {
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func readFile(f *os.File, fn func(line []byte) error) error {
+	path := f.Name()
+	r := bufio.NewReaderSize(f, 64<<10)
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			if len(long) > maxLine {
+				return fmt.Errorf("reading %s: line longer than %d bytes", path, maxLine)
+			}
+			continue
+		}
+		if err != nil {
+			// io.EOF: a partial final line is skipped (see ReadAll).
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		line := chunk
+		if long != nil {
+			long = append(long, chunk...)
+			line = long
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > 0 {
+			if err := fn(line); err != nil {
+				return err
+			}
+		}
+		long = nil
+	}
+}

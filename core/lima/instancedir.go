@@ -1,0 +1,99 @@
+package lima
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Files Lima 1.2.2 writes in an instance directory (pkg/store/filenames).
+const (
+	fileLimaYAML   = "lima.yaml"
+	fileHostAgent  = "ha.pid"
+	fileSSHConfig  = "ssh.config"
+	driverPIDSufix = ".pid" // "<vmType>.pid": qemu.pid, vz.pid, krunkit.pid
+)
+
+// driverTypes are the VM drivers whose pid file ReadInstanceDir looks for, in order.
+var driverTypes = []string{"qemu", "vz", "krunkit"}
+
+// InstanceState is the status of an instance read from its directory without running limactl.
+type InstanceState struct {
+	Name         string
+	Dir          string
+	Status       Status // Running, Stopped or Broken
+	HostAgentPID int    // 0 when not running
+	DriverPID    int    // 0 when not running
+	VMType       string // driver whose pid file was found; "" when none
+	Reason       string // why Broken
+}
+
+// ReadInstanceDir reads an instance's status from the pid files in LIMA_HOME/NAME, the way limactl does
+// (ha.pid for the host agent, <vmType>.pid for the driver; a pid whose process is gone counts as absent),
+// but without spawning limactl or touching the hostagent socket, so it is cheap enough to poll.
+// Unlike limactl it never removes a stale pid file. The error wraps ErrNotFound when the instance does not exist.
+func ReadInstanceDir(limaHome, name string) (InstanceState, error) {
+	if err := validName(name); err != nil {
+		return InstanceState{}, fmt.Errorf("reading lima instance dir: %w", err)
+	}
+	dir := filepath.Join(limaHome, name)
+	st := InstanceState{Name: name, Dir: dir}
+	if _, err := os.Stat(filepath.Join(dir, fileLimaYAML)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return st, fmt.Errorf("reading lima instance dir %s: %w", dir, ErrNotFound)
+		}
+		return st, fmt.Errorf("reading lima instance dir %s: %w", dir, err)
+	}
+	var problems []string
+	ha, err := readLivePID(filepath.Join(dir, fileHostAgent))
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	st.HostAgentPID = ha
+	for _, t := range driverTypes {
+		pid, err := readLivePID(filepath.Join(dir, t+driverPIDSufix))
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		if pid > 0 {
+			st.DriverPID, st.VMType = pid, t
+			break
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		st.Status, st.Reason = StatusBroken, strings.Join(problems, "; ")
+	case st.HostAgentPID > 0 && st.DriverPID > 0:
+		st.Status = StatusRunning
+	case st.HostAgentPID == 0 && st.DriverPID == 0:
+		st.Status = StatusStopped
+	case st.HostAgentPID > 0:
+		st.Status, st.Reason = StatusBroken, "host agent is running but the VM driver is not"
+	default:
+		st.Status, st.Reason = StatusBroken, st.VMType+" driver is running but the host agent is not"
+	}
+	return st, nil
+}
+
+// readLivePID returns the pid in path, or 0 when the file is absent or its process is gone.
+func readLivePID(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("reading %s: bad pid %q", path, strings.TrimSpace(string(b)))
+	}
+	if !processAlive(pid) {
+		return 0, nil
+	}
+	return pid, nil
+}

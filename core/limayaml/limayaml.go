@@ -1,0 +1,288 @@
+// Package limayaml renders a box's effective config into the Lima instance
+// YAML, and hashes it. The hash is the box's template hash: the same
+// inputs give the same bytes on every run and machine.
+package limayaml
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/guest"
+	"go.yaml.in/yaml/v3"
+)
+
+// Input is everything a rendered template depends on.
+type Input struct {
+	Platform   config.Platform
+	Config     config.Config // effective
+	Box        string
+	ProjectDir string // absolute; mounted at the same path in the guest
+	AgentDir   string // host directory of the agent's shared state
+	// BrokerHost and BrokerPort are where the box's egress broker is seen
+	// from the guest (192.168.5.2 through slirp, or 192.168.5.4 with the
+	// host-enforced funnel).
+	BrokerHost string
+	BrokerPort int
+	// Golden renders the project-independent part only: base, packages,
+	// toolchains and agent; no mounts and no project parameters.
+	Golden bool
+}
+
+// Template is a subset of Lima's instance YAML, in Lima's field order.
+type Template struct {
+	VMType       string            `yaml:"vmType"`
+	Arch         string            `yaml:"arch,omitempty"`
+	CPUs         int               `yaml:"cpus"`
+	Memory       string            `yaml:"memory"`
+	Disk         string            `yaml:"disk"`
+	Firmware     *Firmware         `yaml:"firmware,omitempty"`
+	Images       []Image           `yaml:"images"`
+	MountType    string            `yaml:"mountType"`
+	Mounts       []Mount           `yaml:"mounts"`
+	SSH          SSH               `yaml:"ssh"`
+	Containerd   Containerd        `yaml:"containerd"`
+	HostResolver HostResolver      `yaml:"hostResolver"`
+	PortForwards []PortForward     `yaml:"portForwards"`
+	Provision    []Provision       `yaml:"provision"`
+	Param        map[string]string `yaml:"param"`
+}
+
+type Firmware struct {
+	LegacyBIOS bool `yaml:"legacyBIOS"`
+}
+
+type File struct {
+	Location string `yaml:"location"`
+	Cmdline  string `yaml:"cmdline,omitempty"`
+}
+
+type Image struct {
+	Location string `yaml:"location"`
+	Arch     string `yaml:"arch"`
+	Digest   string `yaml:"digest,omitempty"`
+	Kernel   *File  `yaml:"kernel,omitempty"`
+	Initrd   *File  `yaml:"initrd,omitempty"`
+}
+
+type Mount struct {
+	Location   string `yaml:"location"`
+	MountPoint string `yaml:"mountPoint"`
+	Writable   bool   `yaml:"writable"`
+}
+
+type SSH struct {
+	LoadDotSSHPubKeys bool `yaml:"loadDotSSHPubKeys"`
+	ForwardAgent      bool `yaml:"forwardAgent"`
+}
+
+type Containerd struct {
+	System bool `yaml:"system"`
+	User   bool `yaml:"user"`
+}
+
+type HostResolver struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+type PortForward struct {
+	GuestIP string `yaml:"guestIP"`
+	Proto   string `yaml:"proto"`
+	Ignore  bool   `yaml:"ignore"`
+}
+
+type Provision struct {
+	Mode        string `yaml:"mode"`
+	Path        string `yaml:"path,omitempty"`
+	Permissions string `yaml:"permissions,omitempty"`
+	Content     string `yaml:"content,omitempty"`
+	Script      string `yaml:"script,omitempty"`
+}
+
+// Rendered is a template and its hash.
+type Rendered struct {
+	YAML []byte
+	Hash string // hex sha256 of YAML
+}
+
+// Ubuntu 24.04 cloud images pinned by digest (from Lima 1.2.2's
+// templates/_images/ubuntu-24.04.yaml).
+var defaultImages = []Image{
+	{Location: "https://cloud-images.ubuntu.com/releases/noble/release-20251026/ubuntu-24.04-server-cloudimg-amd64.img", Arch: "x86_64",
+		Digest: "sha256:85743244cc8f2f47384480c81dbb677585d20ed693127667dbfb116f1682f793"},
+	{Location: "https://cloud-images.ubuntu.com/releases/noble/release-20251026/ubuntu-24.04-server-cloudimg-arm64.img", Arch: "aarch64",
+		Digest: "sha256:2674494736319bbd367ef05c37c5dbb764fa7c90661d104ac93243ee84129ca9"},
+}
+
+// Files of a corral image directory (direct kernel boot, see
+// packaging/linux/build-image.sh).
+const (
+	ImageRootfs = "rootfs.qcow2"
+	ImageKernel = "vmlinuz"
+	ImageInitrd = "initrd.img"
+)
+
+// Render builds the Lima YAML for in.
+func Render(in Input) (Rendered, error) {
+	c := in.Config
+	t := Template{
+		VMType:       deref(c.VMType),
+		CPUs:         derefInt(c.CPUs),
+		Memory:       deref(c.Memory),
+		Disk:         deref(c.Disk),
+		MountType:    deref(c.MountType),
+		Mounts:       []Mount{},
+		SSH:          SSH{LoadDotSSHPubKeys: false, ForwardAgent: false},
+		Containerd:   Containerd{},
+		HostResolver: HostResolver{Enabled: deref(c.Network) == "full"},
+		// Lima forwards every guest listener to host loopback unless told
+		// not to; an empty list means "default rules", so ignore explicitly.
+		PortForwards: []PortForward{
+			{GuestIP: "127.0.0.1", Proto: "any", Ignore: true},
+			{GuestIP: "0.0.0.0", Proto: "any", Ignore: true},
+		},
+	}
+	imgs, fw, err := images(c.Image, in.Platform)
+	if err != nil {
+		return Rendered{}, err
+	}
+	t.Images, t.Firmware = imgs, fw
+
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[in.Platform.Arch]
+	t.Arch = arch
+
+	nosudo := "0"
+	if deref(c.Profile) == "strict" {
+		nosudo = "1"
+	}
+	t.Param = map[string]string{
+		"AGENT":      deref(c.Agent),
+		"NETWORK":    deref(c.Network),
+		"NOSUDO":     nosudo,
+		"PACKAGES":   strings.Join(c.Packages, " "),
+		"PROXY_HOST": in.BrokerHost,
+		"PROXY_PORT": strconv.Itoa(in.BrokerPort),
+		"TOOLCHAINS": strings.Join(c.Toolchains, " "),
+	}
+	if !in.Golden {
+		t.Param["PROJECT"] = in.ProjectDir
+		t.Param["HIDE"] = strings.Join(c.Hide, " ")
+		t.Param["BOX_DIRS"] = strings.Join(c.BoxDirs, " ")
+		if deref(c.Source) != "clone" {
+			t.Mounts = append(t.Mounts, Mount{Location: in.ProjectDir, MountPoint: in.ProjectDir, Writable: !derefBool(c.ReadonlyProject)})
+		}
+		if deref(c.AgentState) == "shared" && in.AgentDir != "" {
+			t.Mounts = append(t.Mounts, Mount{Location: in.AgentDir, MountPoint: "/corral/agents/" + deref(c.Agent), Writable: true})
+		}
+		for _, m := range c.Mounts {
+			mp := m.MountPoint
+			if mp == "" {
+				mp = m.Location
+			}
+			t.Mounts = append(t.Mounts, Mount{Location: m.Location, MountPoint: mp, Writable: m.Writable})
+		}
+	}
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
+	for _, s := range guest.Provision() {
+		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
+	}
+	if !in.Golden {
+		for _, p := range c.Provision {
+			// Repository scripts run as the user from the project mount;
+			// the path was checked to stay inside the project.
+			t.Provision = append(t.Provision, Provision{Mode: "user", Script: repoScript(in.ProjectDir, p)})
+		}
+	}
+	t.Param["TEMPLATE_HASH"] = "" // filled below: the hash covers everything else
+	body, err := marshal(t)
+	if err != nil {
+		return Rendered{}, err
+	}
+	sum := sha256.Sum256(body)
+	t.Param["TEMPLATE_HASH"] = hex.EncodeToString(sum[:])[:16]
+	out, err := marshal(t)
+	if err != nil {
+		return Rendered{}, err
+	}
+	return Rendered{YAML: out, Hash: hex.EncodeToString(sum[:])}, nil
+}
+
+func repoScript(projectDir, rel string) string {
+	return "#!/bin/sh\n# repository provision script (from .corral.toml)\nset -eu\ncd " +
+		shellQuote(projectDir) + "\nexec sh " + shellQuote(rel) + "\n"
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func marshal(t Template) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("# Lima instance template rendered by corral. Do not edit: corral rebuild re-renders it.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(t); err != nil {
+		return nil, fmt.Errorf("rendering Lima template: %w", err)
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// images resolves the image key: unset = pinned Ubuntu; a directory = a
+// corral image (direct kernel boot); a file or URL = that disk image.
+func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[p.Arch]
+	if image == nil {
+		var out []Image
+		for _, im := range defaultImages {
+			if im.Arch == arch {
+				out = append(out, im)
+			}
+		}
+		return out, nil, nil
+	}
+	loc := *image
+	if strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://") {
+		return []Image{{Location: loc, Arch: arch}}, nil, nil
+	}
+	if strings.HasPrefix(loc, "~/") {
+		home, _ := os.UserHomeDir()
+		loc = filepath.Join(home, loc[2:])
+	}
+	st, err := os.Stat(loc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("image %q: %w\nhint: build the test image with packaging/linux/build-image.sh, or remove the image key", *image, err)
+	}
+	if !st.IsDir() {
+		return []Image{{Location: loc, Arch: arch}}, nil, nil
+	}
+	for _, f := range []string{ImageRootfs, ImageKernel, ImageInitrd} {
+		if _, err := os.Stat(filepath.Join(loc, f)); err != nil {
+			return nil, nil, fmt.Errorf("image directory %s lacks %s\nhint: rebuild it with packaging/linux/build-image.sh", loc, f)
+		}
+	}
+	return []Image{{
+		Location: filepath.Join(loc, ImageRootfs), Arch: arch,
+		Kernel: &File{Location: filepath.Join(loc, ImageKernel), Cmdline: "root=/dev/vda rw console=ttyS0 net.ifnames=0"},
+		Initrd: &File{Location: filepath.Join(loc, ImageInitrd)},
+	}}, &Firmware{LegacyBIOS: true}, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefBool(p *bool) bool { return p != nil && *p }

@@ -1,0 +1,128 @@
+package limayaml
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/core/config"
+	"go.yaml.in/yaml/v3"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func input(t *testing.T, p config.Platform) Input {
+	t.Helper()
+	eff := config.Merge(config.Defaults(p), func() config.Layer {
+		l, _, err := config.Parse(config.KindGlobal, "g", []byte(`toolchains = ["go"]
+packages = ["ripgrep"]
+hide = [".env"]
+box_dirs = ["node_modules"]
+provision = ["scripts/setup.sh"]
+mounts = [{ location = "/data/ref", mount_point = "/ref" }]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}())
+	return Input{
+		Platform: p, Config: eff.Config, Box: "web-3f2a1c",
+		ProjectDir: "/home/dev/src/web", AgentDir: "/home/dev/.corral/agents/claude",
+		BrokerHost: "192.168.5.2", BrokerPort: 42123,
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for name, p := range map[string]config.Platform{
+		"linux-amd64":  {OS: "linux", Arch: "amd64"},
+		"darwin-arm64": {OS: "darwin", Arch: "arm64"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := Render(input(t, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", name+".yaml")
+			if *update {
+				_ = os.WriteFile(golden, r.YAML, 0o644)
+				_ = os.WriteFile(golden+".sha256", []byte(r.Hash+"\n"), 0o644)
+			}
+			want, _ := os.ReadFile(golden)
+			if string(want) != string(r.YAML) {
+				t.Errorf("rendered template differs from %s (run go test -update)", golden)
+			}
+			wantHash, _ := os.ReadFile(golden + ".sha256")
+			if strings.TrimSpace(string(wantHash)) != r.Hash {
+				t.Errorf("hash %s, golden %s", r.Hash, wantHash)
+			}
+			var back map[string]any
+			if err := yaml.Unmarshal(r.YAML, &back); err != nil {
+				t.Fatalf("not valid YAML: %v", err)
+			}
+		})
+	}
+}
+
+func TestStableAndSensitive(t *testing.T) {
+	p := config.Platform{OS: "linux", Arch: "amd64"}
+	a, _ := Render(input(t, p))
+	b, _ := Render(input(t, p))
+	if a.Hash != b.Hash {
+		t.Fatal("hash not stable")
+	}
+	in := input(t, p)
+	in.BrokerPort++
+	c, _ := Render(in)
+	if c.Hash == a.Hash {
+		t.Error("broker port does not change the hash")
+	}
+}
+
+func TestGoldenVariantHasNoProject(t *testing.T) {
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	in.Golden = true
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(r.YAML), "/home/dev/src/web") || strings.Contains(string(r.YAML), "/data/ref") {
+		t.Error("golden template mentions the project or its mounts")
+	}
+	in2 := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	in2.Golden, in2.ProjectDir, in2.Box = true, "/elsewhere/api", "api-000000"
+	r2, _ := Render(in2)
+	if r.Hash != r2.Hash {
+		t.Error("golden hash depends on the project")
+	}
+}
+
+func TestSourceCloneOmitsProjectMount(t *testing.T) {
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	clone := "clone"
+	in.Config.Source = &clone
+	r, _ := Render(in)
+	if strings.Contains(string(r.YAML), "mountPoint: /home/dev/src/web") {
+		t.Error("clone source still mounts the project")
+	}
+}
+
+func TestImageDirectory(t *testing.T) {
+	dir := t.TempDir()
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	in.Config.Image = &dir
+	if _, err := Render(in); err == nil || !strings.Contains(err.Error(), "lacks rootfs.qcow2") {
+		t.Fatalf("incomplete image dir: %v", err)
+	}
+	for _, f := range []string{ImageRootfs, ImageKernel, ImageInitrd} {
+		_ = os.WriteFile(filepath.Join(dir, f), nil, 0o644)
+	}
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r.YAML), "legacyBIOS: true") || !strings.Contains(string(r.YAML), "vmlinuz") {
+		t.Error("direct kernel boot not rendered")
+	}
+}

@@ -1,0 +1,129 @@
+// Package paths is the one place that knows where corral keeps its host
+// state. Every file and directory name under ~/.corral is defined here.
+//
+//	~/.corral/                 (CORRAL_HOME overrides)
+//	  config.toml              global config layer
+//	  lima/                    LIMA_HOME, private to corral
+//	  boxes/<box>.json         box metadata
+//	  projects/<box>.toml      trusted per-box config layer (and approvals)
+//	  agents/<agent>/          shared agent login state, mounted into boxes
+//	  logs/                    audit.jsonl, sessions.jsonl, egress-<box>.jsonl, app.log
+//	  snapshots/<box>/         disk snapshots where Lima has none (vz)
+//	  run/                     locks and sockets
+package paths
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/corral-dev/corral/core/atomicfile"
+)
+
+// EnvHome is the environment variable that overrides the state directory.
+const EnvHome = "CORRAL_HOME"
+
+// Layout names every path of corral's host state.
+type Layout struct {
+	Home string // absolute state directory
+}
+
+// Default returns the layout from $CORRAL_HOME, or ~/.corral.
+func Default() (Layout, error) {
+	if h := os.Getenv(EnvHome); h != "" {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return Layout{}, fmt.Errorf("resolving %s=%q: %w", EnvHome, h, err)
+		}
+		return Layout{Home: abs}, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return Layout{}, fmt.Errorf("finding the home directory: %w (set %s)", err, EnvHome)
+	}
+	return Layout{Home: filepath.Join(home, ".corral")}, nil
+}
+
+// GlobalConfig is the global config layer.
+func (l Layout) GlobalConfig() string { return filepath.Join(l.Home, "config.toml") }
+
+// LimaHome is the LIMA_HOME corral runs limactl with.
+func (l Layout) LimaHome() string { return filepath.Join(l.Home, "lima") }
+
+// BoxesDir holds box metadata.
+func (l Layout) BoxesDir() string { return filepath.Join(l.Home, "boxes") }
+
+// BoxMeta is the metadata file of a box.
+func (l Layout) BoxMeta(box string) string { return filepath.Join(l.BoxesDir(), box+".json") }
+
+// ProjectsDir holds the trusted per-box config layers.
+func (l Layout) ProjectsDir() string { return filepath.Join(l.Home, "projects") }
+
+// ProjectConfig is the trusted per-box config layer of a box.
+func (l Layout) ProjectConfig(box string) string {
+	return filepath.Join(l.ProjectsDir(), box+".toml")
+}
+
+// AgentDir is the shared state directory of an agent.
+func (l Layout) AgentDir(agent string) string { return filepath.Join(l.Home, "agents", agent) }
+
+// LogsDir holds corral's logs.
+func (l Layout) LogsDir() string { return filepath.Join(l.Home, "logs") }
+
+// AuditLog is the append-only audit log.
+func (l Layout) AuditLog() string { return filepath.Join(l.LogsDir(), "audit.jsonl") }
+
+// SessionsLog records session start, end and exit code.
+func (l Layout) SessionsLog() string { return filepath.Join(l.LogsDir(), "sessions.jsonl") }
+
+// EgressLog is the decision log of a box's broker.
+func (l Layout) EgressLog(box string) string {
+	return filepath.Join(l.LogsDir(), "egress-"+box+".jsonl")
+}
+
+// BrokerLog is the diagnostic log of a box's broker process.
+func (l Layout) BrokerLog(box string) string {
+	return filepath.Join(l.LogsDir(), "broker-"+box+".log")
+}
+
+// AppLog is the menu-bar app's log.
+func (l Layout) AppLog() string { return filepath.Join(l.LogsDir(), "app.log") }
+
+// SnapshotsDir holds copy-on-write disk snapshots of a box.
+func (l Layout) SnapshotsDir(box string) string { return filepath.Join(l.Home, "snapshots", box) }
+
+// RunDir holds locks and sockets.
+func (l Layout) RunDir() string { return filepath.Join(l.Home, "run") }
+
+// Lock is the lock file of a named operation (a box, the app).
+func (l Layout) Lock(name string) string { return filepath.Join(l.RunDir(), name+".lock") }
+
+// BrokerSocket is the Unix socket a box's broker receives guest connections on.
+func (l Layout) BrokerSocket(box string) string { return filepath.Join(l.RunDir(), box+".sock") }
+
+// Dirs lists every directory of the layout, parents first.
+func (l Layout) Dirs() []string {
+	return []string{
+		l.Home, l.LimaHome(), l.BoxesDir(), l.ProjectsDir(),
+		filepath.Join(l.Home, "agents"), l.LogsDir(),
+		filepath.Join(l.Home, "snapshots"), l.RunDir(),
+	}
+}
+
+// Ensure creates every directory with mode 0700 and tightens the mode of
+// existing ones: the state holds approvals and session logs of other users'
+// projects on shared machines.
+func (l Layout) Ensure() error {
+	var errs []error
+	for _, d := range l.Dirs() {
+		if err := os.MkdirAll(d, atomicfile.DirMode); err != nil {
+			errs = append(errs, fmt.Errorf("creating state directory %s: %w", d, err))
+			continue
+		}
+		if err := os.Chmod(d, atomicfile.DirMode); err != nil {
+			errs = append(errs, fmt.Errorf("securing state directory %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,151 @@
+// Package project turns a project directory into its box identity: the
+// absolute, symlink-free project path and the box name derived from it.
+package project
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// MaxSockPath is the longest Unix socket path macOS accepts (sun_path is
+// 104 bytes including the NUL terminator; Linux allows 108).
+const MaxSockPath = 103
+
+// longestSock is the longest socket name Lima creates in an instance
+// directory: ssh appends a dot and 16 random characters to its ControlPath
+// while it sets the master up (Lima's filenames.LongestSock).
+const longestSock = "ssh.sock.1234567890123456"
+
+// maxNameLen keeps lima-<box> a valid hostname label (63 bytes).
+const maxNameLen = 63 - len("lima-")
+
+// hashLen is the number of hex digits of the path hash in a box name.
+const hashLen = 6
+
+// ErrNameTooLong means no box name fits the socket path limit.
+var ErrNameTooLong = errors.New("box name does not fit the socket path limit")
+
+// Project is a resolved project directory and its box.
+type Project struct {
+	Dir string // absolute path with every symlink resolved
+	Box string // Lima instance name
+}
+
+// Resolve resolves dir (relative to the working directory) and names its
+// box. limaHome is the LIMA_HOME the box will live under; it bounds the
+// name length.
+func Resolve(dir, limaHome string) (Project, error) {
+	abs, err := ResolveDir(dir)
+	if err != nil {
+		return Project{}, err
+	}
+	box, err := BoxName(abs, limaHome)
+	if err != nil {
+		return Project{}, err
+	}
+	return Project{Dir: abs, Box: box}, nil
+}
+
+// ResolveDir returns the absolute, symlink-free form of an existing
+// directory.
+func ResolveDir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving project directory %q: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("resolving project directory %q: %w", dir, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("resolving project directory %q: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("project %q is not a directory", dir)
+	}
+	return real, nil
+}
+
+// BoxName derives the default box name of an absolute project path:
+// <slug of the directory name>-<first 6 hex of sha256(path)>. The slug is
+// shortened so that every Lima socket path under limaHome stays within
+// MaxSockPath; the hash keeps shortened names distinct.
+func BoxName(absDir, limaHome string) (string, error) {
+	sum := sha256.Sum256([]byte(absDir))
+	suffix := "-" + hex.EncodeToString(sum[:])[:hashLen]
+	budget := MaxNameLen(limaHome)
+	room := budget - len(suffix)
+	if room < 1 {
+		return "", nameErr(limaHome, budget)
+	}
+	slug := Slug(filepath.Base(absDir))
+	if len(slug) > room {
+		slug = strings.TrimRight(slug[:room], "-")
+	}
+	if slug == "" {
+		slug = "box"
+		if len(slug) > room {
+			slug = slug[:room]
+		}
+	}
+	return slug + suffix, nil
+}
+
+// MaxNameLen is the longest box name whose Lima sockets fit under
+// limaHome, and never more than a hostname label allows.
+func MaxNameLen(limaHome string) int {
+	n := MaxSockPath - len(limaHome) - 2 - len(longestSock) // two path separators
+	return min(n, maxNameLen)
+}
+
+var nameRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// CheckName validates a box name given by the user (or a stored one): the
+// same alphabet as derived names, and within the socket path limit. A name
+// is never silently truncated, since two truncated names could collide.
+func CheckName(name, limaHome string) error {
+	if !nameRe.MatchString(name) {
+		return fmt.Errorf("invalid box name %q: use lowercase letters, digits and single dashes", name)
+	}
+	if budget := MaxNameLen(limaHome); len(name) > budget {
+		return nameErr(limaHome, budget)
+	}
+	return nil
+}
+
+func nameErr(limaHome string, budget int) error {
+	return fmt.Errorf("%w: under %s a box name may have at most %d bytes\n"+
+		"hint: set CORRAL_HOME to a shorter directory (Lima's sockets must stay below %d bytes)",
+		ErrNameTooLong, limaHome, max(budget, 0), MaxSockPath+1)
+}
+
+// Slug lowercases s and keeps [a-z0-9], turning every other run of
+// characters into a single dash. Non-ASCII letters are dropped rather than
+// transliterated, so the result does not depend on locale tables.
+func Slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+		default:
+			dash = true
+		}
+	}
+	return b.String()
+}

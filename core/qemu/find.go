@@ -1,0 +1,72 @@
+package qemu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// ErrQemuNotFound means no real qemu-system binary was found.
+var ErrQemuNotFound = errors.New("qemu-system binary not found")
+
+// fallbackDirs are searched after PATH: Debian, Homebrew (Apple silicon and Intel), MacPorts.
+var fallbackDirs = []string{"/usr/bin", "/usr/local/bin", "/opt/homebrew/bin", "/opt/local/bin"}
+
+// FindQemu returns the absolute path of the real qemu-system binary for arch ("x86_64", "amd64", "aarch64",
+// "arm64"; "" means the host's). It never returns corral itself: corral is the QEMU_SYSTEM_<ARCH> wrapper and
+// may be on PATH under the same name, and a wrapper that execs itself loops forever.
+func FindQemu(arch string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding qemu: locating own executable: %w", err)
+	}
+	return findQemu(arch, os.Getenv("PATH"), self, fallbackDirs)
+}
+
+// QemuArch maps Go and Lima arch names to qemu's.
+func QemuArch(arch string) (string, error) {
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	switch arch {
+	case "x86_64", "amd64":
+		return "x86_64", nil
+	case "aarch64", "arm64":
+		return "aarch64", nil
+	}
+	return "", fmt.Errorf("qemu arch for %q: unsupported", arch)
+}
+
+func findQemu(arch, pathEnv, self string, fallback []string) (string, error) {
+	qa, err := QemuArch(arch)
+	if err != nil {
+		return "", fmt.Errorf("finding qemu: %w", err)
+	}
+	name := "qemu-system-" + qa
+	selfInfo, _ := os.Stat(self) // nil if self is gone: then nothing is skipped as "self"
+	dirs := append(filepath.SplitList(pathEnv), fallback...)
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue // a relative PATH entry would make the result depend on the cwd
+		}
+		p := filepath.Join(d, name)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			continue
+		}
+		if selfInfo != nil && os.SameFile(fi, selfInfo) {
+			continue
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("finding %s: %w in PATH or %s (install it: apt-get install qemu-system-x86 / brew install qemu)",
+		name, ErrQemuNotFound, strings.Join(fallback, ", "))
+}

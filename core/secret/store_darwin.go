@@ -1,0 +1,121 @@
+package secret
+
+// Type-checked on Linux (darwincheck); not yet run on macOS.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/keybase/go-keychain"
+)
+
+// Default returns the platform secret store: the login keychain on macOS.
+func Default() Store { return &Keychain{} }
+
+const (
+	hintKeychainLocked  = "unlock your login keychain (Keychain Access, or: security unlock-keychain), then retry"
+	hintKeychainTimeout = "the keychain did not answer in time; is it waiting for you to allow access in a dialog?"
+)
+
+// Keychain is the macOS Store: generic passwords in the default keychain,
+// looked up by kSecAttrService and kSecAttrAccount. Security framework calls
+// cannot be cancelled, so each runs on its own goroutine and a call that
+// outlives the deadline is abandoned (it finishes in the background) and
+// reported as ErrUnavailable.
+type Keychain struct {
+	// Timeout bounds calls whose context has no deadline; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+var _ Store = (*Keychain)(nil)
+
+// run calls f on a goroutine, bounded by ctx.
+func (k *Keychain) run(ctx context.Context, service, account string, f func() error) error {
+	ctx, cancel := withTimeout(ctx, k.Timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return Unavailable(service, account, fmt.Errorf("keychain: %w", ctx.Err()), hintKeychainTimeout)
+	}
+}
+
+func (k *Keychain) fail(op, service, account string, err error) error {
+	var kerr keychain.Error
+	if errors.As(err, &kerr) {
+		switch kerr {
+		case keychain.ErrorItemNotFound:
+			return NotFound(service, account)
+		case keychain.ErrorInteractionNotAllowed, keychain.ErrorNotAvailable,
+			keychain.ErrorNoSuchKeychain, keychain.ErrorInvalidKeychain,
+			keychain.ErrorAuthFailed, keychain.ErrorUserCanceled:
+			return Unavailable(service, account, fmt.Errorf("%s: %w", op, err), hintKeychainLocked)
+		}
+	}
+	return fmt.Errorf("%s for service %q account %q: %w", op, service, account, err)
+}
+
+func query(service, account string) keychain.Item {
+	q := keychain.NewItem()
+	q.SetSecClass(keychain.SecClassGenericPassword)
+	q.SetService(service)
+	q.SetAccount(account)
+	return q
+}
+
+// Get implements Store.
+func (k *Keychain) Get(ctx context.Context, service, account string) (string, error) {
+	var v string
+	err := k.run(ctx, service, account, func() error {
+		q := query(service, account)
+		q.SetMatchLimit(keychain.MatchLimitOne)
+		q.SetReturnData(true)
+		res, err := keychain.QueryItem(q)
+		if err != nil {
+			return k.fail("reading keychain", service, account, err)
+		}
+		// QueryItem reports a missing item as no results; an empty
+		// password is one result with empty Data.
+		if len(res) == 0 {
+			return NotFound(service, account)
+		}
+		v = string(res[0].Data)
+		return nil
+	})
+	return v, err
+}
+
+// Set implements Store.
+func (k *Keychain) Set(ctx context.Context, service, account, value string) error {
+	return k.run(ctx, service, account, func() error {
+		item := query(service, account)
+		item.SetLabel(service)
+		item.SetData([]byte(value))
+		err := keychain.AddItem(item)
+		if errors.Is(err, keychain.ErrorDuplicateItem) {
+			upd := keychain.NewItem()
+			upd.SetData([]byte(value))
+			err = keychain.UpdateItem(query(service, account), upd)
+		}
+		if err != nil {
+			return k.fail("writing keychain", service, account, err)
+		}
+		return nil
+	})
+}
+
+// Delete implements Store.
+func (k *Keychain) Delete(ctx context.Context, service, account string) error {
+	return k.run(ctx, service, account, func() error {
+		if err := keychain.DeleteItem(query(service, account)); err != nil {
+			return k.fail("deleting from keychain", service, account, err)
+		}
+		return nil
+	})
+}

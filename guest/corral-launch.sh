@@ -1,0 +1,37 @@
+#!/bin/sh
+# corral-launch WORKDIR ARGV...: the guest end of every corral session.
+# ssh delivers the session's environment as CORRAL_FWD_<NAME> (accepted by
+# sshd's AcceptEnv); this strips the prefix, checks that the box's guest
+# units are active (refusing to run otherwise), and execs ARGV in WORKDIR
+# through a login shell so profile.d (proxy settings) applies.
+set -eu
+
+if [ $# -lt 1 ]; then
+	echo "usage: corral-launch WORKDIR [ARGV...]" >&2
+	exit 2
+fi
+workdir=$1
+shift
+
+for unit in corral-network corral-project; do
+	if ! systemctl is-active --quiet "$unit.service"; then
+		echo "corral: guest unit $unit is not active; refusing to start the session" >&2
+		echo "hint: corral doctor shows why (journalctl -u $unit in the box)" >&2
+		exit 125
+	fi
+done
+
+# Rename CORRAL_FWD_NAME to NAME without the values ever touching argv:
+# the shell's own environment is rewritten through export.
+for var in $(env | sed -n 's/^CORRAL_FWD_\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p'); do
+	eval "export $var=\"\${CORRAL_FWD_$var}\""
+	unset "CORRAL_FWD_$var"
+done
+
+cd "$workdir" || { echo "corral: no such directory in the box: $workdir" >&2; exit 125; }
+if [ $# -eq 0 ]; then
+	exec bash -l
+fi
+# "$0" "$@" inside bash -lc: the argv is passed as separate words, never
+# re-parsed as shell code.
+exec bash -lc 'cd "$0" && exec "$@"' "$workdir" "$@"

@@ -1,0 +1,51 @@
+// Package guest embeds the scripts that run inside a box: Lima provision
+// scripts (run as root at every boot, in file-name order) and
+// corral-launch, the guest end of every session. Parameters reach them as
+// Lima params (PARAM_* environment variables), never by templating shell
+// code.
+package guest
+
+import (
+	"embed"
+	"io/fs"
+	"sort"
+)
+
+//go:embed provision/*.sh
+var provision embed.FS
+
+//go:embed corral-launch.sh
+var launch string
+
+// Script is one provision script.
+type Script struct {
+	Name    string // file name, e.g. "40-network.sh"
+	Content string
+}
+
+// Provision returns the provision scripts in the order they must run.
+func Provision() []Script {
+	ents, err := fs.ReadDir(provision, "provision")
+	if err != nil {
+		return nil // cannot happen: the directory is embedded
+	}
+	var out []Script
+	for _, e := range ents {
+		b, _ := provision.ReadFile("provision/" + e.Name())
+		out = append(out, Script{Name: e.Name(), Content: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Launch returns the corral-launch script.
+func Launch() string { return launch }
+
+// LaunchPath is where corral-launch is installed in the guest.
+const LaunchPath = "/usr/local/bin/corral-launch"
+
+// ProvisionedMarker holds the template hash once provisioning finished.
+const ProvisionedMarker = "/etc/corral/provisioned"
+
+// Units are the guest units corral-launch requires to be active.
+var Units = []string{"corral-network.service", "corral-project.service"}

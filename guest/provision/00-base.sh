@@ -1,0 +1,21 @@
+#!/bin/sh
+# corral base setup, run as root at every boot (Lima runs provision
+# scripts on each start; every step is idempotent).
+# Order: first, because later scripts and every session rely on sshd
+# accepting CORRAL_FWD_* and on /etc/corral existing.
+set -eu
+
+install -d -m 0755 /etc/corral /usr/local/lib/corral
+
+conf=/etc/ssh/sshd_config.d/corral.conf
+want='AcceptEnv CORRAL_FWD_*'
+if [ "$(cat "$conf" 2>/dev/null || true)" != "$want" ]; then
+	printf '%s\n' "$want" >"$conf"
+	# sshd reads its config per connection; reload for new connections.
+	systemctl reload ssh 2>/dev/null || systemctl reload sshd 2>/dev/null || true
+fi
+
+# A box must never reach out on its own: no time sync, no apt timers.
+for unit in apt-daily.timer apt-daily-upgrade.timer systemd-timesyncd.service; do
+	systemctl disable --now "$unit" 2>/dev/null || true
+done

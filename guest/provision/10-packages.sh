@@ -1,0 +1,19 @@
+#!/bin/sh
+# Debian packages from the packages key (space-separated in PARAM_PACKAGES).
+# Runs before the network funnel is applied so a golden build can reach the
+# package mirror through the broker (see 40-network.sh).
+set -eu
+
+pkgs=${PARAM_PACKAGES:-}
+[ -n "$pkgs" ] || exit 0
+
+missing=
+for p in $pkgs; do
+	name=${p%%=*}
+	dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -n "$missing" ] || exit 0
+
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086 # word splitting is the list
+apt-get update -q && apt-get install -y --no-install-recommends -- $missing

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Language toolchains from the toolchains key (PARAM_TOOLCHAINS), from
+# Debian packages so that no installer script runs in the box.
+set -eu
+
+tcs=${PARAM_TOOLCHAINS:-}
+[ -n "$tcs" ] || exit 0
+
+want=
+for t in $tcs; do
+	case $t in
+	go) want="$want golang-go" ;;
+	node) want="$want nodejs npm" ;;
+	python) want="$want python3 python3-pip python3-venv" ;;
+	rust) want="$want rustc cargo" ;;
+	*) echo "corral: unknown toolchain $t" >&2; exit 1 ;;
+	esac
+done
+
+missing=
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -n "$missing" ] || exit 0
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+apt-get update -q && apt-get install -y --no-install-recommends -- $missing

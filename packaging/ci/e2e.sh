@@ -1,0 +1,30 @@
+#!/bin/sh
+# End-to-end tests on real Lima VMs. Lima refuses root, so the tests run as
+# an unprivileged user (packaging/linux/create-test-user.sh), and every VM,
+# corral process and test server runs inside a fresh network namespace with
+# only loopback: no guest traffic can leave the machine, even by mistake.
+set -eu
+cd "$(dirname "$0")/../.."
+user=${CORRAL_E2E_USER:-corral-e2e}
+image=${CORRAL_E2E_IMAGE:-/var/cache/corral/images/bookworm}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "e2e: run as root (it creates a network namespace and drops to $user)" >&2
+	exit 2
+fi
+work=$(mktemp -d /tmp/ce.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/corral" ./cmd/corral
+go test -c -tags e2e -o "$work/e2e.test" ./cmd/corral/e2e
+chown -R "$user" "$work"
+chmod 0755 "$work"
+
+# The state dir is short so Lima's socket paths fit (see core/project).
+# shellcheck disable=SC2016 # expanded by the inner sh, from "$@"
+unshare -n sh -c '
+	ip link set lo up
+	cd "$1"
+	exec runuser -u "$2" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$1" \
+		CORRAL_E2E=1 CORRAL_BIN="$1/corral" CORRAL_E2E_IMAGE="$3" CORRAL_HOME="$1/h" \
+		"$1/e2e.test" -test.v -test.timeout 40m
+' e2e "$work" "$user" "$image"

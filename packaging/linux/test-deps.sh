@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs everything corral's tests need on a fresh Debian 12 machine
+# (run as root): linters, the desktop test stack (private D-Bus, keyring,
+# notification daemon, Xvfb), and real Lima with an offline test image for
+# the end-to-end tests. Idempotent; safe to re-run.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+	shellcheck git curl ca-certificates make iproute2 util-linux \
+	dbus gnome-keyring libsecret-tools xvfb dunst x11-apps imagemagick \
+	dpkg-dev
+
+"$here/setup-lima.sh"
+"$here/build-image.sh"
+"$here/create-test-user.sh"
