@@ -22,6 +22,9 @@ type Factory struct {
 	Getenv func(string) string
 	// Dir is the -C flag: the project directory.
 	Dir string
+	// App runs the menu-bar app; main injects it so the CLI package never
+	// imports the GUI libraries.
+	App AppFunc
 	// Verbose is the --verbose flag.
 	Verbose bool
 }

@@ -12,8 +12,13 @@ import (
 )
 
 // Main runs the CLI with args and returns the exit code.
-func Main(args []string) int {
+func Main(argv []string, app AppFunc) int {
+	if len(argv) > 0 && isQemuShim(argv[0]) {
+		return qemuMain(argv[1:])
+	}
+	args := argv[min(1, len(argv)):]
 	f := &Factory{
+		App:        app,
 		IO:         System(),
 		Layout:     paths.Default,
 		Executable: os.Executable,
@@ -63,6 +68,16 @@ the hosts the host side allows.`,
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "log what corral does to stderr")
 	root.AddCommand(
 		NewCmdConfig(f),
+		NewCmdUp(f, nil),
+		NewCmdStart(f, nil),
+		NewCmdStop(f, nil),
+		NewCmdRm(f, nil),
+		NewCmdLs(f, nil),
+		NewCmdRebuild(f, nil),
+		NewCmdRun(f, nil),
+		NewCmdShell(f, nil),
+		NewCmdClaude(f, nil),
+		NewCmdApp(f, nil),
 		NewCmdRender(f, nil),
 		NewCmdVersion(f, nil),
 	)

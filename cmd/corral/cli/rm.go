@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// RmOptions are the options of `corral rm`.
+type RmOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	Boxes   []string
+	Force   bool
+}
+
+// NewCmdRm builds `corral rm`.
+func NewCmdRm(f *Factory, runF func(*RmOptions) error) *cobra.Command {
+	opts := &RmOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:     "rm [BOX...]",
+		Short:   "Remove boxes: their VM, broker and metadata",
+		Example: "  corral rm web-3f2a1c\n  corral rm -f",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Boxes = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return rmRun(opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Force, "force", "f", false, "remove running boxes too")
+	return cmd
+}
+
+func rmRun(opts *RmOptions) error {
+	boxes := opts.Boxes
+	if len(boxes) == 0 {
+		b, err := boxArg(opts.Factory, nil)
+		if err != nil {
+			return err
+		}
+		boxes = []string{b}
+	}
+	s, err := service(opts.Factory)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	for _, b := range boxes {
+		if err := s.Remove(ctx, b, opts.Force); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "removed %s\n", b)
+	}
+	return nil
+}

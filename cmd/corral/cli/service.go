@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+)
+
+// service builds the lifecycle service for a command.
+func service(f *Factory) (*box.Service, error) {
+	l, err := f.Layout()
+	if err != nil {
+		return nil, err
+	}
+	exe, err := f.Executable()
+	if err != nil {
+		return nil, err
+	}
+	s, err := box.NewService(l, exe, f.Logger, audit.ActorCLI)
+	if err != nil {
+		return nil, err
+	}
+	s.Progress = f.IO.ErrOut
+	return s, nil
+}
+
+// resolve loads the project of -C (or the working directory), refusing on
+// any config violation.
+func resolve(f *Factory, flags config.Config) (box.Resolved, error) {
+	l, err := f.Layout()
+	if err != nil {
+		return box.Resolved{}, err
+	}
+	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Flags: flags, Platform: f.Platform})
+	if r.Project.Box != "" {
+		printWarnings(f.IO, r.Config.Warnings)
+	}
+	return r, err
+}
+
+// boxArg returns the box named by args[0], or the current project's box.
+func boxArg(f *Factory, args []string) (string, error) {
+	if len(args) > 0 {
+		return args[0], nil
+	}
+	r, err := resolve(f, config.Config{})
+	if r.Project.Box == "" {
+		return "", err
+	}
+	if err != nil && !errors.Is(err, config.ErrViolation) {
+		return "", err
+	}
+	return r.Project.Box, nil
+}
+
+// signalContext is cancelled by SIGINT/SIGTERM, so ctrl-C during a create
+// leaves state the next command can recover.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// StopOptions are the options of `corral stop`.
+type StopOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	Boxes   []string
+}
+
+// NewCmdStop builds `corral stop`.
+func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
+	opts := &StopOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:     "stop [BOX...]",
+		Short:   "Stop boxes and their brokers (default: the project's box)",
+		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Boxes = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return stopRun(opts)
+		},
+	}
+	return cmd
+}
+
+func stopRun(opts *StopOptions) error {
+	boxes := opts.Boxes
+	if len(boxes) == 0 {
+		b, err := boxArg(opts.Factory, nil)
+		if err != nil {
+			return err
+		}
+		boxes = []string{b}
+	}
+	s, err := service(opts.Factory)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	for _, b := range boxes {
+		if err := s.Stop(ctx, b, ""); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "stopped %s\n", b)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/spf13/cobra"
+)
+
+// UpOptions are the options of `corral up`.
+type UpOptions struct {
+	IO       *IOStreams
+	Factory  *Factory
+	NoGolden bool
+}
+
+// NewCmdUp builds `corral up`.
+func NewCmdUp(f *Factory, runF func(*UpOptions) error) *cobra.Command {
+	opts := &UpOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:     "up",
+		Short:   "Create the project's box if needed and start it",
+		Example: "  corral up\n  corral up -C ~/src/web --no-golden",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return upRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.NoGolden, "no-golden", false, "create with a plain limactl create instead of cloning a golden image")
+	return cmd
+}
+
+func upRun(opts *UpOptions) error {
+	r, err := resolve(opts.Factory, config.Config{})
+	if err != nil {
+		return err
+	}
+	s, err := service(opts.Factory)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	m, err := s.Up(ctx, r, box.UpOptions{NoGolden: opts.NoGolden})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "box %s is running (%s)\n", m.Name, m.Project)
+	return nil
+}

@@ -1,0 +1,294 @@
+package box
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/lima"
+)
+
+// UpOptions tune Up.
+type UpOptions struct {
+	NoGolden bool
+}
+
+// Up creates the box of a resolved project if needed, and starts it and
+// its broker. It is safe to call on a running box.
+func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+	box := r.Project.Box
+	lock, err := s.LockBox(ctx, box)
+	if err != nil {
+		return Meta{}, err
+	}
+	defer lock.Unlock()
+
+	m, err := ReadMeta(s.Layout, box)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ErrNoMeta) {
+		return Meta{}, err
+	}
+	inst, ierr := s.Lima.Get(ctx, box)
+	if ierr != nil && !errors.Is(ierr, lima.ErrNotFound) {
+		return Meta{}, fmt.Errorf("looking up box %s: %w", box, ierr)
+	}
+	haveInst := ierr == nil
+
+	// A create interrupted by ctrl-C or a crash leaves Provisioning set:
+	// remove what it made and start over.
+	if exists && m.Provisioning {
+		s.progress("box %s was left half-created; cleaning up and creating it again", box)
+		if haveInst {
+			if err := s.Lima.Delete(ctx, box, true); err != nil {
+				return Meta{}, fmt.Errorf("cleaning up half-created box %s: %w", box, err)
+			}
+		}
+		haveInst, exists = false, false
+	}
+	if haveInst && !exists {
+		return Meta{}, fmt.Errorf("a Lima instance named %s exists but corral has no record of it\nhint: corral rm -f %s removes it", box, box)
+	}
+	if !haveInst {
+		return s.create(ctx, r, opt)
+	}
+	if m.Project != r.Project.Dir {
+		return Meta{}, fmt.Errorf("box %s belongs to %s, not %s\nhint: use another name, or corral rm %s", box, m.Project, r.Project.Dir, box)
+	}
+	if rendered, err := Render(s.Layout, r, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
+		s.progress("warning: the config of box %s changed since it was created; run `corral rebuild` to apply it", box)
+	}
+	if err := s.EnsureBroker(ctx, &m); err != nil {
+		return m, err
+	}
+	if inst.Status != lima.StatusRunning {
+		s.progress("starting box %s", box)
+		if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
+			return m, fmt.Errorf("starting box %s: %w", box, err)
+		}
+		s.audit(audit.Event{Kind: audit.KindStart, Box: box})
+	}
+	m.LastActivity = s.now()
+	return m, WriteMeta(s.Layout, m)
+}
+
+func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+	box := r.Project.Box
+	c := r.Config.Config
+	port := s.pickBrokerPort(box)
+	rendered, err := Render(s.Layout, r, port, false)
+	if err != nil {
+		return Meta{}, err
+	}
+	mem, _ := config.ParseSize(*c.Memory)
+	m := Meta{
+		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
+		BrokerPort: port, Network: *c.Network, MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
+		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
+		Provisioning: true,
+	}
+	if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
+		return Meta{}, err
+	}
+	// Metadata first, marked as provisioning: an interrupted create is
+	// then recognised and cleaned up by the next up.
+	if err := WriteMeta(s.Layout, m); err != nil {
+		return Meta{}, err
+	}
+	golden := *c.Golden && !opt.NoGolden
+	if golden {
+		g, err := s.EnsureGolden(ctx, r)
+		if err != nil {
+			return m, err
+		}
+		s.progress("creating box %s from %s", box, g)
+		if err := s.Lima.Clone(ctx, g, box); err != nil {
+			return m, fmt.Errorf("cloning %s into box %s: %w", g, box, err)
+		}
+		// The clone carries the golden's template; the box gets its own.
+		if err := atomicfile.WriteFile(filepath.Join(s.Layout.LimaHome(), box, "lima.yaml"), rendered.YAML, 0o644); err != nil {
+			return m, err
+		}
+		m.Golden = g
+	} else {
+		s.progress("creating box %s", box)
+		tmpl, err := s.writeTemplate(box, rendered.YAML)
+		if err != nil {
+			return m, err
+		}
+		defer os.Remove(tmpl)
+		if err := s.Lima.Create(ctx, box, tmpl); err != nil {
+			return m, fmt.Errorf("creating box %s: %w", box, err)
+		}
+	}
+	s.audit(audit.Event{Kind: audit.KindCreate, Box: box, Fields: map[string]any{"project": r.Project.Dir, "golden": m.Golden, "template_hash": m.TemplateHash}})
+	if err := s.EnsureBroker(ctx, &m); err != nil {
+		return m, err
+	}
+	s.progress("starting box %s (provisioning)", box)
+	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
+		return m, fmt.Errorf("starting box %s: %w\nhint: the provisioning log is in the box's serial log: %s", box, err,
+			filepath.Join(s.Layout.LimaHome(), box, "serial.log"))
+	}
+	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
+	m.Provisioning = false
+	m.LastActivity = s.now()
+	return m, WriteMeta(s.Layout, m)
+}
+
+func (s *Service) writeTemplate(name string, yaml []byte) (string, error) {
+	p := filepath.Join(s.Layout.RunDir(), name+".yaml")
+	return p, atomicfile.WriteFile(p, yaml, 0o600)
+}
+
+// GoldenName is the golden instance for a project-independent template.
+func GoldenName(goldenYAML []byte) string {
+	sum := sha256.Sum256(goldenYAML)
+	return "golden-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// goldenResolved renders the golden variant: no project, and no network
+// unless something must be installed.
+func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
+	g := r
+	c := g.Config.Config
+	net := "offline"
+	if len(c.Packages) > 0 || len(c.Toolchains) > 0 {
+		net = "full"
+	}
+	c.Network = &net
+	g.Config.Config = c
+	rendered, err := Render(s.Layout, g, 0, true)
+	return rendered.YAML, err
+}
+
+// EnsureGolden builds the golden image a box needs, once per distinct
+// project-independent template: created, started to finish provisioning,
+// then stopped.
+func (s *Service) EnsureGolden(ctx context.Context, r Resolved) (string, error) {
+	yaml, err := goldenTemplate(s, r)
+	if err != nil {
+		return "", err
+	}
+	name := GoldenName(yaml)
+	inst, err := s.Lima.Get(ctx, name)
+	if err == nil && inst.Status == lima.StatusStopped {
+		return name, nil
+	}
+	if err == nil {
+		// Running (or broken) golden: a previous build was interrupted.
+		_ = s.Lima.Delete(ctx, name, true)
+	} else if !errors.Is(err, lima.ErrNotFound) {
+		return "", err
+	}
+	s.progress("building golden image %s (once per toolchain set)", name)
+	tmpl, err := s.writeTemplate(name, yaml)
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmpl)
+	if err := s.Lima.Create(ctx, name, tmpl); err != nil {
+		return "", fmt.Errorf("creating golden image %s: %w", name, err)
+	}
+	if err := s.Lima.Start(ctx, name, StartTimeout); err != nil {
+		_ = s.Lima.Delete(context.WithoutCancel(ctx), name, true)
+		return "", fmt.Errorf("provisioning golden image %s: %w", name, err)
+	}
+	if err := s.Lima.Stop(ctx, name, false); err != nil {
+		return "", fmt.Errorf("stopping golden image %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// Stop stops a box and its broker.
+func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
+	lock, err := s.LockBox(ctx, box)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	m, err := ReadMeta(s.Layout, box)
+	if err != nil {
+		return err
+	}
+	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
+	if st.Status == lima.StatusRunning {
+		s.progress("stopping box %s", box)
+		if err := s.Lima.Stop(ctx, box, false); err != nil {
+			return fmt.Errorf("stopping box %s: %w", box, err)
+		}
+	}
+	s.StopBroker(&m)
+	if kind == "" {
+		kind = audit.KindStop
+	}
+	s.audit(audit.Event{Kind: kind, Box: box})
+	return WriteMeta(s.Layout, m)
+}
+
+// Start starts an existing box (and its broker).
+func (s *Service) Start(ctx context.Context, box string) error {
+	m, err := ReadMeta(s.Layout, box)
+	if err != nil {
+		return err
+	}
+	r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project})
+	if err != nil {
+		return err
+	}
+	_, err = s.Up(ctx, r, UpOptions{})
+	return err
+}
+
+// Remove deletes a box: its instance, broker and metadata. force also
+// removes a running box.
+func (s *Service) Remove(ctx context.Context, box string, force bool) error {
+	lock, err := s.LockBox(ctx, box)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	m, merr := ReadMeta(s.Layout, box)
+	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
+	if st.Status == lima.StatusRunning && !force {
+		return fmt.Errorf("box %s is running\nhint: corral stop %s first, or corral rm -f %s", box, box, box)
+	}
+	if err := s.Lima.Delete(ctx, box, true); err != nil && !errors.Is(err, lima.ErrNotFound) {
+		return fmt.Errorf("removing box %s: %w", box, err)
+	}
+	if merr == nil {
+		s.StopBroker(&m)
+	} else if !errors.Is(merr, ErrNoMeta) {
+		s.Logger.Warn("unreadable metadata removed", "box", box, "err", merr)
+	}
+	if err := RemoveMeta(s.Layout, box); err != nil {
+		return err
+	}
+	// The egress log outlives the box for 14 days (corral gc removes it).
+	_ = os.Chtimes(s.Layout.EgressLog(box), time.Now(), time.Now())
+	s.audit(audit.Event{Kind: audit.KindRm, Box: box})
+	return nil
+}
+
+// Rebuild recreates a box from its current config, keeping the project's
+// trusted config and approvals (they live outside the instance).
+func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+	box := r.Project.Box
+	if _, err := ReadMeta(s.Layout, box); err == nil {
+		if err := s.Remove(ctx, box, true); err != nil {
+			return Meta{}, err
+		}
+	}
+	m, err := s.Up(ctx, r, opt)
+	if err == nil {
+		s.audit(audit.Event{Kind: audit.KindRebuild, Box: box})
+	}
+	return m, err
+}

@@ -1,0 +1,58 @@
+package box
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock is an exclusive, per-box lock held across create, start, stop and
+// rm, so two `corral up` for one project never race.
+type Lock struct{ f *os.File }
+
+// LockBox takes the box lock, waiting while another corral holds it and
+// saying who does.
+func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
+	path := s.Layout.Lock(box)
+	if err := os.MkdirAll(s.Layout.RunDir(), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	told := false
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !told {
+			b, _ := os.ReadFile(path)
+			s.progress("waiting for box %s: another corral (pid %s) is working on it", box, strings.TrimSpace(string(b)))
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for the lock of box %s: %w", box, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return &Lock{f: f}, nil
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() {
+	if l != nil && l.f != nil {
+		_ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+		_ = l.f.Close()
+	}
+}

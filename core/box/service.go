@@ -1,0 +1,122 @@
+package box
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+// QemuShimName is the name under which the corral binary acts as Lima's
+// qemu (see cmd/corral/cli: a multi-call binary picks the qemu wrapper by
+// its argv[0]).
+const QemuShimName = "qemu-system-"
+
+// StartTimeout bounds one limactl start (a TCG boot takes about a minute).
+const StartTimeout = 15 * time.Minute
+
+// Service is the box lifecycle shared by the CLI and the app.
+type Service struct {
+	Layout   paths.Layout
+	Lima     *lima.Client
+	Exe      string // the corral binary: brokers and the qemu shim run it
+	Logger   *slog.Logger
+	Actor    audit.Actor
+	Progress io.Writer // short human progress lines; nil discards
+	Now      func() time.Time
+}
+
+// NewService prepares the state directory and the Lima client. It refuses
+// root: Lima does, and a root-owned state dir would lock the user out.
+func NewService(l paths.Layout, exe string, logger *slog.Logger, actor audit.Actor) (*Service, error) {
+	if err := lima.RefuseRoot(); err != nil {
+		return nil, err
+	}
+	if err := l.Ensure(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Service{Layout: l, Exe: exe, Logger: logger, Actor: actor, Now: time.Now}
+	env := []string{"CORRAL_HOME=" + l.Home}
+	if runtime.GOOS == "linux" {
+		shim, err := s.qemuShim()
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "QEMU_SYSTEM_"+strings.ToUpper(qemuArch())+"="+shim)
+	}
+	limactl := os.Getenv("CORRAL_LIMACTL")
+	s.Lima = &lima.Client{Limactl: limactl, LimaHome: l.LimaHome(), Env: env, Logger: logger}
+	return s, nil
+}
+
+func qemuArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "aarch64"
+	}
+	return "x86_64"
+}
+
+// qemuShim links run/bin/qemu-system-<arch> to the corral binary, so that
+// Lima runs corral as its qemu (the wrapper picks TCG or KVM and, in
+// future, adds the host-enforced funnel).
+func (s *Service) qemuShim() (string, error) {
+	dir := filepath.Join(s.Layout.RunDir(), "bin")
+	link := filepath.Join(dir, QemuShimName+qemuArch())
+	if s.Exe == "" {
+		return "", errors.New("qemu shim: unknown corral executable")
+	}
+	if cur, err := os.Readlink(link); err == nil && cur == s.Exe {
+		return link, nil
+	}
+	if err := os.MkdirAll(dir, atomicfile.DirMode); err != nil {
+		return "", fmt.Errorf("creating %s: %w", dir, err)
+	}
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(s.Exe, tmp); err != nil {
+		return "", fmt.Errorf("linking the qemu shim: %w", err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		return "", fmt.Errorf("linking the qemu shim: %w", err)
+	}
+	return link, nil
+}
+
+func (s *Service) progress(format string, args ...any) {
+	if s.Progress != nil {
+		fmt.Fprintf(s.Progress, format+"\n", args...)
+	}
+}
+
+func (s *Service) audit(ev audit.Event) {
+	ev.Actor = s.Actor
+	log, err := audit.Open(s.Layout.AuditLog())
+	if err != nil {
+		s.Logger.Warn("audit log unavailable", "err", err)
+		return
+	}
+	defer log.Close()
+	if err := log.Record(ev); err != nil {
+		s.Logger.Warn("audit log write failed", "err", err)
+	}
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}

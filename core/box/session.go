@@ -1,0 +1,196 @@
+package box
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/jsonl"
+	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/guest"
+)
+
+// SendEnvPattern is the only environment ssh sends into a box; guest sshd
+// accepts exactly this pattern (guest/provision/00-base.sh).
+const SendEnvPattern = "CORRAL_FWD_*"
+
+// SessionOptions describe one session.
+type SessionOptions struct {
+	Agent   string
+	Argv    []string // run in the box; empty = login shell
+	Workdir string   // in the box; "" = the project directory
+	TTY     bool
+	// Environ are CORRAL_FWD_<NAME>=value entries for the ssh process's
+	// environment (never its argv); EnvNames are their names for the audit.
+	Environ  []string
+	EnvNames []string
+	Stdin    io.Reader
+	Stdout   io.Writer
+	Stderr   io.Writer
+}
+
+// ExitError carries a session's exit code.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("session exited with status %d", e.Code) }
+
+// SessionRecord is one line of logs/sessions.jsonl.
+type SessionRecord struct {
+	Time    time.Time `json:"time"`
+	Event   string    `json:"event"` // start | end
+	Box     string    `json:"box"`
+	Session string    `json:"session"`
+	Agent   string    `json:"agent"`
+	Exit    *int      `json:"exit,omitempty"`
+}
+
+// Session brings the box up and runs a session in it over ssh, passing
+// stdio through. The returned error is an *ExitError for a non-zero exit.
+func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) error {
+	m, err := s.Up(ctx, r, UpOptions{})
+	if err != nil {
+		return err
+	}
+	if m.Network == "broker" && !BrokerAnswering(m.BrokerPort) {
+		return fmt.Errorf("%w: box %s, 127.0.0.1:%d; refusing the session (fail closed)\nhint: corral stop %s && corral up restarts it",
+			ErrBrokerDown, m.Name, m.BrokerPort, m.Name)
+	}
+	wd := opt.Workdir
+	if wd == "" {
+		wd = r.Project.Dir
+		if r.Config.Config.Source != nil && *r.Config.Config.Source == "clone" {
+			wd = "~"
+		}
+	}
+	argv, err := s.Lima.SSHArgs(m.Name, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
+	if err != nil {
+		return err
+	}
+	argv = append(argv, "-o", "LogLevel=ERROR")
+	if opt.TTY {
+		argv = append(argv, "-t")
+	} else {
+		argv = append(argv, "-T")
+	}
+	// ssh joins the remote words into one command line for the remote
+	// shell: quote each, so the argv arrives as given.
+	remote := []string{guest.LaunchPath, shellQuote(wd)}
+	for _, a := range opt.Argv {
+		remote = append(remote, shellQuote(a))
+	}
+	argv = append(argv, "--", strings.Join(remote, " "))
+
+	id := newSessionID()
+	s.beginSession(&m, id, opt)
+	defer func() { s.endSession(m.Name, id, opt.Agent) }()
+
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), opt.Environ...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opt.Stdin, opt.Stdout, opt.Stderr
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		return fmt.Errorf("running ssh for box %s: %w", m.Name, err)
+	}
+	s.recordExit(m.Name, id, opt.Agent, code)
+	if code == 125 {
+		return fmt.Errorf("box %s refused the session (a guest unit is not active)\nhint: corral doctor %s", m.Name, m.Name)
+	}
+	if code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+func newSessionID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *Service) sessionsLog(rec SessionRecord) {
+	w, err := jsonl.Open(s.Layout.SessionsLog(), jsonl.Options{MaxBytes: 16 << 20})
+	if err != nil {
+		s.Logger.Warn("sessions log unavailable", "err", err)
+		return
+	}
+	defer w.Close()
+	_ = w.Append(rec)
+}
+
+func (s *Service) beginSession(m *Meta, id string, opt SessionOptions) {
+	lock, err := s.LockBox(context.Background(), m.Name)
+	if err == nil {
+		if cur, err := ReadMeta(s.Layout, m.Name); err == nil {
+			cur.Sessions = append(liveSessions(cur.Sessions), Session{ID: id, PID: os.Getpid(), Agent: opt.Agent, Started: s.now()})
+			cur.LastActivity = s.now()
+			_ = WriteMeta(s.Layout, cur)
+			*m = cur
+		}
+		lock.Unlock()
+	}
+	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: opt.EnvNames, Fields: map[string]any{"session": id, "agent": opt.Agent}})
+	s.sessionsLog(SessionRecord{Time: s.now(), Event: "start", Box: m.Name, Session: id, Agent: opt.Agent})
+}
+
+func (s *Service) recordExit(box, id, agent string, code int) {
+	s.sessionsLog(SessionRecord{Time: s.now(), Event: "end", Box: box, Session: id, Agent: agent, Exit: &code})
+	s.audit(audit.Event{Kind: audit.KindSessionEnd, Box: box, Fields: map[string]any{"session": id, "exit": code}})
+}
+
+func (s *Service) endSession(box, id, agent string) {
+	lock, err := s.LockBox(context.Background(), box)
+	if err != nil {
+		return
+	}
+	cur, err := ReadMeta(s.Layout, box)
+	if err != nil {
+		lock.Unlock()
+		return
+	}
+	var keep []Session
+	for _, ss := range liveSessions(cur.Sessions) {
+		if ss.ID != id {
+			keep = append(keep, ss)
+		}
+	}
+	cur.Sessions = keep
+	cur.LastActivity = s.now()
+	_ = WriteMeta(s.Layout, cur)
+	lock.Unlock()
+	if cur.StopOnExit && len(keep) == 0 {
+		s.progress("stopping box %s (stop_on_exit)", box)
+		_ = s.Stop(context.Background(), box, audit.KindStop)
+	}
+}
+
+// liveSessions drops sessions whose host process is gone (a crashed
+// corral never ran its cleanup).
+func liveSessions(ss []Session) []Session {
+	var out []Session
+	for _, x := range ss {
+		if processAlive(x.PID) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func shellQuote(s string) string {
+	if s == "~" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,55 @@
+package box
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/corral-dev/corral/core/hostmem"
+	"github.com/corral-dev/corral/core/lima"
+)
+
+// Status is what `corral ls`, `corral info` and the menu show of a box.
+// It is read from Lima's instance directory and corral's own state,
+// without running limactl, so the app can poll it cheaply.
+type Status struct {
+	Meta
+	State     string        `json:"state"` // Running, Stopped, Broken, Missing
+	MemBytes  uint64        `json:"mem_bytes"`
+	PeakBytes uint64        `json:"peak_bytes,omitempty"`
+	MemSource string        `json:"mem_source,omitempty"`
+	Idle      time.Duration `json:"idle_ns"`
+	Live      int           `json:"live_sessions"`
+	Broker    bool          `json:"broker_running"`
+}
+
+// StatusOf reads one box's status.
+func (s *Service) StatusOf(m Meta) Status {
+	st := Status{Meta: m, State: "Missing"}
+	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
+	if err == nil {
+		st.State = string(inst.Status)
+	}
+	if st.State == string(lima.StatusRunning) {
+		if pid, err := hostmem.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
+			if u, err := hostmem.ForPID(pid); err == nil {
+				st.MemBytes, st.PeakBytes, st.MemSource = u.Bytes, u.PeakBytes, u.Source
+			}
+		}
+	}
+	st.Live = len(liveSessions(m.Sessions))
+	if st.Live == 0 && !m.LastActivity.IsZero() {
+		st.Idle = s.now().Sub(m.LastActivity)
+	}
+	st.Broker = brokerAlive(m.BrokerPID, m.Name)
+	return st
+}
+
+// List reads the status of every box.
+func (s *Service) List() ([]Status, error) {
+	metas, err := ListMeta(s.Layout)
+	out := make([]Status, 0, len(metas))
+	for _, m := range metas {
+		out = append(out, s.StatusOf(m))
+	}
+	return out, err
+}
