@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/core/atomicfile"
@@ -219,7 +220,7 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 		return err
 	}
 	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if st.Status == lima.StatusRunning {
+	if st.Status == lima.StatusRunning || st.Status == lima.StatusBroken {
 		s.progress("stopping box %s", box)
 		if err := s.Lima.Stop(ctx, box, false); err != nil {
 			return fmt.Errorf("stopping box %s: %w", box, err)
@@ -256,9 +257,9 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	}
 	defer lock.Unlock()
 	m, merr := ReadMeta(s.Layout, box)
-	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if st.Status == lima.StatusRunning && !force {
-		return fmt.Errorf("box %s is running\nhint: corral stop %s first, or corral rm -f %s", box, box, box)
+	st, serr := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
+	if serr == nil && st.Status != lima.StatusStopped && !force {
+		return fmt.Errorf("box %s is %s\nhint: corral stop %s first, or corral rm -f %s", box, strings.ToLower(string(st.Status)), box, box)
 	}
 	if err := s.Lima.Delete(ctx, box, true); err != nil && !errors.Is(err, lima.ErrNotFound) {
 		return fmt.Errorf("removing box %s: %w", box, err)

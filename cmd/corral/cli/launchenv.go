@@ -10,6 +10,11 @@ import (
 // the ssh process (never its argv) and the names for the audit log.
 func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string, tty bool) ([]string, []string, error) {
 	vars := map[string]string{"CORRAL_BOX": r.Project.Box, "CORRAL_PROJECT": r.Project.Dir}
+	for _, n := range r.Config.Config.ForwardEnv {
+		if v := f.Getenv(n); v != "" {
+			vars[n] = v
+		}
+	}
 	if tty {
 		for _, n := range []string{"TERM", "COLORTERM", "LANG"} {
 			if v := f.Getenv(n); v != "" {

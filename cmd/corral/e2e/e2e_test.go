@@ -1,0 +1,272 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// h is the shared state of the suite: one box reused by every step, since
+// a TCG boot costs about a minute.
+type h struct {
+	t       *testing.T
+	bin     string
+	home    string
+	project string
+	box     string
+	env     []string
+}
+
+func setup(t *testing.T) *h {
+	t.Helper()
+	if os.Getenv("CORRAL_E2E") != "1" {
+		t.Skip("set CORRAL_E2E=1 (packaging/ci/e2e.sh) to run end-to-end tests on real VMs")
+	}
+	bin := os.Getenv("CORRAL_BIN")
+	image := os.Getenv("CORRAL_E2E_IMAGE")
+	home := os.Getenv("CORRAL_HOME")
+	if bin == "" || image == "" || home == "" {
+		t.Fatal("CORRAL_BIN, CORRAL_E2E_IMAGE and CORRAL_HOME must be set")
+	}
+	base, _ := os.Getwd()
+	project := filepath.Join(base, "proj")
+	must(t, os.MkdirAll(project, 0o755))
+	must(t, os.WriteFile(filepath.Join(project, "README.txt"), []byte("hello from the host\n"), 0o644))
+	must(t, os.MkdirAll(home, 0o700))
+	global := fmt.Sprintf(`# e2e: the offline test image, small VMs
+image = %q
+cpus = 2
+memory = "1GiB"
+disk = "4GiB"
+agent = "shell"
+network = "full"
+forward_env = ["E2E_SECRET"]
+idle_stop = "30m"
+`, image)
+	must(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(global), 0o600))
+	x := &h{t: t, bin: bin, home: home, project: project,
+		env: append(os.Environ(), "CORRAL_HOME="+home, "CORRAL_QEMU_TB_MB=128")}
+	out, _, code := x.corral("config", "show", "--json")
+	if code != 0 {
+		t.Fatalf("config show: %d %s", code, out)
+	}
+	var cfg struct{ Box string }
+	must(t, json.Unmarshal([]byte(out), &cfg))
+	x.box = cfg.Box
+	return x
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (x *h) corral(args ...string) (string, string, int) {
+	x.t.Helper()
+	return x.corralEnv(nil, args...)
+}
+
+func (x *h) corralEnv(extra []string, args ...string) (string, string, int) {
+	x.t.Helper()
+	cmd := exec.Command(x.bin, append([]string{"-C", x.project}, args...)...)
+	cmd.Env = append(append([]string{}, x.env...), extra...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		x.t.Fatalf("corral %v: %v", args, err)
+	}
+	x.t.Logf("corral %s -> %d in %s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond))
+	return out.String(), errOut.String(), code
+}
+
+func (x *h) ok(args ...string) string {
+	x.t.Helper()
+	out, errOut, code := x.corral(args...)
+	if code != 0 {
+		x.t.Fatalf("corral %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return out
+}
+
+type lsEntry struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	MemBytes uint64 `json:"mem_bytes"`
+	Project  string `json:"project"`
+}
+
+func (x *h) ls() []lsEntry {
+	var out []lsEntry
+	must(x.t, json.Unmarshal([]byte(x.ok("ls", "--json")), &out))
+	return out
+}
+
+func TestBoxLifecycle(t *testing.T) {
+	x := setup(t)
+	defer x.corral("rm", "-f")
+
+	t.Run("up from a golden clone", func(t *testing.T) {
+		x.t = t
+		x.ok("up")
+		var meta struct {
+			Golden string `json:"golden"`
+		}
+		b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
+		must(t, err)
+		must(t, json.Unmarshal(b, &meta))
+		if !strings.HasPrefix(meta.Golden, "golden-") {
+			t.Errorf("box not cloned from a golden image: %q", meta.Golden)
+		}
+	})
+	t.Run("run reads the project mount", func(t *testing.T) {
+		x.t = t
+		if got := x.ok("run", "--", "cat", "README.txt"); got != "hello from the host\n" {
+			t.Errorf("cat = %q", got)
+		}
+	})
+	t.Run("run writes back to the host", func(t *testing.T) {
+		x.t = t
+		x.ok("run", "--", "sh", "-c", "echo 'written in the box' > out.txt")
+		b, err := os.ReadFile(filepath.Join(x.project, "out.txt"))
+		if err != nil || string(b) != "written in the box\n" {
+			t.Errorf("host sees %q, %v", b, err)
+		}
+	})
+	t.Run("arguments arrive as given", func(t *testing.T) {
+		x.t = t
+		got := x.ok("run", "--", "printf", "[%s]", "two words", "it's", "$HOME", "*")
+		if got != "[two words][it's][$HOME][*]" {
+			t.Errorf("argv = %q", got)
+		}
+	})
+	t.Run("exit codes and stderr propagate", func(t *testing.T) {
+		x.t = t
+		_, errOut, code := x.corral("run", "--", "sh", "-c", "echo oops >&2; exit 7")
+		if code != 7 || errOut != "oops\n" {
+			t.Errorf("code %d stderr %q", code, errOut)
+		}
+	})
+	t.Run("ls shows it running with host memory", func(t *testing.T) {
+		x.t = t
+		found := false
+		for _, e := range x.ls() {
+			if e.Name == x.box {
+				found = true
+				if e.State != "Running" || e.MemBytes == 0 {
+					t.Errorf("ls entry %+v", e)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("box %s missing from ls", x.box)
+		}
+	})
+	t.Run("SendEnv delivers a value that no argv carries", func(t *testing.T) {
+		x.t = t
+		secret := fmt.Sprintf("e2e-secret-%d", time.Now().UnixNano())
+		// The guest command scans every process's argv in the box for the
+		// value while the session runs, then prints the variable.
+		script := `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null; echo; done | grep -c "$E2E_SECRET" || true; echo "value=$E2E_SECRET"`
+		// The host side: scan the argv of this user's processes while the
+		// session runs.
+		done := make(chan string, 1)
+		go func() {
+			seen := ""
+			for i := 0; i < 40; i++ {
+				ents, _ := os.ReadDir("/proc")
+				for _, e := range ents {
+					b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+					if err == nil && bytes.Contains(b, []byte(secret)) {
+						seen = string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+					}
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			done <- seen
+		}()
+		out, errOut, code := x.corralEnv([]string{"E2E_SECRET=" + secret}, "run", "--", "sh", "-c", script)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || lines[1] != "value="+secret {
+			t.Fatalf("output %q", out)
+		}
+		// grep -c counts its own argv once (the pattern is the value).
+		if lines[0] != "1" {
+			t.Errorf("the value appears in %s guest argv lines (want only grep's own)", lines[0])
+		}
+		if seen := <-done; seen != "" {
+			t.Errorf("the value appears in a host process's argv: %s", seen)
+		}
+		logs, _ := filepath.Glob(filepath.Join(x.home, "logs", "*"))
+		for _, p := range logs {
+			b, _ := os.ReadFile(p)
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s contains the value", p)
+			}
+		}
+		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+		if !bytes.Contains(audit, []byte(`"E2E_SECRET"`)) {
+			t.Errorf("the audit log lacks the variable's name")
+		}
+	})
+	t.Run("a failed guest unit refuses the session", func(t *testing.T) {
+		x.t = t
+		x.ok("run", "--", "sudo", "systemctl", "stop", "corral-project.service")
+		_, errOut, code := x.corral("run", "--", "true")
+		if code == 0 || !strings.Contains(errOut, "corral-project is not active") {
+			t.Errorf("session not refused: code %d stderr %q", code, errOut)
+		}
+		// Repair through a raw ssh, as an admin would.
+		cfg := filepath.Join(x.home, "lima", x.box, "ssh.config")
+		out, err := exec.Command("ssh", "-F", cfg, "lima-"+x.box, "sudo systemctl start corral-project.service").CombinedOutput()
+		if err != nil {
+			t.Fatalf("repair: %v %s", err, out)
+		}
+		x.ok("run", "--", "true")
+	})
+	t.Run("stop and up again", func(t *testing.T) {
+		x.t = t
+		x.ok("stop")
+		for _, e := range x.ls() {
+			if e.Name == x.box && e.State != "Stopped" {
+				t.Errorf("after stop: %+v", e)
+			}
+		}
+		x.ok("up")
+		if got := x.ok("run", "--", "cat", "out.txt"); got != "written in the box\n" {
+			t.Errorf("after restart cat = %q", got)
+		}
+	})
+	t.Run("rm leaves nothing behind", func(t *testing.T) {
+		x.t = t
+		x.ok("rm", "-f")
+		if _, err := os.Stat(filepath.Join(x.home, "boxes", x.box+".json")); !os.IsNotExist(err) {
+			t.Errorf("metadata left: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(x.home, "lima", x.box)); !os.IsNotExist(err) {
+			t.Errorf("instance dir left: %v", err)
+		}
+		for _, e := range x.ls() {
+			if e.Name == x.box {
+				t.Errorf("still listed: %+v", e)
+			}
+		}
+	})
+}

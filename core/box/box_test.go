@@ -1,0 +1,213 @@
+package box
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+// fakeLima is an in-memory limactl behind the Client's exec seam: it keeps
+// instances in a map and can be told to fail a verb. Error paths only; the
+// real thing is exercised by the e2e suite.
+type fakeLima struct {
+	mu    sync.Mutex
+	insts map[string]string // name -> status
+	fail  map[string]string // verb -> fatal message
+	calls []string
+	home  string
+}
+
+func (f *fakeLima) made(name string) {
+	f.insts[name] = "Stopped"
+	_ = os.MkdirAll(filepath.Join(f.home, name), 0o700)
+	_ = os.WriteFile(filepath.Join(f.home, name, "lima.yaml"), []byte("{}"), 0o600)
+}
+
+func (f *fakeLima) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, strings.Join(args, " "))
+	verb := args[0]
+	fail := func(msg string) *exec.Cmd {
+		return exec.Command("sh", "-c", fmt.Sprintf("echo 'time=\"x\" level=fatal msg=\"%s\"' >&2; exit 1", msg))
+	}
+	if msg, ok := f.fail[verb]; ok {
+		return fail(msg)
+	}
+	last := args[len(args)-1]
+	switch verb {
+	case "list":
+		var lines []string
+		for n, st := range f.insts {
+			if len(args) > 2 && args[len(args)-1] != "--json" && args[len(args)-1] != n {
+				continue
+			}
+			b, _ := json.Marshal(map[string]any{"name": n, "status": st, "vmType": "qemu"})
+			lines = append(lines, string(b))
+		}
+		if len(args) > 2 && args[len(args)-1] != "--json" && len(lines) == 0 {
+			return fail("No instance matching " + args[len(args)-1] + " found.")
+		}
+		return exec.Command("printf", "%s", strings.Join(lines, "\n")+"\n")
+	case "create":
+		for i, a := range args {
+			if a == "--name" {
+				f.made(args[i+1])
+			} else if strings.HasPrefix(a, "--name=") {
+				f.made(strings.TrimPrefix(a, "--name="))
+			}
+		}
+	case "clone":
+		f.made(last)
+	case "start":
+		f.insts[last] = "Running"
+	case "stop":
+		f.insts[last] = "Stopped"
+	case "delete":
+		delete(f.insts, last)
+		_ = os.RemoveAll(filepath.Join(f.home, last))
+	}
+	return exec.Command("true")
+}
+
+func newTestService(t *testing.T, f *fakeLima) (*Service, Resolved) {
+	t.Helper()
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	proj := t.TempDir()
+	f.home = l.LimaHome()
+	if err := os.WriteFile(l.GlobalConfig(), []byte("network = \"full\"\ngolden = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resolve(l, ResolveOptions{Dir: proj, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{Layout: l, Exe: "/bin/false", Logger: nil, Now: time.Now,
+		Lima: &lima.Client{Limactl: "limactl", LimaHome: l.LimaHome(), Command: f.command}}
+	s.Logger = discard()
+	return s, r
+}
+
+func TestUpCreatesAndStarts(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	m, err := s.Up(context.Background(), r, UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Provisioning || m.TemplateHash == "" || m.Project != r.Project.Dir {
+		t.Errorf("meta %+v", m)
+	}
+	if f.insts[r.Project.Box] != "Running" {
+		t.Errorf("instance %v", f.insts)
+	}
+}
+
+func TestFailedCreateIsRecoveredByNextUp(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{"start": "boot failed"}}
+	s, r := newTestService(t, f)
+	_, err := s.Up(context.Background(), r, UpOptions{})
+	var le *lima.Error
+	if err == nil || !errors.As(err, &le) || !strings.Contains(err.Error(), "boot failed") {
+		t.Fatalf("err = %v", err)
+	}
+	m, err := ReadMeta(s.Layout, r.Project.Box)
+	if err != nil || !m.Provisioning {
+		t.Fatalf("half-created box not marked: %+v %v", m, err)
+	}
+	delete(f.fail, "start")
+	m, err = s.Up(context.Background(), r, UpOptions{})
+	if err != nil || m.Provisioning {
+		t.Fatalf("recovery: %+v %v", m, err)
+	}
+	deleted := false
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "delete") {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Errorf("the half-created instance was not deleted: %v", f.calls)
+	}
+}
+
+func TestUnknownInstanceIsACollision(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	f.insts[r.Project.Box] = "Stopped"
+	_, err := s.Up(context.Background(), r, UpOptions{})
+	if err == nil || !strings.Contains(err.Error(), "corral has no record of it") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRemoveRunningNeedsForce(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	if _, err := s.Up(context.Background(), r, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Pretend the instance runs: a live ha.pid in its directory.
+	dir := filepath.Join(s.Layout.LimaHome(), r.Project.Box)
+	_ = os.MkdirAll(dir, 0o700)
+	_ = os.WriteFile(filepath.Join(dir, "ha.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "qemu.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
+	if err := s.Remove(context.Background(), r.Project.Box, false); err == nil || !strings.Contains(err.Error(), "rm -f") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := s.Remove(context.Background(), r.Project.Box, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadMeta(s.Layout, r.Project.Box); !errors.Is(err, ErrNoMeta) {
+		t.Errorf("metadata left: %v", err)
+	}
+}
+
+func TestLockSerialises(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, _ := newTestService(t, f)
+	l1, err := s.LockBox(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := s.LockBox(ctx, "b"); err == nil {
+		t.Fatal("second lock acquired while the first is held")
+	}
+	l1.Unlock()
+	l2, err := s.LockBox(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Unlock()
+}
+
+func TestGoldenNameIgnoresProject(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r1 := newTestService(t, f)
+	r2, err := Resolve(s.Layout, ResolveOptions{Dir: t.TempDir(), Platform: r1.Platform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := goldenTemplate(s, r1)
+	b, _ := goldenTemplate(s, r2)
+	if GoldenName(a) != GoldenName(b) {
+		t.Error("two projects with the same toolchains need different goldens")
+	}
+}
