@@ -52,3 +52,51 @@ docs-check: ## fail when generated docs are stale
 
 clean: ## remove build output
 	rm -rf bin dist
+
+# --- packaging (owned by packaging) ---
+# make install PREFIX=/usr/local DESTDIR=   (Debian packages use PREFIX=/usr; make deb does that)
+# The autostart entry goes to $(SYSCONFDIR)/xdg/autostart whatever PREFIX is: that is where
+# desktops look. The zsh directory is the one Debian's zsh searches for PREFIX=/usr.
+DESTDIR     ?=
+SYSCONFDIR  ?= /etc
+DIST        ?= dist
+ZSH_COMPDIR ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
+MAN_PAGES   := $(wildcard docs/man/*.1)
+INSTALLED   := $(PREFIX)/bin/corral \
+	$(PREFIX)/share/bash-completion/completions/corral \
+	$(ZSH_COMPDIR)/_corral \
+	$(PREFIX)/share/fish/vendor_completions.d/corral.fish \
+	$(PREFIX)/share/applications/corral.desktop \
+	$(PREFIX)/share/icons/hicolor/256x256/apps/corral.png \
+	$(SYSCONFDIR)/xdg/autostart/corral.desktop
+
+.PHONY: app dmg install uninstall deb
+
+app: ## build dist/Corral.app, universal, signed (macOS only; CORRAL_SIGN_IDENTITY for Developer ID)
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' GO_LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' GO='$(GO)' packaging/macos/build-app.sh
+
+dmg: app ## pack dist/Corral.app into dist/Corral-<version>.dmg (macOS only)
+	DIST='$(DIST)' packaging/macos/make-dmg.sh
+
+install: build ## install corral, completions, man pages and desktop entries into DESTDIR/PREFIX
+	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(PREFIX)/share/bash-completion/completions' \
+	  '$(DESTDIR)$(ZSH_COMPDIR)' '$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d' \
+	  '$(DESTDIR)$(PREFIX)/share/man/man1' '$(DESTDIR)$(PREFIX)/share/applications' \
+	  '$(DESTDIR)$(PREFIX)/share/icons/hicolor/256x256/apps' '$(DESTDIR)$(SYSCONFDIR)/xdg/autostart'
+	install -m 0755 '$(BIN)' '$(DESTDIR)$(PREFIX)/bin/corral'
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  '$(BIN)' completion bash >"$$tmp/bash"; '$(BIN)' completion zsh >"$$tmp/zsh"; '$(BIN)' completion fish >"$$tmp/fish"; \
+	  install -m 0644 "$$tmp/bash" '$(DESTDIR)$(PREFIX)/share/bash-completion/completions/corral'; \
+	  install -m 0644 "$$tmp/zsh" '$(DESTDIR)$(ZSH_COMPDIR)/_corral'; \
+	  install -m 0644 "$$tmp/fish" '$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/corral.fish'
+	install -m 0644 $(MAN_PAGES) '$(DESTDIR)$(PREFIX)/share/man/man1/'
+	install -m 0644 packaging/linux/corral.desktop '$(DESTDIR)$(PREFIX)/share/applications/corral.desktop'
+	install -m 0644 assets/icon-256.png '$(DESTDIR)$(PREFIX)/share/icons/hicolor/256x256/apps/corral.png'
+	install -m 0644 packaging/linux/corral-autostart.desktop '$(DESTDIR)$(SYSCONFDIR)/xdg/autostart/corral.desktop'
+
+uninstall: ## remove what make install installed (same PREFIX and DESTDIR)
+	rm -f $(addprefix '$(DESTDIR),$(addsuffix ',$(INSTALLED)))
+	rm -f '$(DESTDIR)$(PREFIX)/share/man/man1/'corral.1 '$(DESTDIR)$(PREFIX)/share/man/man1/'corral-*.1
+
+deb: ## build dist/corral_<version>_amd64.deb from make install (needs dpkg-deb)
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' DIST='$(DIST)' MAKE='$(MAKE)' packaging/deb/build-deb.sh

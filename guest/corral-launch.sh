@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # corral-launch WORKDIR ARGV...: the guest end of every corral session.
 # ssh delivers the session's environment as CORRAL_FWD_<NAME> (accepted by
 # sshd's AcceptEnv); this strips the prefix, checks that the box's guest
@@ -21,12 +21,16 @@ for unit in corral-network corral-project; do
 	fi
 done
 
-# Rename CORRAL_FWD_NAME to NAME without the values ever touching argv:
-# the shell's own environment is rewritten through export.
-for var in $(env | sed -n 's/^CORRAL_FWD_\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p'); do
-	eval "export $var=\"\${CORRAL_FWD_$var}\""
-	unset "CORRAL_FWD_$var"
-done
+# Rename CORRAL_FWD_NAME to NAME without the values ever touching argv or
+# being parsed: compgen lists exported names only (a value holding a
+# newline cannot forge a name), and ${!name} reads the value indirectly.
+while IFS= read -r fwd; do
+	case $fwd in CORRAL_FWD_*) ;; *) continue ;; esac
+	name=${fwd#CORRAL_FWD_}
+	[[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+	export "$name=${!fwd}"
+	unset "$fwd"
+done < <(compgen -e)
 
 cd "$workdir" || { echo "corral: no such directory in the box: $workdir" >&2; exit 125; }
 if [ $# -eq 0 ]; then

@@ -1,8 +1,8 @@
 // Package guest embeds the scripts that run inside a box: Lima provision
-// scripts (run as root at every boot, in file-name order) and
-// corral-launch, the guest end of every session. Parameters reach them as
-// Lima params (PARAM_* environment variables), never by templating shell
-// code.
+// scripts (run as root at every boot, in file-name order), corral-launch,
+// the guest end of every session, and corral-git-credential, git's
+// credential helper. Parameters reach them as Lima params (PARAM_*
+// environment variables), never by templating shell code.
 package guest
 
 import (
@@ -16,6 +16,9 @@ var provision embed.FS
 
 //go:embed corral-launch.sh
 var launch string
+
+//go:embed corral-git-credential.sh
+var gitCredential string
 
 // Script is one provision script.
 type Script struct {
@@ -43,6 +46,14 @@ func Launch() string { return launch }
 
 // LaunchPath is where corral-launch is installed in the guest.
 const LaunchPath = "/usr/local/bin/corral-launch"
+
+// GitCredential returns the corral-git-credential script, git's credential
+// helper in the box (configured by provision/35-git.sh).
+func GitCredential() string { return gitCredential }
+
+// GitCredentialPath is where corral-git-credential is installed in the
+// guest; provision/35-git.sh names the same path.
+const GitCredentialPath = "/usr/local/bin/corral-git-credential"
 
 // ProvisionedMarker holds the template hash once provisioning finished.
 const ProvisionedMarker = "/etc/corral/provisioned"

@@ -48,6 +48,8 @@ func (f *fakeLima) command(ctx context.Context, name string, args ...string) *ex
 	}
 	last := args[len(args)-1]
 	switch verb {
+	case "--version":
+		return exec.Command("echo", "limactl version 1.2.2")
 	case "list":
 		var lines []string
 		for n, st := range f.insts {

@@ -11,21 +11,58 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
 )
 
 // UpOptions tune Up.
 type UpOptions struct {
 	NoGolden bool
+	// Force starts the box even when the memory caps of running boxes
+	// would exceed the host's RAM.
+	Force bool
+}
+
+// checkBudget warns above 75 % of host RAM and refuses above 100 %.
+func (s *Service) checkBudget(box string, newCap uint64, force bool) error {
+	host, err := hostinfo.Read()
+	if err != nil {
+		return nil
+	}
+	list, _ := s.List()
+	var others []Status
+	for _, st := range list {
+		if st.Name != box {
+			others = append(others, st)
+		}
+	}
+	var idle []string
+	if ib, err := s.IdleBoxes(); err == nil {
+		for _, st := range ib {
+			idle = append(idle, st.Name)
+		}
+	}
+	b := CheckBudget(others, newCap, host.MemoryBytes, idle)
+	switch {
+	case b.Level == BudgetRefuse && !force:
+		return fmt.Errorf("not starting box %s: %s\nhint: stop a box first, or pass --force", box, b)
+	case b.Level >= BudgetWarn:
+		s.progress("warning: %s", b)
+	}
+	return nil
 }
 
 // Up creates the box of a resolved project if needed, and starts it and
 // its broker. It is safe to call on a running box.
 func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
 	box := r.Project.Box
+	if _, err := s.Lima.CheckVersion(ctx); err != nil {
+		return Meta{}, err
+	}
 	lock, err := s.LockBox(ctx, box)
 	if err != nil {
 		return Meta{}, err
@@ -70,6 +107,9 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return m, err
 	}
 	if inst.Status != lima.StatusRunning {
+		if err := s.checkBudget(box, m.MemoryCap, opt.Force); err != nil {
+			return m, err
+		}
 		s.progress("starting box %s", box)
 		if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
 			return m, fmt.Errorf("starting box %s: %w", box, err)
@@ -94,6 +134,9 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		BrokerPort: port, Network: *c.Network, MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
 		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		Provisioning: true,
+	}
+	if err := s.checkBudget(box, mem, opt.Force); err != nil {
+		return Meta{}, err
 	}
 	if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
 		return Meta{}, err
@@ -227,6 +270,10 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 		}
 	}
 	s.StopBroker(&m)
+	// Approvals "for this session" end with the box's run.
+	if err := approval.ClearSession(s.Layout, box); err != nil {
+		s.Logger.Warn("clearing session approvals", "box", box, "err", err)
+	}
 	if kind == "" {
 		kind = audit.KindStop
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -158,11 +159,19 @@ func canonicalHost(h string) (string, error) {
 		h = strings.ToLower(h)
 	}
 	if !ascii || strings.Contains(h, "xn--") {
-		var err error
-		h, err = idna.Lookup.ToASCII(h)
+		if !utf8.ValidString(h) {
+			return "", errors.New("invalid UTF-8 in name")
+		}
+		a, err := idna.Lookup.ToASCII(h)
 		if err != nil {
 			return "", fmt.Errorf("invalid international name: %w", err)
 		}
+		// The result must itself be valid: that makes the canonical form
+		// stable and rejects inputs that only map to broken punycode.
+		if again, err := idna.Lookup.ToASCII(a); err != nil || again != a {
+			return "", fmt.Errorf("invalid international name %q", a)
+		}
+		h = a
 	}
 	if len(h) > 253 {
 		return "", errors.New("name too long")

@@ -12,7 +12,7 @@
 //     resolves a name once, classifies every address, and dials the address
 //     it checked (no second lookup, so DNS rebinding cannot change the
 //     destination after the check). Tunnels are spliced by the kernel.
-//   - [DecisionLog] and [JSONLWriter]: one JSON line per decision, plus
+//   - [DecisionLog] (opened with [OpenLog]): one JSON line per decision, plus
 //     [ReadLog], [Summarize] and [Follow] for `corral egress` and the menu
 //     bar app.
 //   - [WatchFiles]: live reload of the policy when its files change.

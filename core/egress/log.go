@@ -2,14 +2,13 @@ package egress
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/core/jsonl"
 )
 
 // DecisionLogger receives every policy decision the [Server] makes. It must
@@ -60,8 +59,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	}{e.Time, e.Box, e.Kind, e.Session})
 }
 
-// Appender appends one JSON value as one line. [*JSONLWriter] implements it,
-// and so does the shared JSONL writer in core/jsonl.
+// Appender appends one JSON value as one line; *jsonl.Writer implements it.
 type Appender interface {
 	Append(v any) error
 }
@@ -72,9 +70,13 @@ type DecisionLog struct {
 	out    Appender
 	logger *slog.Logger
 	now    func() time.Time
+	closer io.Closer
 }
 
-var _ DecisionLogger = (*DecisionLog)(nil)
+var (
+	_ DecisionLogger = (*DecisionLog)(nil)
+	_ Appender       = (*jsonl.Writer)(nil)
+)
 
 // NewDecisionLog returns a logger that appends a line per decision for box to
 // out. Append errors are reported to logger (nil discards them), never to the
@@ -96,20 +98,14 @@ func (l *DecisionLog) LogDecision(d Decision) {
 	if d.IP.IsValid() {
 		e.IP = d.IP.String()
 	}
-	var err error
-	if raw, ok := l.out.(rawAppender); ok && plainJSON(e.Host) && plainJSON(e.Box) {
-		err = raw.AppendRaw(appendDecisionJSON(make([]byte, 0, 192), e))
-	} else {
-		err = l.out.Append(e)
+	var v any = e
+	if plainJSON(e.Host) && plainJSON(e.Box) {
+		// Pre-encoded: the deny path is hot and reflection is not free.
+		v = json.RawMessage(appendDecisionJSON(make([]byte, 0, 192), e))
 	}
-	if err != nil {
+	if err := l.out.Append(v); err != nil {
 		l.logger.Warn("writing egress decision log", "err", err)
 	}
-}
-
-// rawAppender is implemented by writers that take pre-encoded lines.
-type rawAppender interface {
-	AppendRaw(b []byte) error
 }
 
 // plainJSON reports whether s needs no escaping in a JSON string.
@@ -157,137 +153,23 @@ func (l *DecisionLog) EndSession(id string) error {
 // DefaultLogMaxBytes is the size at which the egress log rotates to ".1".
 const DefaultLogMaxBytes = 16 << 20
 
-// JSONLWriter appends JSON lines to a file: one write(2) per line on an
-// O_APPEND descriptor, so lines from several writers and processes never
-// interleave, rotating the file to path+".1" (one generation) when it would
-// grow past maxBytes. Rotation takes an exclusive flock.
-//
-// It is the egress package's own writer; a shared core/jsonl writer with the
-// same behaviour can be used instead through [Appender].
-type JSONLWriter struct {
-	path     string
-	maxBytes int64
-	mode     os.FileMode
-
-	mu   sync.Mutex
-	f    *os.File
-	size int64
-	buf  []byte
-}
-
-var _ Appender = (*JSONLWriter)(nil)
-
-// OpenJSONL opens (creating with mode 0600) the log at path. maxBytes <= 0
-// means [DefaultLogMaxBytes].
-func OpenJSONL(path string, maxBytes int64) (*JSONLWriter, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultLogMaxBytes
-	}
-	w := &JSONLWriter{path: path, maxBytes: maxBytes, mode: 0o600}
-	if err := w.open(); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-func (w *JSONLWriter) open() error {
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, w.mode)
+// OpenLog opens (creating with mode 0600) the egress decision log of box at
+// path with the shared JSONL writer (one write per line, rotation to ".1" at
+// [DefaultLogMaxBytes]). Close the returned log when done.
+func OpenLog(path, box string, logger *slog.Logger) (*DecisionLog, error) {
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: DefaultLogMaxBytes, Mode: 0o600})
 	if err != nil {
-		return fmt.Errorf("opening log %s: %w", w.path, err)
+		return nil, fmt.Errorf("opening egress log: %w", err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("opening log %s: %w", w.path, err)
-	}
-	w.f, w.size = f, st.Size()
-	return nil
+	l := NewDecisionLog(box, w, logger)
+	l.closer = w
+	return l, nil
 }
 
-// Append marshals v and appends it as one line.
-func (w *JSONLWriter) Append(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encoding log line: %w", err)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.appendLocked(b)
-}
-
-// AppendRaw appends b, which must be one JSON value without a newline, as a
-// line. It is the fast path [DecisionLog] uses.
-func (w *JSONLWriter) AppendRaw(b []byte) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.appendLocked(b)
-}
-
-func (w *JSONLWriter) appendLocked(b []byte) error {
-	if w.f == nil {
-		return fmt.Errorf("appending to log %s: %w", w.path, os.ErrClosed)
-	}
-	w.buf = append(append(w.buf[:0], b...), '\n')
-	if w.size+int64(len(w.buf)) > w.maxBytes {
-		if err := w.rotate(); err != nil {
-			return err
-		}
-	}
-	// One write(2) on an O_APPEND descriptor: the kernel appends it whole,
-	// so lines from several writers do not interleave.
-	n, err := w.f.Write(w.buf)
-	w.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("appending to log %s: %w", w.path, err)
-	}
-	return nil
-}
-
-// rotate renames the file to ".1" and opens a new one, under an exclusive
-// flock so that two processes do not both rotate. If another process rotated
-// first (the path is no longer our inode) it only reopens.
-func (w *JSONLWriter) rotate() error {
-	if err := flock(w.f, true); err != nil {
-		return fmt.Errorf("locking log %s: %w", w.path, err)
-	}
-	cur, err1 := w.f.Stat()
-	onDisk, err2 := os.Stat(w.path)
-	if err1 == nil && err2 == nil && os.SameFile(cur, onDisk) && onDisk.Size() > 0 {
-		if err := os.Rename(w.path, w.path+".1"); err != nil {
-			return fmt.Errorf("rotating log %s: %w", w.path, err)
-		}
-	}
-	old := w.f
-	if err := w.open(); err != nil {
-		w.f = old
-		flock(old, false) //nolint:errcheck
-		return err
-	}
-	flock(old, false) //nolint:errcheck
-	return old.Close()
-}
-
-// Close closes the file.
-func (w *JSONLWriter) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f == nil {
+// Close closes the underlying writer if the log was opened by [OpenLog].
+func (l *DecisionLog) Close() error {
+	if l.closer == nil {
 		return nil
 	}
-	err := w.f.Close()
-	w.f = nil
-	return err
-}
-
-func flock(f *os.File, lock bool) error {
-	how := syscall.LOCK_UN
-	if lock {
-		how = syscall.LOCK_EX
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
+	return l.closer.Close()
 }

@@ -58,12 +58,12 @@ func TestConcurrentLogWriters(t *testing.T) {
 	// Two writers on one file stand in for two processes.
 	var logs []*DecisionLog
 	for range 2 {
-		w, err := OpenJSONL(path, 0)
+		l, err := OpenLog(path, "box1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer w.Close()
-		logs = append(logs, NewDecisionLog("box1", w, nil))
+		defer l.Close()
+		logs = append(logs, l)
 	}
 	const goroutines, per = 8, 200
 	var wg sync.WaitGroup
@@ -92,43 +92,6 @@ func TestConcurrentLogWriters(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Box != "box1" || e.Port != 443 {
 			t.Fatalf("bad line %q: %v", l, err)
 		}
-	}
-}
-
-func TestJSONLRotation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "egress.jsonl")
-	w, err := OpenJSONL(path, 300)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	for i := range 100 {
-		if err := w.Append(map[string]int{"i": i}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range []string{path, path + ".1"} {
-		st, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Size() > 300 {
-			t.Fatalf("%s: size %d", p, st.Size())
-		}
-		if st.Mode().Perm() != 0o600 {
-			t.Errorf("%s mode %v", p, st.Mode())
-		}
-	}
-	// The newest lines are in the current file, the ones before in ".1".
-	cur, old := readLines(t, path), readLines(t, path+".1")
-	if cur[len(cur)-1] != `{"i":99}` {
-		t.Errorf("last line %q", cur[len(cur)-1])
-	}
-	var a, b map[string]int
-	json.Unmarshal([]byte(old[len(old)-1]), &a) //nolint:errcheck
-	json.Unmarshal([]byte(cur[0]), &b)          //nolint:errcheck
-	if b["i"] != a["i"]+1 {
-		t.Errorf("generations not contiguous: %v then %v", a, b)
 	}
 }
 
@@ -248,15 +211,16 @@ func TestFollow(t *testing.T) {
 
 func TestDecisionLogSessions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "egress.jsonl")
-	w, err := OpenJSONL(path, 0)
+	l, err := OpenLog(path, "box1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewDecisionLog("box1", w, nil)
 	l.StartSession("s1") //nolint:errcheck
 	l.LogDecision(Decision{Kind: KindHTTP, Host: "a.test", Port: 80, Allowed: true, Reason: ReasonAllowed})
 	l.EndSession("s1") //nolint:errcheck
-	w.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	f, _ := os.Open(path)
 	defer f.Close()
 	var kinds []string

@@ -25,9 +25,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 // under a read deadline of IdleTimeout. A direction whose whole period passed
 // without a byte does not decide alone (the other direction may be busy in a
 // chunk of its own): it marks the other direction "poked" and wakes it with a
-// past read deadline. A poked direction that wakes with no bytes moved means
-// both were silent for a full period, and the tunnel is closed; if it moved
-// bytes it just carries on.
+// past read deadline. A poked direction that wakes with no bytes moved in the
+// last period means both were silent, and the tunnel is closed; if it moved
+// bytes it just carries on. Write deadlines only catch a peer that stopped
+// reading (see pipe); they end the tunnel.
 func (s *Server) tunnel(client, up net.Conn) {
 	t := &tunnelState{idle: s.cfg.IdleTimeout, conns: [2]net.Conn{client, up}}
 	done := make(chan struct{})

@@ -11,14 +11,18 @@ import (
 )
 
 // reloadDebounce groups the several events of one save (write, chmod,
-// rename) into one reload.
-const reloadDebounce = 100 * time.Millisecond
+// rename) into one reload; reloadMaxDelay bounds the wait when events keep
+// coming, so a reload still happens within about a second.
+const (
+	reloadDebounce = 100 * time.Millisecond
+	reloadMaxDelay = 700 * time.Millisecond
+)
 
 // WatchFiles reloads the policy whenever one of paths changes, until ctx is
 // done. It watches the parent directories rather than the files, so editors
 // and tools that save by writing a temporary file and renaming it over the
 // original are seen, and a file that does not exist yet can appear later.
-// After a change settles (reloadDebounce) it calls load; on success it calls
+// After a change settles (reloadDebounce, at most reloadMaxDelay) it calls load; on success it calls
 // apply with the new policy, on error it logs and keeps the old one. It
 // returns nil when ctx is cancelled.
 func WatchFiles(ctx context.Context, paths []string, load func() (*Policy, error), apply func(*Policy), logger *slog.Logger) error {
@@ -47,6 +51,14 @@ func WatchFiles(ctx context.Context, paths []string, load func() (*Policy, error
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var pendingSince time.Time // zero: no reload pending
+	schedule := func() {
+		now := time.Now()
+		if pendingSince.IsZero() {
+			pendingSince = now
+		}
+		timer.Reset(min(reloadDebounce, max(0, pendingSince.Add(reloadMaxDelay).Sub(now))))
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,15 +68,16 @@ func WatchFiles(ctx context.Context, paths []string, load func() (*Policy, error
 				return nil
 			}
 			if want[filepath.Clean(ev.Name)] {
-				timer.Reset(reloadDebounce)
+				schedule()
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
 			}
 			logger.Warn("watching policy files", "err", err)
-			timer.Reset(reloadDebounce) // events may have been lost
+			schedule() // events may have been lost
 		case <-timer.C:
+			pendingSince = time.Time{}
 			p, err := load()
 			if err != nil {
 				logger.Error("reloading egress policy; keeping the previous one", "err", err)

@@ -182,7 +182,6 @@ func (c *Client) Get(ctx context.Context, name string) (Instance, error) {
 			return in, nil
 		}
 	}
-	// 1.2.2 prints only a warning ("No instance matching x found.") and exits 0 for an unknown name.
 	return Instance{}, fmt.Errorf("getting lima instance %q: %w", name, ErrNotFound)
 }
 
@@ -198,10 +197,19 @@ func (c *Client) Create(ctx context.Context, name, templatePath string) error {
 }
 
 // Start runs `limactl start --tty=false [--timeout T] NAME` and returns once the instance is READY.
-// timeout 0 keeps Lima's default (10m in 1.2.2).
+// timeout 0 keeps Lima's default (10m in 1.2.2). The instance must exist (Create): `limactl start NAME` of an
+// unknown name would create one from Lima's default template, so Start checks LIMA_HOME first and returns
+// ErrNotFound instead.
 func (c *Client) Start(ctx context.Context, name string, timeout time.Duration) error {
 	if err := validName(name); err != nil {
 		return fmt.Errorf("starting lima instance: %w", err)
+	}
+	home, err := c.Home()
+	if err != nil {
+		return fmt.Errorf("starting lima instance %q: %w", name, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, name, fileLimaYAML)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("starting lima instance %q: %w in %s", name, ErrNotFound, home)
 	}
 	args := []string{"start", "--tty=false"}
 	if timeout > 0 {
@@ -231,6 +239,7 @@ func (c *Client) Stop(ctx context.Context, name string, force bool) error {
 }
 
 // Delete runs `limactl delete [--force] NAME`. Without force a running instance is refused.
+// Deleting an instance that does not exist succeeds (limactl only warns).
 func (c *Client) Delete(ctx context.Context, name string, force bool) error {
 	if err := validName(name); err != nil {
 		return fmt.Errorf("deleting lima instance: %w", err)

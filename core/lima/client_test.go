@@ -37,6 +37,22 @@ type fakeExec struct {
 	stdout string
 	stderr string
 	exit   int
+	home   string // LIMA_HOME; "" means /tmp/lh (nothing there)
+}
+
+// limaHomeWith makes a LIMA_HOME holding instances with just a lima.yaml.
+func limaHomeWith(t *testing.T, names ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	for _, n := range names {
+		if err := os.MkdirAll(filepath.Join(home, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, n, "lima.yaml"), []byte("vmType: qemu\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
 }
 
 func (f *fakeExec) command(ctx context.Context, name string, arg ...string) *exec.Cmd {
@@ -47,9 +63,13 @@ func (f *fakeExec) command(ctx context.Context, name string, arg ...string) *exe
 
 // client returns a Client whose limactl is the test binary itself answering with f's canned output.
 func (f *fakeExec) client() *Client {
+	home := f.home
+	if home == "" {
+		home = "/tmp/lh"
+	}
 	return &Client{
 		Limactl:  "/opt/lima/bin/limactl",
-		LimaHome: "/tmp/lh",
+		LimaHome: home,
 		Env: []string{
 			"CORRAL_FAKE_LIMACTL=1",
 			"FAKE_STDOUT=" + f.stdout,
@@ -92,7 +112,7 @@ func TestArgv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeExec{stdout: "limactl version 1.2.2\n"}
+			f := &fakeExec{stdout: "limactl version 1.2.2\n", home: limaHomeWith(t, "box1")}
 			if tt.name != "version" {
 				f.stdout = ""
 			}
@@ -220,6 +240,28 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+func TestStartUnknownNeverRuns(t *testing.T) {
+	// `limactl start NAME` would create NAME from Lima's default template.
+	f := &fakeExec{home: limaHomeWith(t, "other")}
+	err := f.client().Start(context.Background(), "nope", time.Minute)
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound", err)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("limactl ran: %q", f.calls)
+	}
+}
+
+func TestGetNotFound(t *testing.T) {
+	// Real 1.2.2: exit 1 with only a warning.
+	f := &fakeExec{stderr: `time="x" level=warning msg="No instance matching nope found."` + "\n", exit: 1}
+	_, err := f.client().Get(context.Background(), "nope")
+	var le *Error
+	if !errors.Is(err, ErrNotFound) || !errors.As(err, &le) || le.Stderr != "No instance matching nope found." {
+		t.Errorf("err = %v, want ErrNotFound with the warning as Stderr", err)
+	}
+}
+
 func TestGetNotFoundWhenListIsEmpty(t *testing.T) {
 	f := &fakeExec{stderr: `time="x" level=warning msg="No instance matching nope found."`}
 	_, err := f.client().Get(context.Background(), "nope")
@@ -239,7 +281,7 @@ func TestContextCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := (&Client{Limactl: script}).Start(ctx, "box1", 0)
+	err := (&Client{Limactl: script, LimaHome: limaHomeWith(t, "box1")}).Start(ctx, "box1", 0)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want DeadlineExceeded", err)
 	}

@@ -89,7 +89,8 @@ func refuseRoot(euid int) error {
 //	time="2026-01-01T00:00:00Z" level=fatal msg="instance \"x\" not found"
 //
 // It prefers the msg of a fatal line, then of an error line, then the first non-empty line that is not a
-// logrus info/debug/warning line.
+// logrus info/debug/warning line, then the first warning (`list --json NAME` of an unknown name exits 1 with only
+// a warning: "No instance matching NAME found.").
 func stderrMessage(stderr string) string {
 	lines := strings.Split(strings.ReplaceAll(stderr, "\r\n", "\n"), "\n")
 	for _, want := range []string{"fatal", "error"} {
@@ -112,6 +113,11 @@ func stderrMessage(stderr string) string {
 			return msg
 		}
 		return l
+	}
+	for _, l := range lines {
+		if level, msg, ok := parseLogrus(l); ok && (level == "warning" || level == "warn") {
+			return msg
+		}
 	}
 	return ""
 }
@@ -146,10 +152,12 @@ func parseLogrus(line string) (level, msg string, ok bool) {
 }
 
 // isNotFound reports whether a limactl message says the instance does not exist. The wording differs per
-// command in 1.2.2: `instance "x" not found`, `instance "x" does not exist`, or the raw os error of
-// reading `<LIMA_HOME>/x/lima.yaml`.
+// command in 1.2.2 (testdata/limactl-1.2.2-errors.txt): `instance "x" not found` (clone),
+// `instance "x" does not exist, ...` (shell), `No instance matching x found.` (list), or the raw os error of
+// reading `<LIMA_HOME>/x/lima.yaml` (stop, snapshot).
 func isNotFound(msg string) bool {
 	return strings.Contains(msg, "not found") && strings.Contains(msg, "instance") ||
+		strings.HasPrefix(msg, "No instance matching") ||
 		strings.Contains(msg, "does not exist") && strings.Contains(msg, "instance") ||
 		strings.Contains(msg, "lima.yaml: no such file or directory")
 }

@@ -78,18 +78,37 @@ func TestCheckVersionWithFakeLimactl(t *testing.T) {
 
 func TestFakeLimactlErrors(t *testing.T) {
 	ctx := context.Background()
-	c := &Client{Limactl: "testdata/fake-limactl"}
+	c := &Client{Limactl: "testdata/fake-limactl", LimaHome: "/tmp/lh"}
 
-	err := c.Stop(ctx, "ghost", false)
 	var le *Error
-	if !errors.Is(err, ErrNotFound) || !errors.As(err, &le) {
-		t.Fatalf("stop ghost: err = %v, want ErrNotFound *Error", err)
+	for _, call := range []struct {
+		name string
+		err  error
+		msg  string
+	}{
+		{"stop", c.Stop(ctx, "ghost", false), "open /tmp/lh/ghost/lima.yaml: no such file or directory"},
+		{"clone", c.Clone(ctx, "ghost", "g2"), `instance "ghost" not found`},
+		{"get", func() error { _, err := c.Get(ctx, "ghost"); return err }(), "No instance matching ghost found."},
+	} {
+		if !errors.Is(call.err, ErrNotFound) || !errors.As(call.err, &le) {
+			t.Errorf("%s ghost: err = %v, want ErrNotFound *Error", call.name, call.err)
+			continue
+		}
+		if le.Stderr != call.msg || le.ExitCode != 1 {
+			t.Errorf("%s ghost: Stderr %q exit %d, want %q exit 1", call.name, le.Stderr, le.ExitCode, call.msg)
+		}
 	}
-	if le.Stderr != `instance "ghost" not found` || le.ExitCode != 1 {
-		t.Errorf("stop ghost: %+v", le)
+	if _, err := c.run(ctx, nil, "shell", "ghost", "true"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("shell ghost: err = %v, want ErrNotFound", err)
+	}
+	if err := c.Delete(ctx, "ghost", false); err != nil {
+		t.Errorf("delete ghost: %v, want nil (limactl only warns)", err)
+	}
+	if insts, err := c.List(ctx); err != nil || len(insts) != 0 {
+		t.Errorf("list with no instances = %v, %v", insts, err)
 	}
 
-	err = c.Delete(ctx, "running-one", false)
+	err := c.Delete(ctx, "running-one", false)
 	if errors.Is(err, ErrNotFound) || !errors.As(err, &le) {
 		t.Fatalf("delete running: err = %v", err)
 	}

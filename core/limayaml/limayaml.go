@@ -189,6 +189,7 @@ func Render(in Input) (Rendered, error) {
 		}
 	}
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
 	for _, s := range guest.Provision() {
 		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
 	}

@@ -50,11 +50,12 @@ ENV
 	printf 'HTTP_PROXY=%s\nHTTPS_PROXY=%s\nhttp_proxy=%s\nhttps_proxy=%s\nNO_PROXY=localhost,127.0.0.1,::1\n' \
 		"$proxy" "$proxy" "$proxy" "$proxy" >>/etc/environment
 	printf 'Acquire::http::Proxy "%s";\nAcquire::https::Proxy "%s";\n' "$proxy" "$proxy" >/etc/apt/apt.conf.d/90corral-proxy
-	printf '[http]\n\tproxy = %s\n' "$proxy" >/etc/gitconfig
+	! command -v git >/dev/null 2>&1 || git config --system http.proxy "$proxy" # 35-git.sh shares /etc/gitconfig: never overwrite it
 	printf 'proxy=%s\nhttps-proxy=%s\n' "$proxy" "$proxy" >/etc/npmrc
 	printf '[global]\nproxy = %s\n' "$proxy" >/etc/pip.conf
 else
 	rm -f /etc/profile.d/corral-proxy.sh /etc/apt/apt.conf.d/90corral-proxy /etc/npmrc /etc/pip.conf
+	! command -v git >/dev/null 2>&1 || git config --system --unset-all http.proxy || true
 fi
 
 cat >/etc/systemd/system/corral-network.service <<'UNIT'
@@ -72,10 +73,31 @@ systemctl daemon-reload
 systemctl enable corral-network.service >/dev/null 2>&1
 systemctl restart corral-network.service
 
-# No blanket sudo outside full mode: root could undo the funnel.
+# No blanket sudo outside full mode: root could undo the funnel. Lima's host
+# agent still needs a few fixed root reads to see that the box is ready
+# (pkg/hostagent/requirements.go in Lima 1.2.2), so the user keeps exactly
+# those and nothing else. Full mode (re)grants sudo, since a box may be
+# cloned from a golden image built in another mode.
+user=${LIMA_CIDATA_USER:-$(awk -F: '$3 >= 1000 && $3 < 60000 { print $1; exit }' /etc/passwd)}
+tmp=$(mktemp)
 if [ "${PARAM_NETWORK:-broker}" != full ] || [ "${PARAM_NOSUDO:-0}" = 1 ]; then
-	rm -f /etc/sudoers.d/lima /etc/sudoers.d/90-cloud-init-users
+	cat >"$tmp" <<SUDO
+# corral: no blanket sudo in this box; only Lima's readiness checks.
+Cmnd_Alias CORRAL_LIMA = /usr/bin/cat /mnt/lima-cidata/param.env, \\
+	/usr/bin/diff -q /run/lima-ssh-ready /mnt/lima-cidata/meta-data, \\
+	/usr/bin/diff -q /run/lima-boot-done /mnt/lima-cidata/meta-data, \\
+	/usr/bin/grep -q ^user_allow_other /etc/fuse.conf
+$user ALL=(root) NOPASSWD: CORRAL_LIMA
+SUDO
+	for f in /etc/sudoers.d/*; do
+		[ -e "$f" ] && [ "$f" != /etc/sudoers.d/README ] && rm -f "$f"
+	done
 	for g in sudo wheel admin; do
 		for u in $(getent group "$g" | cut -d: -f4 | tr , " "); do gpasswd -d "$u" "$g" >/dev/null 2>&1 || true; done
 	done
+else
+	printf '# corral: full network mode keeps sudo\n%s ALL=(ALL) NOPASSWD:ALL\n' "$user" >"$tmp"
 fi
+visudo -cq -f "$tmp"
+install -m 0440 "$tmp" /etc/sudoers.d/90-corral
+rm -f "$tmp"

@@ -10,8 +10,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
 	shellcheck git curl ca-certificates make iproute2 util-linux \
-	dbus gnome-keyring libsecret-tools xvfb dunst x11-apps imagemagick \
-	dpkg-dev
+	dbus gnome-keyring libsecret-tools xvfb dunst \
+	dpkg-dev desktop-file-utils
 
 "$here/setup-lima.sh"
 "$here/build-image.sh"

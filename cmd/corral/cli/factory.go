@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/secret"
 )
 
 // Factory holds what commands need from the outside world, so tests can
@@ -20,6 +21,8 @@ type Factory struct {
 	Executable func() (string, error)
 	// Getenv reads the host environment (sessions forward from it).
 	Getenv func(string) string
+	// SecretStore opens the OS keychain (secret.Default); tests use secret.Memory.
+	SecretStore func() secret.Store
 	// Dir is the -C flag: the project directory.
 	Dir string
 	// App runs the menu-bar app; main injects it so the CLI package never

@@ -6,8 +6,10 @@ package cli
 import (
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -15,6 +17,11 @@ import (
 func Main(argv []string, app AppFunc) int {
 	if len(argv) > 0 && isQemuShim(argv[0]) {
 		return qemuMain(argv[1:])
+	}
+	// Finder, `open -a Corral` and login items start
+	// Corral.app/Contents/MacOS/corral with no arguments: that is the app.
+	if len(argv) == 1 && strings.Contains(argv[0], ".app/Contents/MacOS/") {
+		argv = append(argv, "app")
 	}
 	args := argv[min(1, len(argv)):]
 	f := &Factory{
@@ -24,6 +31,7 @@ func Main(argv []string, app AppFunc) int {
 		Executable: os.Executable,
 		Getenv:     os.Getenv,
 	}
+	f.SecretStore = secret.Default
 	return Run(f, args)
 }
 
@@ -62,6 +70,7 @@ the hosts the host side allows.`,
 			if f.Logger == nil {
 				f.Logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
 			}
+			sweepIdle(f, cmd)
 		},
 	}
 	root.PersistentFlags().StringVarP(&f.Dir, "dir", "C", "", "project `directory` (default: the working directory)")
@@ -78,7 +87,12 @@ the hosts the host side allows.`,
 		NewCmdShell(f, nil),
 		NewCmdClaude(f, nil),
 		NewCmdApp(f, nil),
+		NewCmdGolden(f),
 		NewCmdRender(f, nil),
+		NewCmdBroker(f, nil),
+		NewCmdAllow(f, nil),
+		NewCmdEgress(f, nil),
+		NewCmdSecret(f),
 		NewCmdVersion(f, nil),
 	)
 	return root

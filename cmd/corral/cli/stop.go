@@ -11,6 +11,7 @@ type StopOptions struct {
 	IO      *IOStreams
 	Factory *Factory
 	Boxes   []string
+	Idle    bool
 }
 
 // NewCmdStop builds `corral stop`.
@@ -19,7 +20,7 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "stop [BOX...]",
 		Short:   "Stop boxes and their brokers (default: the project's box)",
-		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01",
+		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01\n  corral stop --idle",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Boxes = args
 			if runF != nil {
@@ -28,10 +29,27 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 			return stopRun(opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.Idle, "idle", false, "stop every idle box (no session, no activity for longer than its idle_stop)")
 	return cmd
 }
 
 func stopRun(opts *StopOptions) error {
+	if opts.Idle {
+		s, err := service(opts.Factory)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := signalContext()
+		defer cancel()
+		stopped, err := s.Sweep(ctx)
+		for _, b := range stopped {
+			fmt.Fprintf(opts.IO.Out, "stopped idle box %s\n", b)
+		}
+		if len(stopped) == 0 && err == nil {
+			fmt.Fprintln(opts.IO.Out, "no idle boxes")
+		}
+		return err
+	}
 	boxes := opts.Boxes
 	if len(boxes) == 0 {
 		b, err := boxArg(opts.Factory, nil)

@@ -13,6 +13,7 @@ type UpOptions struct {
 	IO       *IOStreams
 	Factory  *Factory
 	NoGolden bool
+	Force    bool
 }
 
 // NewCmdUp builds `corral up`.
@@ -31,6 +32,7 @@ func NewCmdUp(f *Factory, runF func(*UpOptions) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&opts.NoGolden, "no-golden", false, "create with a plain limactl create instead of cloning a golden image")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "start even if running boxes' memory caps would exceed the host's RAM")
 	return cmd
 }
 
@@ -45,7 +47,7 @@ func upRun(opts *UpOptions) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	m, err := s.Up(ctx, r, box.UpOptions{NoGolden: opts.NoGolden})
+	m, err := s.Up(ctx, r, box.UpOptions{NoGolden: opts.NoGolden, Force: opts.Force})
 	if err != nil {
 		return err
 	}

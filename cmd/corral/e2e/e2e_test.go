@@ -116,6 +116,20 @@ func (x *h) ls() []lsEntry {
 	return out
 }
 
+func TestRenderValidates(t *testing.T) {
+	x := setup(t)
+	for _, args := range [][]string{{"render"}, {"render", "--golden"}} {
+		out := x.ok(args...)
+		p := filepath.Join(t.TempDir(), "box.yaml")
+		must(t, os.WriteFile(p, []byte(out), 0o644))
+		cmd := exec.Command("limactl", "validate", p)
+		cmd.Env = append(os.Environ(), "LIMA_HOME="+filepath.Join(t.TempDir(), "lh"))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("limactl validate (corral %v): %v\n%s", args, err, b)
+		}
+	}
+}
+
 func TestBoxLifecycle(t *testing.T) {
 	x := setup(t)
 	defer x.corral("rm", "-f")

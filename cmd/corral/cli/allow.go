@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/spf13/cobra"
+)
+
+// AllowOptions are the options of `corral allow`.
+type AllowOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+
+	Box   string
+	Entry string
+	Scope approval.Scope
+
+	List   bool
+	Revoke bool
+	JSON   bool
+
+	// Now is the clock for --list; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewCmdAllow builds `corral allow`.
+func NewCmdAllow(f *Factory, runF func(*AllowOptions) error) *cobra.Command {
+	opts := &AllowOptions{IO: f.IO, Factory: f}
+	var once, session, always bool
+	cmd := &cobra.Command{
+		Use:   "allow BOX HOST|*.domain",
+		Short: "Let a box's broker reach a host it denied",
+		Long: `Allow adds an approval to a box's egress allow-list. A running broker
+applies it within a second, without a restart.
+
+HOST is host, *.domain (every name below domain), host:port or host:*
+(any port); without a port, 443 and 80 are allowed.
+
+Scopes:
+  --always   until revoked (the default)
+  --session  until the box stops, and at most 12 hours
+  --once     for the next 10 minutes
+
+Approvals are kept in ~/.corral/projects/BOX.approvals.json, beside the
+box's trusted config, which corral never rewrites. To make an entry part of
+the config instead, add it to egress = [...] in that file.`,
+		Example: `  corral allow web-3f2a1c api.example.test
+  corral allow web-3f2a1c '*.cdn.example.test' --session
+  corral allow web-3f2a1c registry.example.test:5000 --once
+  corral allow --list web-3f2a1c
+  corral allow --revoke web-3f2a1c api.example.test`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.List {
+				if len(args) != 1 {
+					return fmt.Errorf("corral allow --list takes one box, got %d arguments", len(args))
+				}
+				return nil
+			}
+			if len(args) != 2 {
+				return fmt.Errorf("corral allow takes a box and a host, got %d arguments\nhint: corral allow BOX api.example.test", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Box = args[0]
+			if len(args) > 1 {
+				opts.Entry = args[1]
+			}
+			opts.Scope = approval.ScopeAlways
+			switch {
+			case once:
+				opts.Scope = approval.ScopeOnce
+			case session:
+				opts.Scope = approval.ScopeSession
+			}
+			if (opts.List || opts.Revoke) && (once || session || always) {
+				return fmt.Errorf("corral allow: --once, --session and --always go with adding an approval, not with --list or --revoke")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return allowRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&always, "always", false, "allow until revoked (default)")
+	cmd.Flags().BoolVar(&session, "session", false, "allow until the box stops (at most 12h)")
+	cmd.Flags().BoolVar(&once, "once", false, "allow for the next 10 minutes")
+	cmd.Flags().BoolVar(&opts.List, "list", false, "list the box's approvals")
+	cmd.Flags().BoolVar(&opts.Revoke, "revoke", false, "remove the approval of HOST")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON (with --list)")
+	cmd.MarkFlagsMutuallyExclusive("always", "session", "once")
+	cmd.MarkFlagsMutuallyExclusive("list", "revoke")
+	return cmd
+}
+
+func allowRun(opts *AllowOptions) error {
+	l, err := opts.Factory.Layout()
+	if err != nil {
+		return err
+	}
+	if _, err := approval.Open(l, opts.Box); err != nil { // checks the name before it names any file
+		return err
+	}
+	m, err := box.ReadMeta(l, opts.Box)
+	if err != nil {
+		return fmt.Errorf("%w\nhint: corral ls lists the boxes", err)
+	}
+	switch {
+	case opts.List:
+		return allowList(opts, l)
+	case opts.Revoke:
+		a, err := approval.Revoke(l, opts.Box, opts.Entry)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "revoked %s for box %s\n", a.Entry, opts.Box)
+		return nil
+	}
+	a, err := approval.Allow(l, opts.Box, opts.Entry, opts.Scope, audit.ActorCLI)
+	if a.Entry == "" {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "allowed %s for box %s (%s)\n", a.Entry, opts.Box, scopeText(a.Scope))
+	if m.Network != "" && m.Network != "broker" {
+		fmt.Fprintf(opts.IO.ErrOut, "note: box %s has network = %q, so its broker does not filter; the approval applies when it uses \"broker\"\n", opts.Box, m.Network)
+	}
+	return err // the approval holds; a failed audit record is still reported
+}
+
+func scopeText(s approval.Scope) string {
+	switch s {
+	case approval.ScopeSession:
+		return "session: until the box stops, at most 12h"
+	case approval.ScopeOnce:
+		return "once: for the next 10 minutes"
+	}
+	return string(s)
+}
+
+func allowList(opts *AllowOptions, l paths.Layout) error {
+	s, err := approval.Open(l, opts.Box)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	list, err := s.List(now)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		if list == nil {
+			list = []approval.Approval{}
+		}
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	if !opts.IO.OutTTY {
+		for _, a := range list {
+			exp := "never"
+			if !a.Expires.IsZero() {
+				exp = a.Expires.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(opts.IO.Out, "%s\t%s\t%s\t%s\n", a.Entry, a.Scope, exp, a.Actor)
+		}
+		return nil
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(opts.IO.Out, "no approvals for box %s\n", opts.Box)
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENTRY\tSCOPE\tEXPIRES\tBY")
+	for _, a := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Entry, a.Scope, expiresText(a.Expires, now), a.Actor)
+	}
+	return tw.Flush()
+}
+
+// expiresText is "never" or "in 7m".
+func expiresText(exp, now time.Time) string {
+	if exp.IsZero() {
+		return "never"
+	}
+	return "in " + shortDuration(exp.Sub(now))
+}
+
+// shortDuration rounds d to its largest unit: 42s, 7m, 3h, 2d.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}

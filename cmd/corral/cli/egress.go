@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
+	"github.com/spf13/cobra"
+)
+
+// recentDenials is how many denials `corral egress` lists.
+const recentDenials = 10
+
+// EgressOptions are the options of `corral egress`.
+type EgressOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+
+	Box   string
+	Log   bool
+	Since time.Duration
+	JSON  bool
+
+	// Now is the clock; nil means time.Now. Times are shown in its location.
+	Now func() time.Time
+}
+
+// NewCmdEgress builds `corral egress`.
+func NewCmdEgress(f *Factory, runF func(*EgressOptions) error) *cobra.Command {
+	opts := &EgressOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:   "egress [BOX]",
+		Short: "Show a box's egress allow-list and the destinations it tried",
+		Long: `Egress shows the allow-list a box's broker enforces (the agent's default
+hosts, the egress config and the approvals from "corral allow", each with
+its source), every destination the box tried since --since (denied first,
+with counts and when last seen), and the latest denials.
+
+BOX defaults to the box of the current project (-C). --log prints the
+decision log itself, oldest first; when stdout is not a terminal, or with
+--json, as JSON lines.`,
+		Example: `  corral egress
+  corral egress web-3f2a1c --since 1h
+  corral egress --log --since 10m
+  corral egress --json | jq '.destinations[] | select(.allowed == false)'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Box = args[0]
+			}
+			if opts.Since <= 0 {
+				return fmt.Errorf("corral egress: --since %s: want a positive duration such as 24h", opts.Since)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return egressRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Log, "log", false, "print the decision log lines in order")
+	cmd.Flags().DurationVar(&opts.Since, "since", 24*time.Hour, "show decisions of this last `duration`")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+// egressDest is a destination summary in --json output.
+type egressDest struct {
+	Host     string        `json:"host"`
+	Port     int           `json:"port"`
+	Allowed  bool          `json:"allowed"`
+	Count    int           `json:"count"`
+	LastSeen time.Time     `json:"last_seen"`
+	Reason   egress.Reason `json:"reason"`
+}
+
+func egressRun(opts *EgressOptions) error {
+	f := opts.Factory
+	l, err := f.Layout()
+	if err != nil {
+		return err
+	}
+	name, projectDir, err := egressTarget(opts, l)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	since := now.Add(-opts.Since)
+	entries, err := egress.ReadLog(l.EgressLog(name), since)
+	if err != nil {
+		return err
+	}
+	if opts.Log {
+		return printEgressLog(opts, entries, now.Location())
+	}
+	rules, err := egressRules(l, name, projectDir, f.Platform, now)
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", err)
+	}
+	summary := egress.Summarize(entries)
+	var denials []egress.Entry
+	for i := len(entries) - 1; i >= 0 && len(denials) < recentDenials; i-- {
+		if e := entries[i]; e.IsDecision() && !e.Allowed {
+			denials = append(denials, e)
+		}
+	}
+	for i, j := 0, len(denials)-1; i < j; i, j = i+1, j-1 {
+		denials[i], denials[j] = denials[j], denials[i]
+	}
+	switch {
+	case opts.JSON:
+		dests := make([]egressDest, len(summary))
+		for i, s := range summary {
+			dests[i] = egressDest{s.Host, s.Port, s.Allowed, s.Count, s.LastSeen, s.Reason}
+		}
+		if rules == nil {
+			rules = []approval.Rule{}
+		}
+		if denials == nil {
+			denials = []egress.Entry{}
+		}
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"box": name, "since": since.UTC(), "allow_list": rules,
+			"destinations": dests, "recent_denials": denials})
+	case !opts.IO.OutTTY:
+		w := opts.IO.Out
+		for _, r := range rules {
+			fmt.Fprintf(w, "allow\t%s\t%s\t%s\t%s\n", r.Entry, r.Origin, r.Source, rfc3339(r.Expires))
+		}
+		for _, s := range summary {
+			fmt.Fprintf(w, "dest\t%s\t%s\t%d\t%d\t%s\t%s\n", verdict(s.Allowed), safeText(s.Host), s.Port, s.Count, rfc3339(s.LastSeen), s.Reason)
+		}
+		for _, e := range denials {
+			fmt.Fprintf(w, "deny\t%s\t%s\t%s\t%d\t%s\n", rfc3339(e.Time), e.Kind, safeText(e.Host), e.Port, e.Reason)
+		}
+		return nil
+	}
+	w := opts.IO.Out
+	fmt.Fprintf(w, "box %s\n\nallow-list:\n", name)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rules {
+		src := string(r.Origin) + " " + r.Source
+		if !r.Expires.IsZero() {
+			src += ", expires " + expiresText(r.Expires, now)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", r.Entry, src)
+	}
+	if len(rules) == 0 {
+		fmt.Fprintln(tw, "  none: every destination is denied")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ndestinations in the last %s:\n", shortDuration(opts.Since))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range summary {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\tlast %s ago", verdict(s.Allowed), hostPort(s.Host, s.Port), s.Count, shortDuration(now.Sub(s.LastSeen)))
+		if !s.Allowed {
+			fmt.Fprintf(tw, "\t%s", s.Reason)
+		}
+		fmt.Fprintln(tw)
+	}
+	if len(summary) == 0 {
+		fmt.Fprintln(tw, "  none")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nrecent denials:\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range denials {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), e.Reason)
+	}
+	if len(denials) == 0 {
+		fmt.Fprintln(tw, "  none")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(denials) > 0 {
+		fmt.Fprintf(w, "\nto allow a host: corral allow %s HOST\n", name)
+	}
+	return nil
+}
+
+// egressTarget names the box to show and its project directory: BOX from
+// its metadata, or the current project's box.
+func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string, err error) {
+	if opts.Box != "" {
+		if err := project.CheckName(opts.Box, l.LimaHome()); err != nil {
+			return "", "", err
+		}
+		m, err := box.ReadMeta(l, opts.Box)
+		if err != nil {
+			return "", "", fmt.Errorf("%w\nhint: corral ls lists the boxes", err)
+		}
+		return m.Name, m.Project, nil
+	}
+	p, err := project.Resolve(opts.Factory.Dir, l.LimaHome())
+	if err != nil {
+		return "", "", err
+	}
+	return p.Box, p.Dir, nil
+}
+
+// egressRules is the allow-list the box's broker builds now. If the config
+// does not load, it returns the approvals alone and the error.
+func egressRules(l paths.Layout, name, projectDir string, platform config.Platform, now time.Time) ([]approval.Rule, error) {
+	bp, err := newBoxPolicy(l, name, projectDir, platform, nil, discardLogger())
+	if err != nil {
+		return nil, err
+	}
+	bp.now = func() time.Time { return now }
+	rules, err := bp.rules()
+	if err == nil {
+		return rules, nil
+	}
+	list, lerr := bp.store.List(now)
+	if lerr != nil {
+		return nil, errors.Join(err, lerr)
+	}
+	rules, rerr := approval.AllowList(config.Result{}, list)
+	return rules, errors.Join(err, rerr)
+}
+
+func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {
+	if opts.JSON || !opts.IO.OutTTY {
+		enc := json.NewEncoder(opts.IO.Out)
+		for _, e := range entries {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	for _, e := range entries {
+		ts := e.Time.In(loc).Format(time.DateTime)
+		if !e.IsDecision() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ts, e.Kind, safeText(e.Session))
+			continue
+		}
+		detail := string(e.Reason)
+		if e.Allowed {
+			detail = e.IP
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ts, verdict(e.Allowed), e.Kind, hostPort(e.Host, e.Port), detail)
+	}
+	return tw.Flush()
+}
+
+func verdict(allowed bool) string {
+	if allowed {
+		return "allowed"
+	}
+	return "denied"
+}
+
+// hostPort joins a logged host and port for a terminal. Hosts of malformed
+// requests are logged as sent, so anything but printable ASCII is quoted.
+func hostPort(host string, port int) string {
+	if port == 0 {
+		return safeText(host)
+	}
+	return safeText(net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// safeText quotes s unless it is printable ASCII without spaces, so that a
+// box cannot write terminal escapes into `corral egress` output.
+func safeText(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}

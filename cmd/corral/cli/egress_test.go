@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/jsonl"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+func runEgressAt(e env, tty bool, now time.Time, args ...string) (int, string, string) {
+	f, out, errOut := testFactory(e, tty)
+	cmd := NewCmdEgress(f, func(o *EgressOptions) error {
+		o.Now = func() time.Time { return now }
+		return egressRun(o)
+	})
+	return execCmd(cmd, out, errOut, args...)
+}
+
+// seedEgress gives e's box a global egress entry, three approvals and a
+// decision log.
+func seedEgress(t *testing.T, e env) paths.Layout {
+	t.Helper()
+	seedApprovals(t, e)
+	l := paths.Layout{Home: e.home}
+	if err := os.WriteFile(l.GlobalConfig(), []byte("egress = [\"pkg.example.test\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	at := func(d time.Duration) time.Time { return fixedNow.Add(-d) }
+	if err := w.Append(egress.Entry{Time: at(2 * time.Hour), Box: e.box, Kind: egress.KindSessionStart, Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	dl := egress.NewDecisionLog(e.box, w, nil)
+	for _, d := range []struct {
+		ago     time.Duration
+		kind    egress.Kind
+		host    string
+		port    int
+		allowed bool
+		reason  egress.Reason
+	}{
+		{25 * time.Hour, egress.KindConnect, "old.example.test", 443, false, egress.ReasonHostNotAllowed},
+		{90 * time.Minute, egress.KindConnect, "api.anthropic.com", 443, true, egress.ReasonAllowed},
+		{30 * time.Minute, egress.KindConnect, "api.anthropic.com", 443, true, egress.ReasonAllowed},
+		{20 * time.Minute, egress.KindConnect, "evil.example.test", 443, false, egress.ReasonHostNotAllowed},
+		{10 * time.Minute, egress.KindHTTP, "pkg.example.test", 80, true, egress.ReasonAllowed},
+		{5 * time.Minute, egress.KindConnect, "api.example.test", 8443, false, egress.ReasonPortNotAllowed},
+		{3 * time.Minute, egress.KindConnect, "\x1b[31mred", 0, false, egress.ReasonMalformedAuthority},
+		{2 * time.Minute, egress.KindConnect, "evil.example.test", 443, false, egress.ReasonHostNotAllowed},
+		{90 * time.Second, egress.KindConnect, "evil.example.test", 443, false, egress.ReasonHostNotAllowed},
+	} {
+		dec := egress.Decision{Time: at(d.ago), Kind: d.kind, Host: d.host, Port: d.port, Allowed: d.allowed, Reason: d.reason}
+		if d.allowed {
+			dec.IP = mustAddr("127.0.0.1")
+		}
+		dl.LogDecision(dec)
+	}
+	return l
+}
+
+func TestEgressTTY(t *testing.T) {
+	e := setup(t, "")
+	l := seedEgress(t, e)
+	code, out, errOut := runEgressAt(e, true, fixedNow)
+	want := "box " + e.box + `
+
+allow-list:
+  api.anthropic.com    agent claude
+  platform.claude.com  agent claude
+  claude.ai            agent claude
+  pkg.example.test     config ` + l.GlobalConfig() + `
+  api.example.test     approval always
+  *.cdn.example.test   approval session, expires in 11h
+  dl.example.test:*    approval once, expires in 7m
+
+destinations in the last 24h:
+  denied   evil.example.test:443  3  last 1m ago  host-not-allowed
+  denied   "\x1b[31mred"          1  last 3m ago  malformed-authority
+  denied   api.example.test:8443  1  last 5m ago  port-not-allowed
+  allowed  api.anthropic.com:443  2  last 30m ago
+  allowed  pkg.example.test:80    1  last 10m ago
+
+recent denials:
+  2026-05-06 11:40:00  connect  evil.example.test:443  host-not-allowed
+  2026-05-06 11:55:00  connect  api.example.test:8443  port-not-allowed
+  2026-05-06 11:57:00  connect  "\x1b[31mred"          malformed-authority
+  2026-05-06 11:58:00  connect  evil.example.test:443  host-not-allowed
+  2026-05-06 11:58:30  connect  evil.example.test:443  host-not-allowed
+
+to allow a host: corral allow ` + e.box + ` HOST
+`
+	if code != 0 || errOut != "" || out != want {
+		t.Errorf("code %d err %q\n%s", code, errOut, diffLines(out, want))
+	}
+	// The box can be named instead of found from -C.
+	e2 := e
+	e2.proj = t.TempDir()
+	if _, out2, _ := runEgressAt(e2, true, fixedNow, e.box); out2 != out {
+		t.Errorf("egress BOX differs from -C:\n%s", diffLines(out2, out))
+	}
+}
+
+func TestEgressNonTTYAndJSON(t *testing.T) {
+	e := setup(t, "")
+	l := seedEgress(t, e)
+	code, out, _ := runEgressAt(e, false, fixedNow, "--since", "15m")
+	want := "" +
+		"allow\tapi.anthropic.com\tagent\tclaude\t\n" +
+		"allow\tplatform.claude.com\tagent\tclaude\t\n" +
+		"allow\tclaude.ai\tagent\tclaude\t\n" +
+		"allow\tpkg.example.test\tconfig\t" + l.GlobalConfig() + "\t\n" +
+		"allow\tapi.example.test\tapproval\talways\t\n" +
+		"allow\t*.cdn.example.test\tapproval\tsession\t2026-05-06T23:57:00Z\n" +
+		"allow\tdl.example.test:*\tapproval\tonce\t2026-05-06T12:07:00Z\n" +
+		"dest\tdenied\tevil.example.test\t443\t2\t2026-05-06T11:58:30Z\thost-not-allowed\n" +
+		"dest\tdenied\t\"\\x1b[31mred\"\t0\t1\t2026-05-06T11:57:00Z\tmalformed-authority\n" +
+		"dest\tdenied\tapi.example.test\t8443\t1\t2026-05-06T11:55:00Z\tport-not-allowed\n" +
+		"dest\tallowed\tpkg.example.test\t80\t1\t2026-05-06T11:50:00Z\tallowed\n" +
+		"deny\t2026-05-06T11:55:00Z\tconnect\tapi.example.test\t8443\tport-not-allowed\n" +
+		"deny\t2026-05-06T11:57:00Z\tconnect\t\"\\x1b[31mred\"\t0\tmalformed-authority\n" +
+		"deny\t2026-05-06T11:58:00Z\tconnect\tevil.example.test\t443\thost-not-allowed\n" +
+		"deny\t2026-05-06T11:58:30Z\tconnect\tevil.example.test\t443\thost-not-allowed\n"
+	if code != 0 || out != want {
+		t.Errorf("code %d\n%s", code, diffLines(out, want))
+	}
+
+	code, out, _ = runEgressAt(e, true, fixedNow, "--json")
+	var got struct {
+		Box       string    `json:"box"`
+		Since     time.Time `json:"since"`
+		AllowList []struct {
+			Entry, Origin, Source string
+			Expires               *time.Time
+		} `json:"allow_list"`
+		Destinations []struct {
+			Host     string    `json:"host"`
+			Port     int       `json:"port"`
+			Allowed  bool      `json:"allowed"`
+			Count    int       `json:"count"`
+			LastSeen time.Time `json:"last_seen"`
+			Reason   string    `json:"reason"`
+		} `json:"destinations"`
+		RecentDenials []egress.Entry `json:"recent_denials"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(code, err, out)
+	}
+	if got.Box != e.box || !got.Since.Equal(fixedNow.Add(-24*time.Hour)) || len(got.AllowList) != 7 ||
+		got.AllowList[6].Origin != "approval" || got.AllowList[6].Expires == nil ||
+		len(got.Destinations) != 5 || got.Destinations[0].Host != "evil.example.test" || got.Destinations[0].Count != 3 ||
+		len(got.RecentDenials) != 5 || got.RecentDenials[4].Host != "evil.example.test" {
+		t.Errorf("JSON %+v", got)
+	}
+}
+
+func TestEgressLog(t *testing.T) {
+	e := setup(t, "")
+	seedEgress(t, e)
+	code, out, _ := runEgressAt(e, true, fixedNow, "--log", "--since", "1h")
+	want := "" +
+		"2026-05-06 11:30:00  allowed  connect  api.anthropic.com:443  127.0.0.1\n" +
+		"2026-05-06 11:40:00  denied   connect  evil.example.test:443  host-not-allowed\n" +
+		"2026-05-06 11:50:00  allowed  http     pkg.example.test:80    127.0.0.1\n" +
+		"2026-05-06 11:55:00  denied   connect  api.example.test:8443  port-not-allowed\n" +
+		"2026-05-06 11:57:00  denied   connect  \"\\x1b[31mred\"          malformed-authority\n" +
+		"2026-05-06 11:58:00  denied   connect  evil.example.test:443  host-not-allowed\n" +
+		"2026-05-06 11:58:30  denied   connect  evil.example.test:443  host-not-allowed\n"
+	if code != 0 || out != want {
+		t.Errorf("code %d\n%s", code, diffLines(out, want))
+	}
+	_, out, _ = runEgressAt(e, true, fixedNow, "--log", "--since", "3h")
+	if !strings.HasPrefix(out, "2026-05-06 10:00:00  session-start  s1\n") {
+		t.Errorf("session marker:\n%s", out)
+	}
+	_, out, _ = runEgressAt(e, false, fixedNow, "--log", "--since", "2m")
+	want = `{"time":"2026-05-06T11:58:00Z","box":"` + e.box + `","kind":"connect","host":"evil.example.test","port":443,"ip":"","allowed":false,"reason":"host-not-allowed"}` + "\n" +
+		`{"time":"2026-05-06T11:58:30Z","box":"` + e.box + `","kind":"connect","host":"evil.example.test","port":443,"ip":"","allowed":false,"reason":"host-not-allowed"}` + "\n"
+	if out != want {
+		t.Errorf("non-TTY log:\n%s", diffLines(out, want))
+	}
+}
+
+func TestEgressEmptyAndErrors(t *testing.T) {
+	e := setup(t, "")
+	code, out, errOut := runEgressAt(e, true, fixedNow)
+	want := "box " + e.box + `
+
+allow-list:
+  api.anthropic.com    agent claude
+  platform.claude.com  agent claude
+  claude.ai            agent claude
+
+destinations in the last 24h:
+  none
+
+recent denials:
+  none
+`
+	if code != 0 || out != want || errOut != "" {
+		t.Errorf("code %d err %q\n%s", code, errOut, diffLines(out, want))
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nope-123456"}, "corral: no such box: nope-123456\nhint: corral ls lists the boxes\n"},
+		{[]string{"--since", "-1h"}, "--since -1h0m0s: want a positive duration"},
+		{[]string{"a", "b"}, "accepts at most 1 arg(s), received 2"},
+	} {
+		code, _, errOut := runEgressAt(e, false, fixedNow, c.args...)
+		if code != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: code %d err %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+func TestEgressConfigThatDoesNotLoad(t *testing.T) {
+	e := setup(t, "egress = [\"repo.example.test\"]\n")
+	seedApprovals(t, e)
+	code, out, errOut := runEgressAt(e, false, fixedNow)
+	if code != 0 || !strings.HasPrefix(errOut, "warning: the allow-list below lacks the config, which does not load: ") {
+		t.Errorf("code %d err %q", code, errOut)
+	}
+	if !strings.HasPrefix(out, "allow\tapi.example.test\tapproval\talways\t\n") || strings.Contains(out, "repo.example.test") {
+		t.Errorf("out:\n%s", out)
+	}
+}
+
+// diffLines shows got and want line by line.
+func diffLines(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var b strings.Builder
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		mark := "  "
+		if gl != wl {
+			mark = "! "
+		}
+		b.WriteString(mark + "got:  " + gl + "\n")
+		if gl != wl {
+			b.WriteString("  want: " + wl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -1,0 +1,86 @@
+package approval
+
+import (
+	"time"
+
+	"github.com/corral-dev/corral/core/agent"
+	"github.com/corral-dev/corral/core/config"
+)
+
+// Origin says where an allow-list entry comes from.
+type Origin string
+
+// Origins, in the order AllowList lists them.
+const (
+	OriginAgent    Origin = "agent"
+	OriginConfig   Origin = "config"
+	OriginApproval Origin = "approval"
+)
+
+// Rule is one entry of a box's live allow-list and where it comes from.
+type Rule struct {
+	Entry  string `json:"entry"`
+	Origin Origin `json:"origin"`
+	// Source names the agent, the config file, or the approval's scope.
+	Source string `json:"source"`
+	// Expires is set for expiring approvals.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// AllowList assembles a box's allow-list: the default hosts of the
+// configured agent, then the egress entries of every config layer in merge
+// order (egress merges by union, so every layer contributes), then the
+// approvals given. An entry listed more than once keeps its first source.
+//
+// res must come from a config that loaded without error: a failed load's
+// partial result may still hold a layer the trust policy refused.
+func AllowList(res config.Result, approvals []Approval) ([]Rule, error) {
+	var out []Rule
+	seen := map[string]bool{}
+	add := func(r Rule) {
+		if !seen[r.Entry] {
+			seen[r.Entry] = true
+			out = append(out, r)
+		}
+	}
+	if res.Config.Agent != nil {
+		a, err := agent.Lookup(*res.Config.Agent)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range a.Egress {
+			add(Rule{Entry: e, Origin: OriginAgent, Source: a.Name})
+		}
+	}
+	for _, l := range res.Layers {
+		for _, e := range l.Config.Egress {
+			add(Rule{Entry: e, Origin: OriginConfig, Source: l.Path})
+		}
+	}
+	for _, a := range approvals {
+		add(Rule{Entry: a.Entry, Origin: OriginApproval, Source: string(a.Scope), Expires: a.Expires})
+	}
+	return out, nil
+}
+
+// Entries returns the entries of rules, for egress.ParsePolicy.
+func Entries(rules []Rule) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.Entry
+	}
+	return out
+}
+
+// NextExpiry is the earliest expiry among approvals, or zero if none
+// expires: the time at which a broker must rebuild its policy even though
+// no file changed.
+func NextExpiry(approvals []Approval) time.Time {
+	var next time.Time
+	for _, a := range approvals {
+		if !a.Expires.IsZero() && (next.IsZero() || a.Expires.Before(next)) {
+			next = a.Expires
+		}
+	}
+	return next
+}

@@ -1,0 +1,389 @@
+// Package approval stores the egress approvals a user grants for hosts a
+// box's broker denied, and assembles a box's live allow-list from the
+// agent's defaults, the egress config and those approvals.
+//
+// Approvals live in a machine-owned JSON file next to the box's trusted
+// config layer, ~/.corral/projects/<box>.approvals.json, so that corral never
+// rewrites the user's hand-written TOML (comments, order, other keys). The
+// CLI (`corral allow`) and the menu-bar app may add approvals at the same
+// time: every change is a read-modify-write under an exclusive flock on a
+// sibling lock file, and the file itself is replaced atomically, so readers
+// such as the broker never see a partial file and no writer loses another's
+// entry.
+//
+// Scopes:
+//
+//   - always: never expires; removed only by revoking it.
+//   - session: lasts while the box runs. The lifecycle calls [ClearSession]
+//     when the box stops; as a safety net it also expires [SessionMaxAge]
+//     after it was granted, in case the stop was never seen (crash, reboot).
+//   - once: the next [OnceFor] (10 minutes), long enough for the retry of the
+//     request that was denied and what follows it, without an open-ended
+//     grant. It is not consumed by the first connection: the broker decides
+//     per connection and has no notion of "the" request.
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
+)
+
+// Scope says how long an approval lasts.
+type Scope string
+
+// Scopes, as stored in the approvals file and shown to users.
+const (
+	ScopeAlways  Scope = "always"
+	ScopeSession Scope = "session"
+	ScopeOnce    Scope = "once"
+)
+
+// Scopes lists the scopes, longest-lived first.
+var Scopes = []Scope{ScopeAlways, ScopeSession, ScopeOnce}
+
+// Lifetimes of the expiring scopes.
+const (
+	OnceFor       = 10 * time.Minute
+	SessionMaxAge = 12 * time.Hour
+)
+
+// ParseScope parses a scope name.
+func ParseScope(s string) (Scope, error) {
+	for _, sc := range Scopes {
+		if string(sc) == s {
+			return sc, nil
+		}
+	}
+	return "", fmt.Errorf("unknown approval scope %q (want always, session or once)", s)
+}
+
+// expiry is when an approval of scope granted at now ends (zero: never).
+func (s Scope) expiry(now time.Time) time.Time {
+	switch s {
+	case ScopeSession:
+		return now.Add(SessionMaxAge)
+	case ScopeOnce:
+		return now.Add(OnceFor)
+	}
+	return time.Time{}
+}
+
+// Approval is one granted entry.
+type Approval struct {
+	// Entry is an allow-list entry in egress syntax (host, *.suffix,
+	// host:port or host:*), in canonical form.
+	Entry string `json:"entry"`
+	Scope Scope  `json:"scope"`
+	// Added is when it was granted.
+	Added time.Time `json:"added"`
+	// Expires is when it ends; zero means never.
+	Expires time.Time   `json:"expires,omitzero"`
+	Actor   audit.Actor `json:"actor"`
+}
+
+// ActiveAt reports whether the approval is in force at now.
+func (a Approval) ActiveAt(now time.Time) bool {
+	return a.Expires.IsZero() || now.Before(a.Expires)
+}
+
+// ErrNotFound means a box has no approval for an entry.
+var ErrNotFound = errors.New("no such approval")
+
+// fileVersion is the format version of the approvals file.
+const fileVersion = 1
+
+type file struct {
+	Version   int        `json:"version"`
+	Box       string     `json:"box"`
+	Approvals []Approval `json:"approvals"`
+}
+
+// Path is the approvals file of a box. It is derived from the trusted layer's
+// path here rather than in core/paths so that it always sits beside that
+// layer: projects/<box>.toml -> projects/<box>.approvals.json.
+func Path(l paths.Layout, box string) string {
+	return strings.TrimSuffix(l.ProjectConfig(box), ".toml") + ".approvals.json"
+}
+
+// Store reads and changes the approvals of one box. Its methods may be
+// called from several goroutines and processes at once.
+type Store struct {
+	path string
+	box  string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Open returns the store of a box. It checks the box name (it becomes part
+// of a file name) but not that the box exists.
+func Open(l paths.Layout, box string) (*Store, error) {
+	if err := project.CheckName(box, l.LimaHome()); err != nil {
+		return nil, fmt.Errorf("approvals of box %q: %w", box, err)
+	}
+	return &Store{path: Path(l, box), box: box}, nil
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Canonical validates an allow-list entry and returns its canonical form
+// (lowercase, punycode, no trailing dot). The error names the bad value.
+func Canonical(entry string) (string, error) {
+	// The broker's parser first: its messages say what is wrong with URLs,
+	// IP literals and wildcards. Then the config check, so that an approval
+	// is never something the config would refuse.
+	p, err := egress.ParsePolicy([]string{strings.TrimSpace(entry)}, nil)
+	if err != nil {
+		return "", err
+	}
+	canon := p.String()
+	if err := config.CheckEgressEntry(canon); err != nil {
+		return "", fmt.Errorf("allow entry %q: %w", entry, err)
+	}
+	return canon, nil
+}
+
+// All returns every stored approval, expired ones included, in the order
+// they were granted. A missing file has none.
+func (s *Store) All() ([]Approval, error) {
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading approvals of box %s: %w", s.box, err)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("reading approvals of box %s (%s): %w\nhint: the file is written by corral; delete it to drop every approval", s.box, s.path, err)
+	}
+	if f.Version > fileVersion {
+		return nil, fmt.Errorf("reading approvals of box %s (%s): format version %d is newer than this corral understands (%d)", s.box, s.path, f.Version, fileVersion)
+	}
+	var errs []error
+	for _, a := range f.Approvals {
+		if _, err := Canonical(a.Entry); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.path, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("reading approvals of box %s: %w", s.box, err)
+	}
+	return f.Approvals, nil
+}
+
+// List returns the approvals in force at now, in the order they were
+// granted.
+func (s *Store) List(now time.Time) ([]Approval, error) {
+	all, err := s.All()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(a Approval) bool { return !a.ActiveAt(now) }), nil
+}
+
+// Active returns the entries in force at now.
+func (s *Store) Active(now time.Time) ([]string, error) {
+	list, err := s.List(now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.Entry
+	}
+	return out, nil
+}
+
+// Add grants entry with scope. An existing approval of the same entry is
+// replaced, so the latest grant decides the scope (allowing "once" an entry
+// that was allowed "always" narrows it). Expired approvals are dropped from
+// the file on the way.
+func (s *Store) Add(entry string, scope Scope, actor audit.Actor) (Approval, error) {
+	canon, err := Canonical(entry)
+	if err != nil {
+		return Approval{}, err
+	}
+	if _, err := ParseScope(string(scope)); err != nil {
+		return Approval{}, err
+	}
+	now := s.now()
+	a := Approval{Entry: canon, Scope: scope, Added: now.UTC(), Expires: scope.expiry(now.UTC()), Actor: actor}
+	err = s.update(func(list []Approval) []Approval {
+		list = slices.DeleteFunc(list, func(x Approval) bool { return x.Entry == canon || !x.ActiveAt(now) })
+		return append(list, a)
+	})
+	if err != nil {
+		return Approval{}, fmt.Errorf("allowing %s for box %s: %w", canon, s.box, err)
+	}
+	return a, nil
+}
+
+// Remove revokes the approval of entry and returns it. It returns an error
+// wrapping [ErrNotFound] if there is none in force.
+func (s *Store) Remove(entry string) (Approval, error) {
+	canon, err := Canonical(entry)
+	if err != nil {
+		return Approval{}, err
+	}
+	now := s.now()
+	var removed Approval
+	found := false
+	err = s.update(func(list []Approval) []Approval {
+		return slices.DeleteFunc(list, func(x Approval) bool {
+			if x.Entry == canon && x.ActiveAt(now) {
+				removed, found = x, true
+				return true
+			}
+			return !x.ActiveAt(now)
+		})
+	})
+	if err != nil {
+		return Approval{}, fmt.Errorf("revoking %s for box %s: %w", canon, s.box, err)
+	}
+	if !found {
+		return Approval{}, fmt.Errorf("revoking %s for box %s: %w\nhint: corral allow --list %s shows the approvals", canon, s.box, ErrNotFound, s.box)
+	}
+	return removed, nil
+}
+
+// ClearSession drops the box's session approvals (and expired ones). The
+// lifecycle calls it when the box stops.
+func (s *Store) ClearSession() error {
+	now := s.now()
+	err := s.update(func(list []Approval) []Approval {
+		return slices.DeleteFunc(list, func(x Approval) bool { return x.Scope == ScopeSession || !x.ActiveAt(now) })
+	})
+	if err != nil {
+		return fmt.Errorf("clearing session approvals of box %s: %w", s.box, err)
+	}
+	return nil
+}
+
+// update runs fn on the stored approvals under the file lock and writes the
+// result atomically. The file is not written when fn changes nothing, so a
+// no-op does not wake the broker's watcher.
+func (s *Store) update(fn func([]Approval) []Approval) error {
+	unlock, err := lockFile(s.path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := s.All()
+	if err != nil {
+		return err
+	}
+	next := fn(slices.Clone(old))
+	if slices.Equal(old, next) {
+		return nil
+	}
+	if next == nil {
+		next = []Approval{}
+	}
+	b, err := json.MarshalIndent(file{Version: fileVersion, Box: s.box, Approvals: next}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding approvals: %w", err)
+	}
+	return atomicfile.WriteFile(s.path, append(b, '\n'), atomicfile.FileMode)
+}
+
+// lockFile takes an exclusive flock on path (created if missing) and
+// returns the function that releases it.
+func lockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), atomicfile.DirMode); err != nil {
+		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, atomicfile.FileMode)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing the descriptor releases the lock
+}
+
+// Allow grants entry to box with scope and records it in the audit log as
+// an "allow" event by actor, with the entry, scope and expiry. The CLI's
+// `corral allow` and the menu-bar app both call it; a running broker picks
+// the approval up by watching the file.
+func Allow(l paths.Layout, box, entry string, scope Scope, actor audit.Actor) (Approval, error) {
+	s, err := Open(l, box)
+	if err != nil {
+		return Approval{}, err
+	}
+	a, err := s.Add(entry, scope, actor)
+	if err != nil {
+		return Approval{}, err
+	}
+	expires := "never"
+	if !a.Expires.IsZero() {
+		expires = a.Expires.Format(time.RFC3339)
+	}
+	if err := recordAudit(l, audit.Event{Time: a.Added, Kind: audit.KindAllow, Box: box, Actor: actor,
+		Fields: map[string]any{"entry": a.Entry, "scope": string(a.Scope), "expires": expires}}); err != nil {
+		// The approval is in force; say that the record is missing rather
+		// than pretending the grant failed.
+		return a, fmt.Errorf("allowed %s for box %s, but %w", a.Entry, box, err)
+	}
+	return a, nil
+}
+
+// Revoke removes the approval of entry from box. The audit log has no event
+// kind for a revocation, so none is recorded.
+func Revoke(l paths.Layout, box, entry string) (Approval, error) {
+	s, err := Open(l, box)
+	if err != nil {
+		return Approval{}, err
+	}
+	return s.Remove(entry)
+}
+
+// ClearSession drops the session approvals of box; the lifecycle calls it
+// when the box stops.
+func ClearSession(l paths.Layout, box string) error {
+	s, err := Open(l, box)
+	if err != nil {
+		return err
+	}
+	return s.ClearSession()
+}
+
+func recordAudit(l paths.Layout, ev audit.Event) error {
+	log, err := audit.Open(l.AuditLog())
+	if err != nil {
+		return err
+	}
+	err = log.Record(ev)
+	return errors.Join(err, log.Close())
+}

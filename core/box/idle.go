@@ -1,0 +1,107 @@
+package box
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/lima"
+)
+
+// lastActivity is the later of the box's recorded activity (session
+// start/end) and its broker's last decision (the egress log's mtime).
+func (s *Service) lastActivity(m Meta) time.Time {
+	t := m.LastActivity
+	if st, err := os.Stat(s.Layout.EgressLog(m.Name)); err == nil && st.ModTime().After(t) {
+		t = st.ModTime()
+	}
+	return t
+}
+
+// IsIdle decides whether a running box should be stopped: no live session
+// and no activity for longer than idleStop. idleStop 0 never stops.
+func IsIdle(state string, liveSessions int, last time.Time, idleStop time.Duration, now time.Time) bool {
+	if state != string(lima.StatusRunning) || liveSessions > 0 || idleStop <= 0 || last.IsZero() {
+		return false
+	}
+	return now.Sub(last) > idleStop
+}
+
+// IdleBoxes lists running boxes that IsIdle.
+func (s *Service) IdleBoxes() ([]Status, error) {
+	list, err := s.List()
+	var out []Status
+	for _, st := range list {
+		d, _ := time.ParseDuration(st.IdleStop)
+		if IsIdle(st.State, st.Live, s.lastActivity(st.Meta), d, s.now()) {
+			out = append(out, st)
+		}
+	}
+	return out, err
+}
+
+// Sweep stops every idle box and its broker, recording idle-stop in the
+// audit log. It runs at the start of corral commands and on the app's
+// timer; there is no daemon.
+func (s *Service) Sweep(ctx context.Context) ([]string, error) {
+	idle, err := s.IdleBoxes()
+	var stopped []string
+	for _, st := range idle {
+		if err := s.Stop(ctx, st.Name, audit.KindIdleStop); err != nil {
+			return stopped, fmt.Errorf("idle-stopping box %s: %w", st.Name, err)
+		}
+		stopped = append(stopped, st.Name)
+	}
+	return stopped, err
+}
+
+// BudgetLevel is the outcome of a memory budget check.
+type BudgetLevel int
+
+const (
+	BudgetOK BudgetLevel = iota
+	BudgetWarn
+	BudgetRefuse
+)
+
+// Budget compares the memory caps of running boxes plus a new one with
+// the host's RAM: above 75 % warn, above 100 % refuse.
+type Budget struct {
+	Level     BudgetLevel
+	UsedCaps  uint64 // caps of running boxes, without the new one
+	NewCap    uint64
+	HostBytes uint64
+	Idle      []string // running boxes that could be stopped to make room
+}
+
+// CheckBudget computes the budget for starting a box with newCap.
+func CheckBudget(running []Status, newCap, host uint64, idle []string) Budget {
+	b := Budget{NewCap: newCap, HostBytes: host, Idle: idle}
+	for _, st := range running {
+		if st.State == string(lima.StatusRunning) {
+			b.UsedCaps += st.MemoryCap
+		}
+	}
+	total := b.UsedCaps + newCap
+	switch {
+	case host == 0:
+	case total > host:
+		b.Level = BudgetRefuse
+	case total*4 > host*3:
+		b.Level = BudgetWarn
+	}
+	return b
+}
+
+func (b Budget) String() string {
+	s := fmt.Sprintf("running boxes' memory caps %s + this box %s = %s of %s host RAM (%d%%)",
+		config.FormatSize(b.UsedCaps), config.FormatSize(b.NewCap), config.FormatSize(b.UsedCaps+b.NewCap),
+		config.FormatSize(b.HostBytes), (b.UsedCaps+b.NewCap)*100/max(b.HostBytes, 1))
+	if len(b.Idle) > 0 {
+		s += fmt.Sprintf("\nhint: idle boxes you could stop: %v (corral stop --idle)", b.Idle)
+	}
+	return s
+}

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Git in the box asks /usr/local/bin/corral-git-credential (written by
+# Lima's data provisioning, see core/limayaml) for https credentials; it
+# answers from the session's CORRAL_GIT_TOKEN_* variables. Idempotent:
+# --replace-all with a value pattern keeps exactly one entry across boots.
+# Order: before 40-network.sh, which adds http.proxy to the same
+# /etc/gitconfig with git config (it must never overwrite the file).
+set -eu
+
+command -v git >/dev/null 2>&1 || exit 0
+git config --system --replace-all credential.helper /usr/local/bin/corral-git-credential 'corral-git-credential'
