@@ -2,13 +2,12 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/egress"
@@ -19,7 +18,6 @@ import (
 // service the CLI uses. Snapshot reads state files only (no limactl).
 type coreBackend struct {
 	svc *box.Service
-	exe string
 }
 
 var _ Backend = (*coreBackend)(nil)
@@ -30,7 +28,7 @@ func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	b := &coreBackend{svc: svc, exe: exe}
+	b := &coreBackend{svc: svc}
 	return Run(ctx, Options{
 		Backend:    b,
 		Logger:     logger,
@@ -106,22 +104,20 @@ func (b *coreBackend) StopIdle(ctx context.Context) ([]string, error) {
 	return stopped, nil
 }
 
-// Allow runs the same code path as `corral allow`.
+// Allow calls the same core function as `corral allow`; the box's broker
+// picks the approval up live.
 func (b *coreBackend) Allow(ctx context.Context, name, host string, scope AllowScope) error {
-	flag := "--always"
+	sc := approval.ScopeAlways
 	switch scope {
 	case AllowSession:
-		flag = "--session"
+		sc = approval.ScopeSession
 	case AllowOnce:
-		flag = "--once"
+		sc = approval.ScopeOnce
 	case AllowDomain:
 		host = "*." + host
 	}
-	out, err := exec.CommandContext(ctx, b.exe, "allow", name, host, flag).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("allowing %s for box %s: %v: %s", host, name, err, out)
-	}
-	return nil
+	_, err := approval.Allow(b.svc.Layout, name, host, sc, audit.ActorApp)
+	return err
 }
 
 func (b *coreBackend) Rebuild(ctx context.Context, name string) error {

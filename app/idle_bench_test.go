@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/app"
-	"github.com/corral-dev/corral/app/internal/desktoptest"
+	"github.com/corral-dev/corral/core/desktoptest"
 	"github.com/corral-dev/corral/app/menu"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
 )

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"github.com/corral-dev/corral/assets"
 	"image"
 	"image/color"
 	"image/png"
@@ -44,11 +45,21 @@ func runTray(ctx context.Context, opts Options, l *loop) {
 
 // defaultIcon is a 22×22 fence (three posts, two rails) in teal, for
 // Linux panels of either brightness.
-func defaultIcon() []byte { return fenceIcon(color.RGBA{0x1a, 0xa3, 0x9a, 0xff}, 22) }
+func defaultIcon() []byte {
+	if len(assets.TrayIconColor) > 0 {
+		return assets.TrayIconColor
+	}
+	return fenceIcon(color.RGBA{0x1a, 0xa3, 0x9a, 0xff}, 22)
+}
 
 // templateIcon is the same fence in black at 32×32 (16 pt @2x) for a
 // macOS template image, which AppKit tints for light and dark menu bars.
-func templateIcon() []byte { return fenceIcon(color.RGBA{0, 0, 0, 0xff}, 32) }
+func templateIcon() []byte {
+	if len(assets.TrayIcon) > 0 {
+		return assets.TrayIcon
+	}
+	return fenceIcon(color.RGBA{0, 0, 0, 0xff}, 32)
+}
 
 func fenceIcon(c color.RGBA, size int) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, size, size))

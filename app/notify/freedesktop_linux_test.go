@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/app/internal/desktoptest"
+	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
 )
 

@@ -110,6 +110,7 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		if err := s.checkBudget(box, m.MemoryCap, opt.Force); err != nil {
 			return m, err
 		}
+		s.autoSnapshot(ctx, r, m)
 		s.progress("starting box %s", box)
 		if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
 			return m, fmt.Errorf("starting box %s: %w", box, err)

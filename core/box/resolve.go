@@ -6,9 +6,12 @@ package box
 import (
 	"fmt"
 	"hash/fnv"
+	"os"
+	"os/user"
 	"runtime"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
@@ -72,6 +75,16 @@ func DefaultBrokerPort(box string) int {
 // slirp gateway, which maps to the host's loopback.
 const BrokerGuestHost = "192.168.5.2"
 
+// BrokerGuestHostFor is where a box's guest reaches its broker: under the
+// host funnel (qemu, broker or offline mode) qemu's guestfwd address
+// funnel.GuestAddr (192.168.5.4), else the slirp gateway BrokerGuestHost.
+func BrokerGuestHostFor(p config.Platform, c config.Config) string {
+	if funnel.Applies(p.OS, deref(c.VMType), deref(c.Network)) {
+		return funnel.GuestAddr
+	}
+	return BrokerGuestHost
+}
+
 // Render renders the Lima template of a resolved box.
 func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Rendered, error) {
 	c := r.Config.Config
@@ -81,9 +94,10 @@ func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.R
 		Box:        r.Project.Box,
 		ProjectDir: r.Project.Dir,
 		AgentDir:   l.AgentDir(deref(c.Agent)),
-		BrokerHost: BrokerGuestHost,
+		BrokerHost: BrokerGuestHostFor(r.Platform, c),
 		BrokerPort: brokerPort,
 		Golden:     golden,
+		User:       limaUser(),
 	})
 	if err != nil {
 		return rendered, fmt.Errorf("rendering the template of box %s: %w", r.Project.Box, err)
@@ -105,4 +119,12 @@ func BrokerPortFor(l paths.Layout, box string) int {
 		return m.BrokerPort
 	}
 	return DefaultBrokerPort(box)
+}
+
+// limaUser is the guest user Lima creates: the host user's name.
+func limaUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/guest"
@@ -62,6 +63,9 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if m.Network == "broker" && !BrokerAnswering(m.BrokerPort) {
 		return fmt.Errorf("%w: box %s, 127.0.0.1:%d; refusing the session (fail closed)\nhint: corral stop %s && corral up restarts it",
 			ErrBrokerDown, m.Name, m.BrokerPort, m.Name)
+	}
+	if err := funnel.Verify(s.Layout.LimaHome(), m.Name, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
+		return err
 	}
 	wd := opt.Workdir
 	if wd == "" {

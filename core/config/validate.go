@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -126,7 +127,7 @@ func validate(l Layer) []error {
 	}
 	for _, e := range c.Egress {
 		if err := CheckEgressEntry(e); err != nil {
-			bad("egress", strconv.Quote(e), err.Error(), "use host, *.suffix, host:port or host:*")
+			bad("egress", strconv.Quote(e), err.Error(), "use host, *.suffix, host:port, host:* or a CIDR range")
 		}
 	}
 	for i, m := range c.Mounts {
@@ -176,9 +177,13 @@ func validate(l Layer) []error {
 }
 
 // CheckEgressEntry validates the syntax of an allow-list entry:
-// host, *.suffix, host:port or host:*. The broker's parser is the
+// host, *.suffix, host:port, host:* or a CIDR range (a config-only entry
+// that allows private and IP-literal destinations in it). The broker's parser is the
 // authority on matching; this is the early, file-naming check.
 func CheckEgressEntry(e string) error {
+	if _, err := netip.ParsePrefix(e); err == nil {
+		return nil // a CIDR range, such as 127.0.0.0/8: the broker allows IPs in it
+	}
 	host, port := e, ""
 	if i := strings.LastIndexByte(e, ':'); i >= 0 {
 		host, port = e[:i], e[i+1:]

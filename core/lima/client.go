@@ -60,10 +60,16 @@ func (c *Client) logger() *slog.Logger {
 	return c.Logger
 }
 
-// Home returns the LIMA_HOME that limactl runs with: LimaHome, else $LIMA_HOME, else ~/.lima.
+// Home returns the LIMA_HOME that limactl runs with: LimaHome, else LIMA_HOME from Env, else $LIMA_HOME,
+// else ~/.lima.
 func (c *Client) Home() (string, error) {
 	if c.LimaHome != "" {
 		return c.LimaHome, nil
+	}
+	for i := len(c.Env) - 1; i >= 0; i-- {
+		if h, ok := strings.CutPrefix(c.Env[i], "LIMA_HOME="); ok && h != "" {
+			return h, nil
+		}
 	}
 	if h := os.Getenv("LIMA_HOME"); h != "" {
 		return h, nil
@@ -269,7 +275,9 @@ func (c *Client) Clone(ctx context.Context, src, dst string) error {
 	return nil
 }
 
-// SnapshotCreate runs `limactl snapshot create --tag TAG NAME` (qemu driver only).
+// SnapshotCreate runs `limactl snapshot create --tag TAG NAME` (qemu driver only). With a 9p mount, qemu
+// cannot snapshot a running instance (savevm is a migration); stop it first. That failure, which limactl 1.2.2
+// reports with exit 0, is returned as an *Error with ExitCode 0.
 func (c *Client) SnapshotCreate(ctx context.Context, name, tag string) error {
 	return c.snapshot(ctx, "create", "creating", name, tag)
 }
@@ -291,10 +299,31 @@ func (c *Client) snapshot(ctx context.Context, sub, verb, name, tag string) erro
 	if tag == "" {
 		return fmt.Errorf("%s snapshot of lima instance %q: empty tag", verb, name)
 	}
-	if _, err := c.run(ctx, nil, "snapshot", sub, "--tag", tag, name); err != nil {
+	argv := []string{"snapshot", sub, "--tag", tag, name}
+	res, err := c.run(ctx, nil, argv...)
+	if err == nil {
+		// 1.2.2 passes qemu's monitor errors on as a warning ("output: Error: ...") and exits 0, e.g. savevm of a
+		// running instance with a 9p mount ("Migration is disabled when VirtFS export path ... is mounted").
+		if msg, ok := monitorError(string(res.stderr)); ok {
+			err = &Error{Argv: append([]string{c.limactl()}, argv...), ExitCode: 0, Stderr: msg}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("%s snapshot %q of lima instance %q: %w", verb, tag, name, err)
 	}
 	return nil
+}
+
+// monitorError finds a qemu monitor error that limactl logged as a warning.
+func monitorError(stderr string) (string, bool) {
+	for _, l := range strings.Split(stderr, "\n") {
+		if _, msg, ok := parseLogrus(l); ok {
+			if rest, found := strings.CutPrefix(msg, "output: Error: "); found {
+				return rest, true
+			}
+		}
+	}
+	return "", false
 }
 
 // SnapshotList runs `limactl snapshot list --quiet NAME` and returns the tags.

@@ -186,6 +186,10 @@ func TestSSHArgs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("SSHArgs(SendEnv) = %q, want %q", got, want)
 	}
+	got, _ = (&Client{Env: []string{"LIMA_HOME=/from/client/env"}}).SSHArgs("b", SSHOptions{})
+	if got[2] != "/from/client/env/b/ssh.config" {
+		t.Errorf("SSHArgs with LIMA_HOME in Client.Env = %q", got)
+	}
 	t.Setenv("LIMA_HOME", "/from/env")
 	got, _ = (&Client{}).SSHArgs("b", SSHOptions{NoMultiplex: true})
 	if want := []string{"ssh", "-F", "/from/env/b/ssh.config", "-o", "ControlMaster=no", "-o", "ControlPath=none", "lima-b"}; !slices.Equal(got, want) {

@@ -44,6 +44,7 @@ func TestE2ELifecycle(t *testing.T) {
 		runAs = envOr("CORRAL_E2E_USER", "corral-e2e")
 	}
 	mkdirOwned(t, runAs, base, home, share)
+	t.Cleanup(func() { _ = os.RemoveAll(share) })
 	if err := os.WriteFile(filepath.Join(share, "host.txt"), []byte("from-host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +59,7 @@ func TestE2ELifecycle(t *testing.T) {
 	if err := os.WriteFile(tmplPath, tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = os.Remove(tmplPath) })
 
 	c := &Client{Limactl: lookLimactl(t), LimaHome: home}
 	if runAs != "" {
@@ -120,9 +122,11 @@ func TestE2ELifecycle(t *testing.T) {
 		t.Errorf("SendEnv: got %q, want %q", out, "delivered|")
 	}
 
+	stop := time.Now()
 	if err := c.Stop(ctx, name, false); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("stop: %s", time.Since(stop).Round(100*time.Millisecond))
 	if st, err := ReadInstanceDir(home, name); err != nil || st.Status != StatusStopped {
 		t.Errorf("after stop: ReadInstanceDir = %+v, %v", st, err)
 	}

@@ -3,6 +3,7 @@ package lima
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -112,8 +113,14 @@ func TestFakeLimactlErrors(t *testing.T) {
 	if errors.Is(err, ErrNotFound) || !errors.As(err, &le) {
 		t.Fatalf("delete running: err = %v", err)
 	}
-	if want := `failed to delete instance "running-one": instance is running (hint: use --force)`; le.Stderr != want {
+	if want := `failed to delete instance "running-one": expected status "Stopped", got "Running"`; le.Stderr != want {
 		t.Errorf("delete running: Stderr = %q, want %q", le.Stderr, want)
+	}
+
+	// 1.2.2 exits 0 when qemu refuses savevm (9p mounted); SnapshotCreate must not report success.
+	err = c.SnapshotCreate(ctx, "box1", "s1")
+	if !errors.As(err, &le) || !strings.HasPrefix(le.Stderr, "Migration is disabled") || le.ExitCode != 0 {
+		t.Errorf("snapshot create on running 9p instance: err = %v", err)
 	}
 
 	_, err = c.run(ctx, nil, "info")

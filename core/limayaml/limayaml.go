@@ -30,6 +30,9 @@ type Input struct {
 	// host-enforced funnel).
 	BrokerHost string
 	BrokerPort int
+	// User is the guest user name (Lima uses the host's user name); the
+	// provisioning scripts need it to set the user's sudo rights.
+	User string
 	// Golden renders the project-independent part only: base, packages,
 	// toolchains and agent; no mounts and no project parameters.
 	Golden bool
@@ -169,6 +172,7 @@ func Render(in Input) (Rendered, error) {
 		"PROXY_HOST": in.BrokerHost,
 		"PROXY_PORT": strconv.Itoa(in.BrokerPort),
 		"TOOLCHAINS": strings.Join(c.Toolchains, " "),
+		"USER":       in.User,
 	}
 	if !in.Golden {
 		t.Param["PROJECT"] = in.ProjectDir
@@ -267,7 +271,7 @@ func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
 	}
 	return []Image{{
 		Location: filepath.Join(loc, ImageRootfs), Arch: arch,
-		Kernel: &File{Location: filepath.Join(loc, ImageKernel), Cmdline: "root=/dev/vda rw console=ttyS0 net.ifnames=0"},
+		Kernel: &File{Location: filepath.Join(loc, ImageKernel), Cmdline: "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet loglevel=3 audit=0"},
 		Initrd: &File{Location: filepath.Join(loc, ImageInitrd)},
 	}}, &Firmware{LegacyBIOS: true}, nil
 }

@@ -30,7 +30,7 @@ mounts = [{ location = "/data/ref", mount_point = "/ref" }]`))
 	return Input{
 		Platform: p, Config: eff.Config, Box: "web-3f2a1c",
 		ProjectDir: "/home/dev/src/web", AgentDir: "/home/dev/.corral/agents/claude",
-		BrokerHost: "192.168.5.2", BrokerPort: 42123,
+		BrokerHost: "192.168.5.2", BrokerPort: 42123, User: "dev",
 	}
 }
 

@@ -37,7 +37,10 @@ const DefaultTBSizeMB = 128
 type Options struct {
 	Accel    Accel
 	TBSizeMB int     // TCG only; 0 means DefaultTBSizeMB
-	Funnel   *Funnel // nil leaves the network as Lima built it
+	Funnel   *Funnel // nil leaves the network as Lima built it (unless Offline)
+	// Offline restricts Lima's slirp NIC with no guestfwd at all: the guest
+	// can open no connection through slirp. It cannot be combined with Funnel.
+	Offline bool
 }
 
 // Funnel turns Lima's slirp NIC into a host-enforced egress funnel: slirp's restrict=on drops every
@@ -78,7 +81,7 @@ func isHelpValue(v string) bool {
 }
 
 // Rewrite returns a new argv (args excludes argv[0]) with the accelerator and network rules of opt applied.
-// For a VM launch with opt.Funnel set it fails closed: the command line must have exactly one
+// For a VM launch with opt.Funnel or opt.Offline set it fails closed: the command line must have exactly one
 // `-netdev user,...` and no other -netdev, -nic or -net, and nothing that could add one (-readconfig).
 func Rewrite(args []string, opt Options) ([]string, error) {
 	out := make([]string, 0, len(args)+4)
@@ -98,6 +101,10 @@ func Rewrite(args []string, opt Options) ([]string, error) {
 		}
 	}
 
+	if opt.Offline && opt.Funnel != nil {
+		return nil, errors.New("rewriting qemu args: offline and funnel are exclusive")
+	}
+	restrict := opt.Funnel != nil || opt.Offline
 	probe := IsProbe(args)
 	var userNetdevs, otherNets []string
 	for i := 0; i < len(args); i++ {
@@ -139,7 +146,7 @@ func Rewrite(args []string, opt Options) ([]string, error) {
 					otherNets = append(otherNets, a+" "+v)
 				}
 			}
-			if opt.Funnel != nil && !isHelpValue(v) && (strings.HasPrefix(v, "user,") || v == "user") {
+			if restrict && !isHelpValue(v) && (strings.HasPrefix(v, "user,") || v == "user") {
 				nv, err := funnelNetdev(v, opt.Funnel)
 				if err != nil {
 					return nil, err
@@ -159,7 +166,7 @@ func Rewrite(args []string, opt Options) ([]string, error) {
 		out = append(out, a)
 	}
 
-	if opt.Funnel != nil {
+	if restrict {
 		// A probe prints and exits; everything else must have exactly Lima's one slirp NIC (no NIC at all
 		// would give qemu's default, unrestricted, user-mode NIC).
 		if len(otherNets) > 0 {
@@ -207,7 +214,20 @@ func tcgCPU(v string) string {
 	return v
 }
 
+// funnelNetdev restricts a user netdev; a nil f (offline) adds no guestfwd.
 func funnelNetdev(v string, f *Funnel) (string, error) {
+	for _, opt := range strings.Split(v, ",") {
+		key, _, _ := strings.Cut(opt, "=")
+		switch key {
+		case "restrict", "guestfwd", "ipv6", "ipv4", "tftp", "bootfile", "smb":
+			// Lima never sets these; a command line that does was not built by the Lima we pin.
+			return "", fmt.Errorf("rewriting qemu args for the egress funnel: %w: netdev already sets %s= (%s)",
+				ErrUnexpectedNetwork, key, v)
+		}
+	}
+	if f == nil {
+		return v + ",restrict=on,ipv6=off", nil
+	}
 	if f.GuestFwdPort < 1 || f.GuestFwdPort > 65535 {
 		return "", fmt.Errorf("rewriting qemu args for the egress funnel: guestfwd port %d out of range", f.GuestFwdPort)
 	}
@@ -217,15 +237,6 @@ func funnelNetdev(v string, f *Funnel) (string, error) {
 	}
 	if strings.ContainsAny(cmd, "\n\r\x00") {
 		return "", fmt.Errorf("rewriting qemu args for the egress funnel: guest connection command %q has a control character", cmd)
-	}
-	for _, opt := range strings.Split(v, ",") {
-		key, _, _ := strings.Cut(opt, "=")
-		switch key {
-		case "restrict", "guestfwd", "ipv6", "ipv4", "tftp", "bootfile", "smb":
-			// Lima never sets these; a command line that does was not built by the Lima we pin.
-			return "", fmt.Errorf("rewriting qemu args for the egress funnel: %w: netdev already sets %s= (%s)",
-				ErrUnexpectedNetwork, key, v)
-		}
 	}
 	escaped := strings.ReplaceAll(cmd, ",", ",,")
 	return fmt.Sprintf("%s,restrict=on,ipv6=off,guestfwd=tcp:%s:%d-cmd:%s", v, GuestFwdAddr, f.GuestFwdPort, escaped), nil

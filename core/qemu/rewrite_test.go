@@ -261,3 +261,27 @@ func TestIsProbe(t *testing.T) {
 		}
 	}
 }
+
+func TestRewriteOffline(t *testing.T) {
+	in := limaArgv(t, "lima-1.2.2-x86_64-kvm.argv")
+	out, err := Rewrite(in, Options{Accel: AccelTCG, Offline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd := valueOf(out, "-netdev")
+	if want := valueOf(in, "-netdev")[0] + ",restrict=on,ipv6=off"; len(nd) != 1 || nd[0] != want {
+		t.Errorf("netdev = %q, want [%s]", nd, want)
+	}
+	if _, err := Rewrite([]string{"-netdev", "user,id=net0", "-netdev", "socket,id=net1,fd=3"}, Options{Offline: true}); !errors.Is(err, ErrUnexpectedNetwork) {
+		t.Errorf("offline with a socket netdev: err = %v, want ErrUnexpectedNetwork", err)
+	}
+	if _, err := Rewrite([]string{"-m", "512"}, Options{Offline: true}); !errors.Is(err, ErrUnexpectedNetwork) {
+		t.Errorf("offline with no netdev (qemu's default NIC): err = %v, want ErrUnexpectedNetwork", err)
+	}
+	if got, err := Rewrite([]string{"-M", "none", "-netdev", "help"}, Options{Offline: true}); err != nil || !slices.Equal(got, []string{"-M", "none", "-netdev", "help"}) {
+		t.Errorf("offline probe = %q, %v", got, err)
+	}
+	if _, err := Rewrite(in, Options{Offline: true, Funnel: &Funnel{GuestFwdPort: 80, GuestConnCmd: "/c"}}); err == nil {
+		t.Error("offline and funnel together: no error")
+	}
+}

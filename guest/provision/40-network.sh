@@ -78,7 +78,7 @@ systemctl restart corral-network.service
 # (pkg/hostagent/requirements.go in Lima 1.2.2), so the user keeps exactly
 # those and nothing else. Full mode (re)grants sudo, since a box may be
 # cloned from a golden image built in another mode.
-user=${LIMA_CIDATA_USER:-$(awk -F: '$3 >= 1000 && $3 < 60000 { print $1; exit }' /etc/passwd)}
+user=${PARAM_USER:?the Lima user name (param USER) is missing}
 tmp=$(mktemp)
 if [ "${PARAM_NETWORK:-broker}" != full ] || [ "${PARAM_NOSUDO:-0}" = 1 ]; then
 	cat >"$tmp" <<SUDO

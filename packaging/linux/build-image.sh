@@ -6,7 +6,8 @@
 #   vmlinuz        generic Debian kernel (linux-image-amd64: has 9p, which corral mounts projects with on Linux)
 #   initrd.img     small initramfs (MODULES=list: virtio + ext4 only)
 #   SHA256SUMS     of the three files above
-#   .stamp         hash of this script; a later run with the same script and a complete, intact image does nothing
+#   .stamp         hash of this script (and of the guest agent it pre-installs); a later run with the same
+#                  inputs and a complete, intact image does nothing
 # Boot it with direct kernel boot and legacyBIOS (see core/lima/testdata/e2e-template.yaml).
 #
 # Development knobs: KEEP_DEBOOTSTRAP=DIR keeps a pristine copy of the debootstrap tree in DIR and starts from
@@ -19,7 +20,11 @@ set -euo pipefail
 
 OUT=${1:-/var/cache/corral/images/bookworm}
 SUITE=bookworm
-SCRIPT_HASH=$(sha256sum "$0" | cut -d' ' -f1)
+# The Lima guest agent of setup-lima.sh, pre-installed so it listens before Lima's hostagent first looks for it
+# (see the guest agent section below). Optional: without it Lima installs the agent at boot as usual.
+GUESTAGENT=${GUESTAGENT:-${PREFIX:-/usr/local}/share/lima/lima-guestagent.Linux-x86_64}
+[ -f "$GUESTAGENT" ] || GUESTAGENT=
+SCRIPT_HASH=$(cat "$0" ${GUESTAGENT:+"$GUESTAGENT"} | sha256sum | cut -d' ' -f1)
 FILES=(rootfs.qcow2 vmlinuz initrd.img)
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
@@ -124,18 +129,24 @@ MODULES=list
 CONF
 printf '%s\n' virtio_pci virtio_blk virtio_scsi sd_mod ext4 crc32c_generic >"$ROOT/etc/initramfs-tools/modules"
 # The generic kernel, not linux-image-cloud-amd64: the cloud kernel has no 9p (CONFIG_NET_9P unset).
+# shellcheck disable=SC2016 # ${Status} is dpkg-query's format, not shell
 had_kernel=$(chroot "$ROOT" dpkg-query -W -f='${Status}' linux-image-amd64 2>/dev/null || true)
-chroot "$ROOT" /bin/sh -euc '
+if ! chroot "$ROOT" /bin/sh -euc '
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get -q update >/dev/null
-	apt-get -q install -y --no-install-recommends linux-image-amd64 >/dev/null
-'
-KVER=$(basename "$(ls -d "$ROOT"/lib/modules/* | sort -V | tail -n1)")
+	apt-get -q update
+	apt-get -q install -y --no-install-recommends linux-image-amd64
+' >"$WORK/kernel.log" 2>&1; then
+	tail -n 20 "$WORK/kernel.log" >&2
+	log "installing the kernel failed (log above)"
+	exit 1
+fi
+KVER=$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -n1)
 case "$had_kernel" in
 *"install ok installed"*) chroot "$ROOT" update-initramfs -u -k "$KVER" >/dev/null ;; # tree from KEEP_DEBOOTSTRAP
 esac
 
-# Prune /lib/modules to what a Lima VM uses. The generic kernel's modules are ~380 MB; most are hardware
+# Prune /lib/modules to what a Lima VM uses. Mind the non-obvious ones: `button` (ACPI power button) is what
+# makes `limactl stop` (QMP system_powerdown) shut the guest down instead of waiting 3 minutes and killing qemu. The generic kernel's modules are ~380 MB; most are hardware
 # drivers a virtio guest never loads. Named modules are kept with their dependencies; whole directories are kept
 # where modules are requested by alias at run time (crypto, netfilter match/target extensions).
 keep_names=(
@@ -149,7 +160,7 @@ keep_names=(
 	ip_tables ip6_tables x_tables iptable_filter iptable_nat iptable_mangle iptable_raw
 	ip6table_filter ip6table_nat ip6table_mangle ip6table_raw
 	bridge br_netfilter veth tun dummy vsock vmw_vsock_virtio_transport qemu_fw_cfg
-	sch_fq_codel evdev serio_raw
+	sch_fq_codel evdev serio_raw button
 )
 keep_dirs=(
 	kernel/crypto kernel/lib kernel/arch/x86/crypto kernel/net/netfilter kernel/net/ipv4/netfilter
@@ -182,6 +193,7 @@ chroot "$ROOT" depmod -a "$KVER"
 after=$(du -sm "$mods" | cut -f1)
 log "modules pruned: ${before} MB -> ${after} MB ($(wc -l <"$keep") kept)"
 
+# shellcheck disable=SC2016 # runs in the chroot
 chroot "$ROOT" /bin/bash -euc '
 	export DEBIAN_FRONTEND=noninteractive
 	# Never phone home: mask what would reach a mirror, a time server, or scan disks on a timer.
@@ -202,6 +214,33 @@ chroot "$ROOT" /bin/bash -euc '
 	rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/info/* /var/cache/debconf/*-old /var/log/*.log
 	find /usr/share/locale -mindepth 1 -maxdepth 1 ! -name "en*" ! -name locale.alias -exec rm -rf {} +
 '
+# Lima guest agent. Lima's boot script 25-guestagent-base.sh installs and starts it late in cloud-final, while
+# the hostagent sets up its ssh forward of /run/lima-guestagent.sock as soon as ssh works. Lima 1.2.2 cannot
+# recover when that first attempt finds no agent: it deletes the host end and asks the ssh ControlMaster for the
+# same forward again, which ssh acknowledges as a duplicate without listening, so `limactl start` ends DEGRADED
+# ("guest agent does not seem to be running"). Under TCG on a busy host the agent came ~50 s too late. Starting
+# the same agent from systemd early in boot closes the window; the boot script still replaces and restarts it.
+if [ -n "$GUESTAGENT" ]; then
+	install -m 0755 "$GUESTAGENT" "$ROOT/usr/local/bin/lima-guestagent"
+	cat >"$ROOT/etc/systemd/system/lima-guestagent.service" <<'UNIT'
+[Unit]
+Description=lima-guestagent
+
+[Service]
+ExecStart=/usr/local/bin/lima-guestagent daemon
+Type=simple
+Restart=on-failure
+OOMPolicy=continue
+OOMScoreAdjust=-500
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+	ln -sf /etc/systemd/system/lima-guestagent.service "$ROOT/etc/systemd/system/multi-user.target.wants/lima-guestagent.service"
+else
+	log "no Lima guest agent (GUESTAGENT or PREFIX/share/lima); Lima installs it at boot (slow hosts may start DEGRADED)"
+fi
+
 # Host keys: cloud-init's ssh module creates them on first boot (before ssh.service); this drop-in is the fallback
 # so sshd never fails to start for lack of keys.
 mkdir -p "$ROOT/etc/systemd/system/ssh.service.d"
@@ -251,7 +290,7 @@ cp -L "$ROOT/boot/initrd.img-$KVER" "$WORK/initrd.img"
 rm -f "$ROOT"/boot/initrd.img-* "$ROOT"/initrd.img "$ROOT"/initrd.img.old
 t2=$(date +%s)
 
-mkfs.ext4 -q -F -L rootfs -d "$ROOT" "$WORK/rootfs.raw" 2048M
+mkfs.ext4 -q -F -L rootfs -d "$ROOT" "$WORK/rootfs.raw" 2048M >/dev/null
 qemu-img convert -O qcow2 "$WORK/rootfs.raw" "$WORK/rootfs.qcow2"
 rm -f "$WORK/rootfs.raw"
 (cd "$WORK" && sha256sum "${FILES[@]}" >SHA256SUMS)
@@ -265,5 +304,5 @@ chmod 0644 "$OUT"/*
 chmod 0755 "$OUT"
 printf '%s\n' "$SCRIPT_HASH" >"$OUT/.stamp"
 
-log "kernel $KVER; rootfs $(du -sm "$ROOT" | cut -f1) MB; $(cd "$OUT" && ls -s --block-size=M "${FILES[@]}" | tr '\n' ' ')"
+log "kernel $KVER; rootfs $(du -sm "$ROOT" | cut -f1) MB; $(cd "$OUT" && du -m "${FILES[@]}" | awk '{printf "%s %s MB, ", $2, $1}')"
 log "TIMING debootstrap=$((t1 - t0))s customise=$((t2 - t1))s mkfs+qcow2=$((t3 - t2))s total=$((t3 - t0))s"

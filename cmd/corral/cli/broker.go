@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
@@ -219,6 +220,15 @@ func brokerBoxRun(ctx context.Context, opts *BrokerOptions, logger *slog.Logger)
 		}
 	})
 	wg.Go(func() { bp.expireLoop(ctx, reload) })
+	// Guest connections under the host funnel arrive as fds passed by
+	// `corral guest-conn` on the box's Unix socket (core/funnel).
+	fdln, err := funnel.Listen(l.BrokerSocket(opts.Box), logger)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	wg.Go(func() { _ = srv.Serve(ctx, fdln) })
 	err = serveBroker(ctx, opts, srv)
 	cancel()
 	wg.Wait()
@@ -278,7 +288,8 @@ func (b *boxPolicy) loadConfig() (config.Result, error) {
 	}
 	rules, err := approval.AllowList(r.Config, nil)
 	if err == nil {
-		_, err = egress.ParsePolicy(approval.Entries(rules), nil)
+		names, ranges := splitEgressRanges(approval.Entries(rules))
+		_, err = egress.ParsePolicy(names, ranges)
 	}
 	if err != nil {
 		return config.Result{}, fmt.Errorf("loading the allow-list of box %s: %w", b.box, err)
@@ -336,7 +347,22 @@ func (b *boxPolicy) load() (*egress.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return egress.ParsePolicy(approval.Entries(rules), b.ranges)
+	names, ranges := splitEgressRanges(approval.Entries(rules))
+	return egress.ParsePolicy(names, append(ranges, b.ranges...))
+}
+
+// splitEgressRanges separates CIDR entries of the trusted egress config
+// (such as "127.0.0.0/8") from host entries: ParsePolicy takes them as
+// ranges. Approvals never hold one (approval.Canonical refuses IP literals).
+func splitEgressRanges(entries []string) (names, ranges []string) {
+	for _, e := range entries {
+		if _, err := netip.ParsePrefix(e); err == nil {
+			ranges = append(ranges, e)
+		} else {
+			names = append(names, e)
+		}
+	}
+	return names, ranges
 }
 
 func (b *boxPolicy) nextExpiry() time.Time {

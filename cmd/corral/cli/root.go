@@ -90,10 +90,15 @@ the hosts the host side allows.`,
 		NewCmdGolden(f),
 		NewCmdRender(f, nil),
 		NewCmdBroker(f, nil),
+		NewCmdGuestConn(f, nil),
 		NewCmdAllow(f, nil),
 		NewCmdEgress(f, nil),
 		NewCmdSecret(f),
 		NewCmdVersion(f, nil),
+		NewCmdSnapshot(f, nil),
+		NewCmdDoctor(f, nil),
+		NewCmdGC(f, nil),
+		NewCmdAudit(f, nil),
 	)
 	return root
 }

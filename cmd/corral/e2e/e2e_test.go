@@ -240,6 +240,10 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Errorf("the audit log lacks the variable's name")
 		}
 	})
+	t.Run("benchmark: run overhead", func(t *testing.T) {
+		x.t = t
+		runOverhead(t, x, 20)
+	})
 	t.Run("a failed guest unit refuses the session", func(t *testing.T) {
 		x.t = t
 		x.ok("run", "--", "sudo", "systemctl", "stop", "corral-project.service")
@@ -254,6 +258,10 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Fatalf("repair: %v %s", err, out)
 		}
 		x.ok("run", "--", "true")
+	})
+	t.Run("the menu-bar app shows the box and stops it", func(t *testing.T) {
+		x.t = t
+		appStopsBox(t, x)
 	})
 	t.Run("stop and up again", func(t *testing.T) {
 		x.t = t

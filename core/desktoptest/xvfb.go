@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/corral-dev/corral/core/desktoptest"
 )
 
 // StartXvfb starts Xvfb on a free display (via -displayfd) and sets DISPLAY
@@ -17,7 +15,7 @@ import (
 // (fails under CORRAL_REQUIRE_DESKTOP).
 func StartXvfb(t testing.TB, geometry string) string {
 	t.Helper()
-	bin := desktoptest.LookPath(t, "Xvfb", "xvfb")
+	bin := LookPath(t, "Xvfb", "xvfb")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/spf13/cobra"
+)
+
+// AuditOptions are the options of `corral audit`.
+type AuditOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	Since   string
+	Box     string
+	JSON    bool
+	// Now and Location are the clock and the time zone of human output;
+	// tests fix them.
+	Now      func() time.Time
+	Location *time.Location
+}
+
+// NewCmdAudit builds `corral audit`.
+func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
+	opts := &AuditOptions{IO: f.IO, Factory: f, Now: time.Now, Location: time.Local}
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Show the audit log: what happened to boxes, and who did it",
+		Long: `Audit prints the audit log (~/.corral/logs/audit.jsonl and its rotated
+generation) oldest first, one event per line. It records names of forwarded
+variables, never their values.`,
+		Example: "  corral audit --since 24h\n  corral audit --box web-3f2a1c --since 7d\n  corral audit --json | jq .",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return auditRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Since, "since", "", "only events newer than this `age` (90m, 24h, 7d) or time (RFC 3339)")
+	cmd.Flags().StringVar(&opts.Box, "box", "", "only events of this `box`")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines, one event per line")
+	return cmd
+}
+
+// parseSince reads an age (Go duration, or whole days as "7d") or an RFC
+// 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want an age such as 90m, 24h or 7d, or an RFC 3339 time", s)
+}
+
+func auditRun(opts *AuditOptions) error {
+	since, err := parseSince(opts.Since, opts.Now())
+	if err != nil {
+		return err
+	}
+	l, err := opts.Factory.Layout()
+	if err != nil {
+		return err
+	}
+	evs, err := audit.Read(l.AuditLog(), audit.Filter{Since: since, Box: opts.Box})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		for _, ev := range evs {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(evs) == 0 {
+		if opts.IO.OutTTY {
+			fmt.Fprintln(opts.IO.ErrOut, "no audit events")
+		}
+		return nil
+	}
+	loc := opts.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	for _, ev := range evs {
+		box, actor := ev.Box, string(ev.Actor)
+		if box == "" {
+			box = "-"
+		}
+		if actor == "" {
+			actor = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.Time.In(loc).Format("2006-01-02 15:04:05"), ev.Kind, box, actor, auditDetails(ev))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// An event without details would end in the padding of its actor.
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line != "" {
+			fmt.Fprintln(opts.IO.Out, strings.TrimRight(line, " \n"))
+		}
+	}
+	return nil
+}
+
+// auditDetails renders the event's forwarded names and fields as sorted
+// key=value pairs.
+func auditDetails(ev audit.Event) string {
+	var parts []string
+	if len(ev.EnvNames) > 0 {
+		parts = append(parts, "env="+strings.Join(ev.EnvNames, ","))
+	}
+	keys := make([]string, 0, len(ev.Fields))
+	for k := range ev.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+auditValue(ev.Fields[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func auditValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" || strings.ContainsAny(x, " \t\n\"=") {
+			return strconv.Quote(x)
+		}
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = auditValue(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case nil:
+		return "-"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,226 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/qemu"
+)
+
+// tcgOnlyName is the name under which this test binary acts as a qemu
+// wrapper that forces TCG and nothing else: a stand-in for plain
+// `limactl start` on a host whose KVM cannot boot the image (nested PVM).
+const tcgOnlyName = "qemu-tcg-only"
+
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == tcgOnlyName {
+		os.Exit(tcgOnly(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func tcgOnly(args []string) int {
+	real, err := qemu.FindQemu("x86_64")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	out := args
+	if !qemu.IsProbe(args) {
+		if out, err = qemu.Rewrite(args, qemu.Options{Accel: qemu.AccelTCG}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	err = syscall.Exec(real, append([]string{real}, out...), os.Environ())
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+// hostServer is a server on host loopback the guest must not reach except
+// through the broker; it counts requests per path.
+type hostServer struct {
+	port string
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func startHostServer(t *testing.T) *hostServer {
+	t.Helper()
+	s := &hostServer{hits: map[string]int{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		fmt.Fprint(w, "HOST-REACHED "+r.URL.Path)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+func (s *hostServer) count(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+// qemuCmdline is the running qemu's argv of box, read the way
+// funnel.Verify reads it.
+func (x *h) qemuCmdline(box string) string {
+	x.t.Helper()
+	b, err := os.ReadFile(filepath.Join(x.home, "lima", box, "qemu.pid"))
+	must(x.t, err)
+	pid := strings.TrimSpace(string(b))
+	cl, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	must(x.t, err)
+	return strings.ReplaceAll(string(cl), "\x00", " ")
+}
+
+// guestConnProcs counts live `corral guest-conn BOX` processes.
+func guestConnProcs(box string) int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), "\x00guest-conn\x00"+box) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHostFunnel runs a broker-mode box on its own project and proves the
+// boundary from both sides. It runs after TestBoxLifecycle, whose box is
+// removed by then (one VM at a time).
+func TestHostFunnel(t *testing.T) {
+	base := setup(t)
+	proj := filepath.Join(filepath.Dir(base.project), "projf")
+	must(t, os.MkdirAll(proj, 0o755))
+	x := &h{t: t, bin: base.bin, home: base.home, project: proj, env: base.env}
+	out := x.ok("config", "show", "--json")
+	var cfg struct{ Box string }
+	must(t, json.Unmarshal([]byte(out), &cfg))
+	x.box = cfg.Box
+	// The trusted layer puts this box in broker mode and lets the broker
+	// reach host loopback (the test's upstream).
+	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
+	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"),
+		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\"]\n"), 0o600))
+	defer x.corral("rm", "-f")
+	srv := startHostServer(t)
+
+	x.ok("up")
+	var meta struct {
+		BrokerPort int    `json:"broker_port"`
+		Network    string `json:"network"`
+	}
+	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
+	must(t, err)
+	must(t, json.Unmarshal(b, &meta))
+	if meta.Network != "broker" {
+		t.Fatalf("box network %q, want broker", meta.Network)
+	}
+	port := strconv.Itoa(meta.BrokerPort)
+	proxy := "http://192.168.5.4:" + port
+
+	t.Run("the running qemu has the funnel", func(t *testing.T) {
+		x.t = t
+		cl := x.qemuCmdline(x.box)
+		for _, want := range []string{",restrict=on", ",ipv6=off", ",guestfwd=tcp:192.168.5.4:" + port + "-cmd:", " guest-conn " + x.box} {
+			if !strings.Contains(cl, want) {
+				t.Errorf("qemu command line lacks %q:\n%s", want, cl)
+			}
+		}
+		if strings.Count(cl, "-netdev ") != 1 || strings.Count(cl, "guestfwd=") != 1 {
+			t.Errorf("want exactly one netdev and one guestfwd:\n%s", cl)
+		}
+	})
+	t.Run("the guest sees the broker at 192.168.5.4", func(t *testing.T) {
+		x.t = t
+		if got := x.ok("run", "--", "sh", "-c", "echo $HTTPS_PROXY"); got != proxy+"\n" {
+			t.Errorf("HTTPS_PROXY in the box = %q, want %s", got, proxy)
+		}
+	})
+	t.Run("through the broker an allowed upstream answers", func(t *testing.T) {
+		x.t = t
+		got := x.ok("run", "--", "curl", "-sS", "--max-time", "30", "-x", proxy, "http://127.0.0.1:"+srv.port+"/via-broker")
+		if got != "HOST-REACHED /via-broker" || srv.count("/via-broker") != 1 {
+			t.Errorf("via broker: %q, server hits %d", got, srv.count("/via-broker"))
+		}
+	})
+	t.Run("the broker denies a host not on the list", func(t *testing.T) {
+		x.t = t
+		got := x.ok("run", "--", "curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy, "http://denied.example.test/")
+		if got != "403" {
+			t.Errorf("denied host: HTTP %q, want 403 from the broker", got)
+		}
+	})
+	t.Run("host loopback is not reachable directly", func(t *testing.T) {
+		x.t = t
+		for _, target := range []string{"192.168.5.2:" + srv.port, "192.168.5.2:" + port, "192.168.5.4:" + srv.port} {
+			o, e, code := x.corral("run", "--", "curl", "-sS", "--noproxy", "*", "--max-time", "10", "http://"+target+"/direct")
+			if code == 0 {
+				t.Errorf("curl %s from the box succeeded: %q %q", target, o, e)
+			}
+		}
+		if n := srv.count("/direct"); n != 0 {
+			t.Errorf("the host server got %d direct requests", n)
+		}
+	})
+	t.Run("no guest-conn process stays", func(t *testing.T) {
+		x.t = t
+		deadline := time.Now().Add(10 * time.Second)
+		for guestConnProcs(x.box) > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := guestConnProcs(x.box); n != 0 {
+			t.Errorf("%d guest-conn processes alive", n)
+		}
+	})
+	t.Run("a box started without corral's qemu is refused", func(t *testing.T) {
+		x.t = t
+		x.ok("stop")
+		env := append([]string{}, os.Environ()...)
+		env = append(env, "LIMA_HOME="+filepath.Join(x.home, "lima"))
+		// Plain limactl start: Lima's own qemu, or on a host whose KVM cannot
+		// boot the image a wrapper that only forces TCG.
+		if ok, _ := qemu.KVMUsable(); !ok {
+			self, err := os.Executable()
+			must(t, err)
+			link := filepath.Join(t.TempDir(), tcgOnlyName)
+			must(t, os.Symlink(self, link))
+			env = append(env, "QEMU_SYSTEM_X86_64="+link)
+		}
+		cmd := exec.Command("limactl", "start", "--tty=false", "--timeout", "10m", x.box)
+		cmd.Env = env
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("limactl start: %v\n%s", err, b)
+		}
+		if cl := x.qemuCmdline(x.box); strings.Contains(cl, "restrict=on") {
+			t.Fatalf("plain limactl start got the funnel anyway:\n%s", cl)
+		}
+		_, errOut, code := x.corral("run", "--", "true")
+		if code == 0 || !strings.Contains(errOut, "host egress funnel is not in force") ||
+			!strings.Contains(errOut, "corral stop "+x.box+" && corral up") {
+			t.Errorf("session not refused: code %d stderr %q", code, errOut)
+		}
+		x.ok("stop")
+	})
+}

@@ -1,0 +1,524 @@
+package box
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hostinfo"
+	"github.com/corral-dev/corral/core/launchenv"
+	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/project"
+	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/secret"
+	"github.com/corral-dev/corral/core/version"
+	"github.com/corral-dev/corral/guest"
+)
+
+// Check is one finding of `corral doctor`. A failed check names its fix:
+// a command to run or the config key to change.
+type Check struct {
+	Check  string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix"`
+}
+
+func pass(name, detail string) Check { return Check{Check: name, OK: true, Detail: detail} }
+
+func fail(name, detail, fix string) Check {
+	return Check{Check: name, Detail: detail, Fix: fix}
+}
+
+// DirFact is the state of one state directory.
+type DirFact struct {
+	Path string
+	Mode fs.FileMode // permission bits
+	UID  int
+	Err  error // stat error; a missing directory is not a problem
+}
+
+// HostFacts is what the host checks look at. Service.HostFacts reads them;
+// tests make them up.
+type HostFacts struct {
+	GOOS        string
+	Arch        string // Go arch
+	LimaVersion lima.Version
+	LimaErr     error
+	QemuPath    string // Linux
+	QemuErr     error
+	QemuImgErr  error
+	VZ          bool // macOS: Virtualization.framework usable
+	VZDetail    string
+	KVM         bool // Linux
+	KVMReason   string
+	UID         int
+	Dirs        []DirFact
+	LimaHome    string
+	MaxNameLen  int
+	BoxNames    []string
+	HostMemory  uint64
+	Running     []Status // every box; only running ones count
+	Idle        []string
+	// Keychain is the result of reading an item that does not exist: nil
+	// or ErrNotFound means the store answers.
+	Keychain error
+	// KeychainUsers are the boxes whose config has keychain_env.
+	KeychainUsers []string
+}
+
+// HostChecks turns host facts into checks. It is pure.
+func HostChecks(f HostFacts) []Check {
+	var out []Check
+
+	const limaName = "lima"
+	switch {
+	case f.LimaErr != nil:
+		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f.GOOS))))
+	case f.LimaVersion.Less(lima.MinVersion):
+		out = append(out, fail(limaName, fmt.Sprintf("limactl %s is older than %s", f.LimaVersion, lima.MinVersion),
+			limaInstallFix(f.GOOS)))
+	case f.LimaVersion.String() == version.LimaTested:
+		out = append(out, pass(limaName, "limactl "+f.LimaVersion.String()+" (the version corral is tested with)"))
+	default:
+		out = append(out, pass(limaName, fmt.Sprintf("limactl %s (corral is tested with %s)", f.LimaVersion, version.LimaTested)))
+	}
+
+	switch f.GOOS {
+	case "linux":
+		pkg := "qemu-system-x86"
+		if f.Arch == "arm64" {
+			pkg = "qemu-system-arm"
+		}
+		if f.QemuErr != nil {
+			out = append(out, fail("qemu", f.QemuErr.Error(), "sudo apt-get install "+pkg))
+		} else {
+			out = append(out, pass("qemu", f.QemuPath))
+		}
+		if f.QemuImgErr != nil {
+			out = append(out, fail("qemu-img", f.QemuImgErr.Error()+" (Lima makes disks and snapshots with it)", "sudo apt-get install qemu-utils"))
+		} else {
+			out = append(out, pass("qemu-img", "found"))
+		}
+		if f.KVM {
+			out = append(out, pass("acceleration", "KVM"))
+		} else {
+			out = append(out, pass("acceleration", "TCG (software emulation, slower): "+f.KVMReason))
+		}
+	case "darwin":
+		if f.VZ {
+			out = append(out, pass("vz", f.VZDetail))
+		} else {
+			out = append(out, fail("vz", f.VZDetail, `update to macOS 13 or later, or set vm_type = "qemu" (and brew install qemu)`))
+		}
+	}
+
+	var dirProblems, dirFixes []string
+	for _, d := range f.Dirs {
+		switch {
+		case errors.Is(d.Err, fs.ErrNotExist):
+		case d.Err != nil:
+			dirProblems = append(dirProblems, d.Err.Error())
+		default:
+			if d.UID != f.UID {
+				dirProblems = append(dirProblems, fmt.Sprintf("%s is owned by uid %d, not you (uid %d)", d.Path, d.UID, f.UID))
+				dirFixes = append(dirFixes, fmt.Sprintf("sudo chown %d %s", f.UID, d.Path))
+			}
+			if d.Mode&0o077 != 0 {
+				dirProblems = append(dirProblems, fmt.Sprintf("%s has mode %04o, not 0700", d.Path, d.Mode))
+				dirFixes = append(dirFixes, "chmod 700 "+d.Path)
+			}
+		}
+	}
+	if len(dirProblems) > 0 {
+		out = append(out, fail("state directory", strings.Join(dirProblems, "; "), strings.Join(dirFixes, " && ")))
+	} else {
+		out = append(out, pass("state directory", "private (0700, yours)"))
+	}
+
+	var long []string
+	for _, n := range f.BoxNames {
+		if len(n) > f.MaxNameLen {
+			long = append(long, n)
+		}
+	}
+	switch {
+	case len(long) > 0:
+		out = append(out, fail("socket paths", fmt.Sprintf("under %s box names may have at most %d bytes; too long: %s (their sockets exceed %d bytes)",
+			f.LimaHome, max(f.MaxNameLen, 0), strings.Join(long, ", "), project.MaxSockPath),
+			"set CORRAL_HOME to a shorter directory, or recreate those boxes with shorter names"))
+	case f.MaxNameLen < 8:
+		out = append(out, fail("socket paths", fmt.Sprintf("under %s box names may have at most %d bytes", f.LimaHome, max(f.MaxNameLen, 0)),
+			"set CORRAL_HOME to a shorter directory"))
+	default:
+		out = append(out, pass("socket paths", fmt.Sprintf("box names up to %d bytes fit", f.MaxNameLen)))
+	}
+
+	b := CheckBudget(f.Running, 0, f.HostMemory, f.Idle)
+	switch {
+	case f.HostMemory == 0:
+		out = append(out, pass("memory budget", "host RAM unknown"))
+	case b.Level == BudgetRefuse:
+		out = append(out, fail("memory budget", fmt.Sprintf("running boxes' memory caps %s exceed the host's %s",
+			config.FormatSize(b.UsedCaps), config.FormatSize(b.HostBytes)), "corral stop --idle, or lower memory in a box's config"))
+	default:
+		out = append(out, pass("memory budget", fmt.Sprintf("running boxes' memory caps %s of %s host RAM",
+			config.FormatSize(b.UsedCaps), config.FormatSize(b.HostBytes))))
+	}
+
+	switch {
+	case f.Keychain == nil || errors.Is(f.Keychain, secret.ErrNotFound):
+		out = append(out, pass("keychain", "reachable"))
+	case len(f.KeychainUsers) == 0:
+		out = append(out, pass("keychain", "unavailable, and no box uses keychain_env: "+f.Keychain.Error()))
+	default:
+		out = append(out, fail("keychain", fmt.Sprintf("unavailable, and boxes %s use keychain_env: %v", strings.Join(f.KeychainUsers, ", "), f.Keychain),
+			hintOf(f.Keychain, "unlock or start the OS keychain")))
+	}
+	return out
+}
+
+func limaInstallFix(goos string) string {
+	if goos == "darwin" {
+		return "brew install lima (or brew upgrade lima)"
+	}
+	return "install Lima " + version.LimaTested + ": sudo packaging/linux/setup-lima.sh"
+}
+
+// hintOf is the Hint() of err or of an error it wraps, else def.
+func hintOf(err error, def string) string {
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		return h.Hint()
+	}
+	return def
+}
+
+// doctorProbeService is the keychain item the keychain check reads; it is
+// never stored, so "not found" proves the store answers.
+const doctorProbeService = "corral-doctor-probe"
+
+// HostFacts reads the host facts. store is the OS keychain (nil skips the
+// keychain probe).
+func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
+	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome()}
+	f.LimaVersion, f.LimaErr = s.Lima.CheckVersion(ctx)
+	if errors.Is(f.LimaErr, lima.ErrTooOld) {
+		f.LimaErr = nil // HostChecks says so with the version
+	}
+	switch runtime.GOOS {
+	case "linux":
+		f.QemuPath, f.QemuErr = qemu.FindQemu("")
+		_, f.QemuImgErr = exec.LookPath("qemu-img")
+		f.KVM, f.KVMReason = qemu.KVMUsable()
+	case "darwin":
+		f.VZ, f.VZDetail = vzAvailable()
+	}
+	for _, d := range s.Layout.Dirs() {
+		df := DirFact{Path: d}
+		fi, err := os.Stat(d)
+		if err != nil {
+			df.Err = err
+		} else {
+			df.Mode = fi.Mode().Perm()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				df.UID = int(st.Uid)
+			}
+		}
+		f.Dirs = append(f.Dirs, df)
+	}
+	f.MaxNameLen = project.MaxNameLen(s.Layout.LimaHome())
+	metas, _ := ListMeta(s.Layout)
+	for _, m := range metas {
+		f.BoxNames = append(f.BoxNames, m.Name)
+		if r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project}); err == nil && len(r.Config.Config.KeychainEnv) > 0 {
+			f.KeychainUsers = append(f.KeychainUsers, m.Name)
+		}
+	}
+	if h, err := hostinfo.Read(); err == nil {
+		f.HostMemory = h.MemoryBytes
+	}
+	f.Running, _ = s.List()
+	if ib, err := s.IdleBoxes(); err == nil {
+		for _, st := range ib {
+			f.Idle = append(f.Idle, st.Name)
+		}
+	}
+	if store != nil {
+		_, f.Keychain = store.Get(ctx, doctorProbeService, "probe")
+	}
+	return f
+}
+
+//go:embed doctor_guest.sh
+var doctorGuestScript string
+
+// GuestRunner runs the doctor's guest script: argv is the ssh command,
+// environ its extra environment (CORRAL_FWD_ entries), script its stdin.
+type GuestRunner func(ctx context.Context, argv, environ []string, script string) ([]byte, error)
+
+// DoctorBoxOptions describe what a box's sessions get, so that doctor can
+// check that it arrives.
+type DoctorBoxOptions struct {
+	// Resolved is the box's project and effective config.
+	Resolved Resolved
+	// Environ are the session's CORRAL_FWD_NAME=value entries
+	// (launchenv.Env.SSHEnviron) and EnvNames their names; EnvErr is
+	// Assemble's refusal, reported one check per config key.
+	Environ  []string
+	EnvNames []string
+	EnvErr   error
+	// RunGuest runs the guest script; nil runs ssh.
+	RunGuest GuestRunner
+}
+
+// guestTimeout bounds the doctor's ssh round trip.
+const guestTimeout = time.Minute
+
+// DoctorBox checks one box: its state, its broker, and, over one ssh round
+// trip, the guest (provisioning, units, network mode, the session
+// environment and git credentials).
+func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOptions) []Check {
+	m, err := ReadMeta(s.Layout, box)
+	if err != nil {
+		return []Check{fail("box "+box, err.Error(), hintOf(err, "corral ls lists the boxes"))}
+	}
+	var out []Check
+	st := s.StatusOf(m)
+	switch st.State {
+	case string(lima.StatusRunning):
+		out = append(out, pass("box "+box, "running"))
+	case string(lima.StatusStopped):
+		out = append(out, pass("box "+box, "stopped; the guest checks need it running (corral start "+box+")"))
+	case "Missing":
+		return append(out, fail("box "+box, "the Lima instance is gone", "corral rm "+box+" && corral up -C "+m.Project))
+	default:
+		return append(out, fail("box "+box, strings.ToLower(st.State), "corral stop "+box+" && corral start "+box))
+	}
+
+	if opt.Resolved.Project.Box == box {
+		if rendered, err := Render(s.Layout, opt.Resolved, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
+			out = append(out, fail("config", "the box's config changed since it was created", "corral rebuild -C "+m.Project))
+		} else if err == nil {
+			out = append(out, pass("config", "the box matches its config"))
+		}
+	}
+	out = append(out, envChecks(opt.EnvErr)...)
+
+	if st.State != string(lima.StatusRunning) {
+		return out
+	}
+	if m.Network == "broker" {
+		if BrokerAnswering(m.BrokerPort) {
+			out = append(out, pass("broker", fmt.Sprintf("answering on 127.0.0.1:%d", m.BrokerPort)))
+		} else {
+			out = append(out, fail("broker", fmt.Sprintf("not answering on 127.0.0.1:%d (log: %s)", m.BrokerPort, s.Layout.BrokerLog(box)),
+				"corral stop "+box+" && corral start "+box))
+		}
+	}
+
+	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: opt.EnvNames}
+	if opt.Resolved.Project.Box == box {
+		want.GitHosts = opt.Resolved.Config.Config.GitTokens
+	}
+	argv, err := s.Lima.SSHArgs(box, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
+	if err != nil {
+		return append(out, fail("ssh", err.Error(), ""))
+	}
+	argv = append(argv, "-o", "LogLevel=ERROR", "-T", "--", want.remoteCommand())
+	run := opt.RunGuest
+	if run == nil {
+		run = runSSH
+	}
+	ctx, cancel := context.WithTimeout(ctx, guestTimeout)
+	defer cancel()
+	b, err := run(ctx, argv, opt.Environ, doctorGuestScript)
+	kv := parseGuestReport(b)
+	if kv["end"] != "1" {
+		detail := "no answer from the guest"
+		if err != nil {
+			detail = err.Error()
+		}
+		return append(out, fail("ssh", detail, "corral stop "+box+" && corral start "+box))
+	}
+	return append(out, guestChecks(want, kv)...)
+}
+
+func runSSH(ctx context.Context, argv, environ []string, script string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), environ...)
+	cmd.Stdin = strings.NewReader(script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, firstLine(msg))
+		}
+		return out, fmt.Errorf("running the doctor's checks over ssh: %w", err)
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// envChecks reports Assemble's refusal one check per config key.
+func envChecks(err error) []Check {
+	if err == nil {
+		return []Check{pass("session environment", "every configured variable has a source")}
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []Check
+	for _, e := range errs {
+		var le *launchenv.Error
+		if errors.As(e, &le) {
+			out = append(out, fail(le.Key, le.Err.Error(), le.Hint()))
+		} else {
+			out = append(out, fail("session environment", e.Error(), hintOf(e, "")))
+		}
+	}
+	return out
+}
+
+// guestWant is what the guest must show.
+type guestWant struct {
+	Box      string
+	Network  string
+	Units    []string
+	EnvNames []string
+	GitHosts []string
+}
+
+// remoteCommand is the command line ssh hands the guest's shell: the
+// script comes on stdin; every argument is quoted.
+func (w guestWant) remoteCommand() string {
+	args := []string{"sh", "-s", "--", shellQuote(w.Network)}
+	for _, u := range w.Units {
+		args = append(args, shellQuote("unit:"+u))
+	}
+	for _, n := range w.EnvNames {
+		args = append(args, shellQuote("env:"+n))
+	}
+	for _, h := range w.GitHosts {
+		args = append(args, shellQuote("git:"+h+":"+launchenv.TokenVar(h)))
+	}
+	return strings.Join(args, " ")
+}
+
+// parseGuestReport reads the script's key=value lines; later lines win.
+func parseGuestReport(b []byte) map[string]string {
+	kv := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && k != "" {
+			kv[k] = v
+		}
+	}
+	return kv
+}
+
+// guestChecks turns the guest's report into checks. It is pure.
+func guestChecks(w guestWant, kv map[string]string) []Check {
+	var out []Check
+	box := w.Box
+	restart := "corral stop " + box + " && corral start " + box + " (provisioning runs again at boot)"
+	if kv["marker"] == "1" {
+		out = append(out, pass("provisioned", guest.ProvisionedMarker+" present"))
+	} else {
+		out = append(out, fail("provisioned", guest.ProvisionedMarker+" is missing: provisioning did not finish",
+			"corral rebuild (the boot log is in the box's serial.log)"))
+	}
+	for _, u := range w.Units {
+		state := kv["unit."+u]
+		if state == "active" {
+			out = append(out, pass("unit "+u, "active"))
+			continue
+		}
+		if state == "" {
+			state = "unknown"
+		}
+		out = append(out, fail("unit "+u, u+" is "+state+" in the box; sessions are refused",
+			restart+"; journalctl -u "+u+" in the box shows why"))
+	}
+
+	netName := "network " + w.Network
+	var netProblems []string
+	if got := kv["network"]; got != w.Network {
+		netProblems = append(netProblems, fmt.Sprintf("the guest applies network %q, the box was created with %q", got, w.Network))
+	}
+	nftNote := ""
+	if w.Network == "broker" || w.Network == "offline" {
+		if kv["sudo"] != "no" {
+			netProblems = append(netProblems, "the box user has sudo, so it could undo the network rules")
+		}
+		switch kv["nft"] {
+		case "present":
+			nftNote = "; nftables table inet corral present"
+		case "unknown":
+			nftNote = "; nftables table not readable without root (its unit is checked above)"
+		default:
+			netProblems = append(netProblems, "the nftables table inet corral is missing")
+		}
+	}
+	if len(netProblems) > 0 {
+		out = append(out, fail(netName, strings.Join(netProblems, "; "), "corral rebuild"))
+	} else {
+		out = append(out, pass(netName, "applied"+nftNote))
+	}
+
+	var missing []string
+	for _, n := range w.EnvNames {
+		if kv["env."+n] != "1" {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		out = append(out, fail("session variables", "not arriving in the box: "+strings.Join(missing, ", "),
+			"the box's sshd must accept CORRAL_FWD_*: "+restart))
+	} else {
+		out = append(out, pass("session variables", fmt.Sprintf("%d arrive in the box", len(w.EnvNames))))
+	}
+
+	for _, h := range w.GitHosts {
+		name := "git credentials " + h
+		switch kv["git."+h] {
+		case "ok":
+			out = append(out, pass(name, "the credential helper answers"))
+		case "nogit":
+			out = append(out, pass(name, "git is not installed in the box"))
+		default:
+			out = append(out, fail(name, "the credential helper gives no token for https://"+h,
+				fmt.Sprintf("corral secret set --service %s --account %s (or gh auth login on the host)", launchenv.GitTokenService, h)))
+		}
+	}
+	return out
+}
+
+// Failed reports whether any check failed.
+func Failed(checks []Check) bool {
+	for _, c := range checks {
+		if !c.OK {
+			return true
+		}
+	}
+	return false
+}

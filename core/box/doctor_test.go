@@ -1,0 +1,281 @@
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/launchenv"
+	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/secret"
+)
+
+const gib = 1 << 30
+
+func healthyHost() HostFacts {
+	return HostFacts{
+		GOOS: "linux", Arch: "amd64",
+		LimaVersion: lima.Version{Major: 1, Minor: 2, Patch: 2},
+		QemuPath:    "/usr/bin/qemu-system-x86_64",
+		KVM:         true,
+		UID:         1000,
+		Dirs:        []DirFact{{Path: "/h", Mode: 0o700, UID: 1000}, {Path: "/h/lima", Err: os.ErrNotExist}},
+		LimaHome:    "/h/lima", MaxNameLen: 40, BoxNames: []string{"web-3f2a1c"},
+		HostMemory: 16 * gib,
+		Running:    []Status{{Meta: Meta{Name: "web-3f2a1c", MemoryCap: 4 * gib}, State: "Running"}},
+		Keychain:   secret.NotFound(doctorProbeService, "probe"),
+	}
+}
+
+// byName indexes checks; a name that appears twice fails the test.
+func byName(t *testing.T, cs []Check) map[string]Check {
+	t.Helper()
+	m := map[string]Check{}
+	for _, c := range cs {
+		if _, dup := m[c.Check]; dup {
+			t.Errorf("check %q twice", c.Check)
+		}
+		m[c.Check] = c
+	}
+	return m
+}
+
+func TestHostChecksHealthy(t *testing.T) {
+	cs := HostChecks(healthyHost())
+	if Failed(cs) {
+		t.Errorf("failed: %+v", cs)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Check)
+	}
+	want := []string{"lima", "qemu", "qemu-img", "acceleration", "state directory", "socket paths", "memory budget", "keychain"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("checks %v, want %v", names, want)
+	}
+	m := byName(t, cs)
+	if m["lima"].Detail != "limactl 1.2.2 (the version corral is tested with)" || m["memory budget"].Detail != "running boxes' memory caps 4GiB of 16GiB host RAM" {
+		t.Errorf("%+v", cs)
+	}
+}
+
+func TestHostChecksProblems(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*HostFacts)
+		check  string
+		ok     bool
+		detail string // substring
+		fix    string // substring
+	}{
+		{"no limactl", func(f *HostFacts) { f.LimaErr = fmt.Errorf("getting limactl version: %w", lima.ErrNotInstalled) }, "lima", false, "not installed", "setup-lima.sh"},
+		{"old lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 0} }, "lima", false, "1.0.0 is older than 1.2.0", "install Lima"},
+		{"newer lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 3} }, "lima", true, "corral is tested with 1.2.2", ""},
+		{"no qemu", func(f *HostFacts) { f.QemuErr = errors.New("qemu-system binary not found") }, "qemu", false, "not found", "apt-get install qemu-system-x86"},
+		{"tcg", func(f *HostFacts) { f.KVM, f.KVMReason = false, "no /dev/kvm" }, "acceleration", true, "TCG", ""},
+		{"open state dir", func(f *HostFacts) { f.Dirs[0].Mode = 0o755 }, "state directory", false, "/h has mode 0755", "chmod 700 /h"},
+		{"foreign state dir", func(f *HostFacts) { f.Dirs[0].UID = 0 }, "state directory", false, "owned by uid 0", "sudo chown 1000 /h"},
+		{"long name", func(f *HostFacts) { f.MaxNameLen = 8 }, "socket paths", false, "too long: web-3f2a1c", "CORRAL_HOME"},
+		{"over budget", func(f *HostFacts) { f.Running[0].MemoryCap = 20 * gib }, "memory budget", false, "exceed", "corral stop --idle"},
+		{"stopped box over budget", func(f *HostFacts) { f.Running[0].MemoryCap, f.Running[0].State = 20*gib, "Stopped" }, "memory budget", true, "0B of 16GiB", ""},
+		{"keychain down, unused", func(f *HostFacts) { f.Keychain = secret.Unavailable("s", "a", nil, "start gnome-keyring") }, "keychain", true, "no box uses keychain_env", ""},
+		{"keychain down, used", func(f *HostFacts) {
+			f.Keychain, f.KeychainUsers = secret.Unavailable("s", "a", nil, "start gnome-keyring"), []string{"web-3f2a1c"}
+		}, "keychain", false, "web-3f2a1c use keychain_env", "start gnome-keyring"},
+		{"no vz", func(f *HostFacts) { f.GOOS, f.VZDetail = "darwin", "macOS 12.7 is older than 13, which vz needs" }, "vz", false, "older than 13", "macOS 13"},
+	}
+	for _, tt := range tests {
+		f := healthyHost()
+		tt.mutate(&f)
+		c, ok := byName(t, HostChecks(f))[tt.check]
+		if !ok {
+			t.Errorf("%s: no check %q", tt.name, tt.check)
+			continue
+		}
+		if c.OK != tt.ok || !strings.Contains(c.Detail, tt.detail) || !strings.Contains(c.Fix, tt.fix) || (!c.OK && c.Fix == "") {
+			t.Errorf("%s: %+v", tt.name, c)
+		}
+	}
+}
+
+func healthyGuest() (guestWant, map[string]string) {
+	w := guestWant{Box: "web", Network: "broker", Units: []string{"corral-network.service", "corral-project.service"},
+		EnvNames: []string{"API_KEY", "CORRAL_BOX"}, GitHosts: []string{"github.com"}}
+	kv := parseGuestReport([]byte(`network_want=broker
+marker=1
+marker_hash=sha256:abc
+network=broker
+sudo=no
+nft=present
+unit.corral-network.service=active
+unit.corral-project.service=active
+env.API_KEY=1
+env.CORRAL_BOX=1
+git.github.com=ok
+end=1
+`))
+	return w, kv
+}
+
+func TestGuestChecksHealthy(t *testing.T) {
+	w, kv := healthyGuest()
+	cs := guestChecks(w, kv)
+	if Failed(cs) {
+		t.Errorf("failed: %+v", cs)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Check)
+	}
+	want := []string{"provisioned", "unit corral-network.service", "unit corral-project.service", "network broker", "session variables", "git credentials github.com"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("checks %v, want %v", names, want)
+	}
+}
+
+func TestGuestChecksProblems(t *testing.T) {
+	tests := []struct {
+		name   string
+		kv     map[string]string
+		check  string
+		detail string
+		fix    string
+	}{
+		{"no marker", map[string]string{"marker": "0"}, "provisioned", "/etc/corral/provisioned is missing", "corral rebuild"},
+		{"unit stopped", map[string]string{"unit.corral-project.service": "inactive"}, "unit corral-project.service", "corral-project.service is inactive", "journalctl -u corral-project.service"},
+		{"unit unknown", map[string]string{"unit.corral-network.service": ""}, "unit corral-network.service", "is unknown", "corral stop web && corral start web"},
+		{"sudo left", map[string]string{"sudo": "yes"}, "network broker", "has sudo", "corral rebuild"},
+		{"no table", map[string]string{"nft": "absent"}, "network broker", "inet corral is missing", "corral rebuild"},
+		{"other mode", map[string]string{"network": "full"}, "network broker", `applies network "full"`, "corral rebuild"},
+		{"env lost", map[string]string{"env.API_KEY": "0"}, "session variables", "not arriving in the box: API_KEY", "CORRAL_FWD_*"},
+		{"no token", map[string]string{"git.github.com": "none"}, "git credentials github.com", "no token for https://github.com", "corral secret set --service corral-git --account github.com"},
+	}
+	for _, tt := range tests {
+		w, kv := healthyGuest()
+		for k, v := range tt.kv {
+			kv[k] = v
+		}
+		cs := guestChecks(w, kv)
+		c := byName(t, cs)[tt.check]
+		if c.OK || !strings.Contains(c.Detail, tt.detail) || !strings.Contains(c.Fix, tt.fix) {
+			t.Errorf("%s: %+v", tt.name, c)
+		}
+		var failed int
+		for _, c := range cs {
+			if !c.OK {
+				failed++
+			}
+		}
+		if failed != 1 {
+			t.Errorf("%s: %d checks failed, want 1: %+v", tt.name, failed, cs)
+		}
+	}
+	// Without root the table cannot be read; the unit check covers it.
+	w, kv := healthyGuest()
+	kv["nft"] = "unknown"
+	if c := byName(t, guestChecks(w, kv))["network broker"]; !c.OK {
+		t.Errorf("unreadable table: %+v", c)
+	}
+	// Full mode wants neither the table nor sudo removed.
+	w.Network, kv["network"], kv["sudo"], kv["nft"] = "full", "full", "yes", "absent"
+	if c := byName(t, guestChecks(w, kv))["network full"]; !c.OK {
+		t.Errorf("full mode: %+v", c)
+	}
+}
+
+func TestRemoteCommandQuotes(t *testing.T) {
+	w := guestWant{Network: "broker", Units: []string{"a.service"}, EnvNames: []string{"K"}, GitHosts: []string{"git.example.test"}}
+	want := `sh -s -- 'broker' 'unit:a.service' 'env:K' 'git:git.example.test:CORRAL_GIT_TOKEN_GIT_EXAMPLE_TEST'`
+	if got := w.remoteCommand(); got != want {
+		t.Errorf("%s\nwant %s", got, want)
+	}
+}
+
+func TestEnvChecks(t *testing.T) {
+	in := launchenv.Input{
+		Config:  config.Config{KeychainEnv: map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "default"}}},
+		Secrets: &secret.Memory{},
+	}
+	_, err := launchenv.Assemble(context.Background(), in)
+	if err == nil {
+		t.Fatal("assemble succeeded without the secret")
+	}
+	cs := envChecks(err)
+	if len(cs) != 1 || cs[0].OK || cs[0].Check != "keychain_env.API_KEY" ||
+		!strings.Contains(cs[0].Detail, `service "anthropic" account "default"`) ||
+		!strings.Contains(cs[0].Fix, "corral secret set --service anthropic --account default") {
+		t.Errorf("%+v", cs)
+	}
+	if cs := envChecks(nil); len(cs) != 1 || !cs[0].OK {
+		t.Errorf("%+v", cs)
+	}
+}
+
+// TestDoctorBoxRunsTheGuestScript drives DoctorBox on a "running" box
+// (live pid files) with the ssh replaced: the script really runs, in sh
+// on this host, with the environment ssh would send.
+func TestDoctorBoxRunsTheGuestScript(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	ctx := context.Background()
+	if _, err := s.Up(ctx, r, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box := r.Project.Box
+	dir := filepath.Join(s.Layout.LimaHome(), box)
+	_ = os.WriteFile(filepath.Join(dir, "ha.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "qemu.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
+	var gotArgv []string
+	run := func(ctx context.Context, argv, environ []string, script string) ([]byte, error) {
+		gotArgv = argv
+		remote := argv[len(argv)-1]
+		return runSSH(ctx, []string{"sh", "-c", remote}, environ, script)
+	}
+	cs := s.DoctorBox(ctx, box, DoctorBoxOptions{
+		Resolved: r, Environ: []string{"CORRAL_FWD_CORRAL_BOX=" + box}, EnvNames: []string{"CORRAL_BOX", "MISSING"}, RunGuest: run,
+	})
+	m := byName(t, cs)
+	if !m["box "+box].OK || !m["config"].OK || !m["session environment"].OK {
+		t.Errorf("%+v", cs)
+	}
+	if c := m["session variables"]; c.OK || c.Detail != "not arriving in the box: MISSING" {
+		t.Errorf("session variables: %+v", c)
+	}
+	if _, ok := m["network full"]; !ok {
+		t.Errorf("no network check: %+v", cs)
+	}
+	if !slicesContain(gotArgv, "SendEnv=CORRAL_FWD_*") || !slicesContain(gotArgv, "ControlMaster=no") {
+		t.Errorf("ssh argv %v", gotArgv)
+	}
+	// A box whose ssh does not answer.
+	cs = s.DoctorBox(ctx, box, DoctorBoxOptions{Resolved: r, RunGuest: func(context.Context, []string, []string, string) ([]byte, error) {
+		return nil, errors.New("ssh: connect refused")
+	}})
+	if c := byName(t, cs)["ssh"]; c.OK || c.Detail != "ssh: connect refused" {
+		t.Errorf("%+v", cs)
+	}
+}
+
+func TestDoctorBoxStopped(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	if _, err := s.Up(context.Background(), r, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs := s.DoctorBox(context.Background(), r.Project.Box, DoctorBoxOptions{Resolved: r, RunGuest: func(context.Context, []string, []string, string) ([]byte, error) {
+		t.Error("ssh into a stopped box")
+		return nil, nil
+	}})
+	if Failed(cs) || !strings.Contains(cs[0].Detail, "stopped") {
+		t.Errorf("%+v", cs)
+	}
+	if cs := s.DoctorBox(context.Background(), "nope", DoctorBoxOptions{}); !Failed(cs) {
+		t.Errorf("unknown box: %+v", cs)
+	}
+}

@@ -1,0 +1,408 @@
+package box
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+// LogRetention is how long the egress and broker logs of a deleted box are
+// kept (Remove touches the egress log, so its mtime is the deletion time).
+const LogRetention = 14 * 24 * time.Hour
+
+// ProvisioningGrace is how long the metadata of a box being created is
+// left alone while its instance does not exist yet.
+const ProvisioningGrace = time.Hour
+
+// GCKind says what a garbage item is.
+type GCKind string
+
+// Kinds of garbage.
+const (
+	GCInstance  GCKind = "instance"  // a Lima instance with no box metadata
+	GCMeta      GCKind = "metadata"  // box metadata whose instance is gone
+	GCBroker    GCKind = "broker"    // a broker process whose box is gone
+	GCGolden    GCKind = "golden"    // a golden image no box was cloned from
+	GCLog       GCKind = "log"       // an egress or broker log of a deleted box
+	GCApprovals GCKind = "approvals" // the approvals of a deleted box
+)
+
+// GCItem is one thing gc removes.
+type GCItem struct {
+	Kind   GCKind `json:"kind"`
+	Box    string `json:"box,omitempty"`
+	Path   string `json:"path,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (it GCItem) String() string {
+	what := it.Box
+	switch {
+	case it.PID != 0:
+		what = fmt.Sprintf("pid %d (box %s)", it.PID, it.Box)
+	case it.Path != "":
+		what = it.Path
+	}
+	return fmt.Sprintf("%s %s: %s", it.Kind, what, it.Reason)
+}
+
+// GCPlan is what gc would remove, and notes on what it did not look at.
+type GCPlan struct {
+	Items []GCItem `json:"items"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+// BrokerProc is a running `corral broker --box BOX` of this state dir.
+type BrokerProc struct {
+	PID int
+	Box string
+}
+
+// GCFile is a file in the logs or projects directory.
+type GCFile struct {
+	Path    string
+	ModTime time.Time
+}
+
+// GCState is everything PlanGC decides on; Service.GCState reads it.
+type GCState struct {
+	Now time.Time
+	// MetaNames are the boxes with a metadata file, readable or not;
+	// Metas the readable ones.
+	MetaNames []string
+	Metas     map[string]Meta
+	// Instances are the directory names under corral's LIMA_HOME.
+	Instances []string
+	Brokers   []BrokerProc
+	// BrokersUnknown, when set, says why brokers were not looked for.
+	BrokersUnknown string
+	Logs           []GCFile // in the logs directory
+	Projects       []GCFile // in the projects directory
+	// Goldens removes unused golden images (--goldens).
+	Goldens bool
+}
+
+// PlanGC decides what is garbage. It is pure: the clock is st.Now.
+func PlanGC(st GCState) GCPlan {
+	var p GCPlan
+	hasMeta := map[string]bool{}
+	for _, n := range st.MetaNames {
+		hasMeta[n] = true
+	}
+	hasInst := map[string]bool{}
+	for _, n := range st.Instances {
+		hasInst[n] = true
+	}
+	usedGolden := map[string]bool{}
+	for _, m := range st.Metas {
+		if m.Golden != "" {
+			usedGolden[m.Golden] = true
+		}
+	}
+
+	var unusedGoldens []string
+	for _, n := range sorted(st.Instances) {
+		switch {
+		case strings.HasPrefix(n, "_") || strings.HasPrefix(n, "."):
+		case strings.HasPrefix(n, "golden-"):
+			if !usedGolden[n] {
+				unusedGoldens = append(unusedGoldens, n)
+			}
+		case !hasMeta[n]:
+			p.Items = append(p.Items, GCItem{Kind: GCInstance, Box: n, Reason: "Lima instance without box metadata"})
+		}
+	}
+	if len(unusedGoldens) > 0 {
+		if st.Goldens {
+			for _, g := range unusedGoldens {
+				p.Items = append(p.Items, GCItem{Kind: GCGolden, Box: g, Reason: "no box was cloned from it"})
+			}
+		} else {
+			p.Notes = append(p.Notes, fmt.Sprintf("%d golden image(s) no box uses: %s (corral gc --goldens removes them; the next new box rebuilds one)",
+				len(unusedGoldens), strings.Join(unusedGoldens, ", ")))
+		}
+	}
+
+	// live are the boxes that still exist after this plan.
+	live := map[string]bool{}
+	for _, n := range sorted(st.MetaNames) {
+		if hasInst[n] {
+			live[n] = true
+			continue
+		}
+		if m, ok := st.Metas[n]; ok && m.Provisioning && st.Now.Sub(m.Created) < ProvisioningGrace {
+			live[n] = true
+			p.Notes = append(p.Notes, fmt.Sprintf("box %s is being created; its metadata is left alone", n))
+			continue
+		}
+		p.Items = append(p.Items, GCItem{Kind: GCMeta, Box: n, Reason: "its Lima instance is gone"})
+	}
+
+	brokers := append([]BrokerProc(nil), st.Brokers...)
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i].PID < brokers[j].PID })
+	for _, b := range brokers {
+		if !live[b.Box] {
+			p.Items = append(p.Items, GCItem{Kind: GCBroker, Box: b.Box, PID: b.PID, Reason: "broker of a box that is gone"})
+		}
+	}
+	if st.BrokersUnknown != "" {
+		p.Notes = append(p.Notes, st.BrokersUnknown)
+	}
+
+	for _, f := range sortedFiles(st.Logs) {
+		box, ok := logBox(filepath.Base(f.Path))
+		if !ok || live[box] {
+			continue
+		}
+		if age := st.Now.Sub(f.ModTime); age > LogRetention {
+			p.Items = append(p.Items, GCItem{Kind: GCLog, Box: box, Path: f.Path,
+				Reason: fmt.Sprintf("log of a deleted box, untouched for %d days", int(age.Hours()/24))})
+		}
+	}
+	for _, f := range sortedFiles(st.Projects) {
+		box, ok := approvalsBox(filepath.Base(f.Path))
+		if ok && !live[box] {
+			p.Items = append(p.Items, GCItem{Kind: GCApprovals, Box: box, Path: f.Path, Reason: "approvals of a deleted box"})
+		}
+	}
+	return p
+}
+
+// logBox is the box of egress-<box>.jsonl[.N] and broker-<box>.log[.N].
+func logBox(name string) (string, bool) {
+	for _, pre := range []struct{ prefix, ext string }{{"egress-", ".jsonl"}, {"broker-", ".log"}} {
+		rest, ok := strings.CutPrefix(name, pre.prefix)
+		if !ok {
+			continue
+		}
+		if i := strings.Index(rest, pre.ext); i > 0 {
+			if tail := rest[i+len(pre.ext):]; tail == "" || isGeneration(tail) {
+				return rest[:i], true
+			}
+		}
+	}
+	return "", false
+}
+
+func isGeneration(s string) bool {
+	n, ok := strings.CutPrefix(s, ".")
+	_, err := strconv.Atoi(n)
+	return ok && err == nil
+}
+
+// approvalsBox is the box of <box>.approvals.json[.lock] (core/approval).
+func approvalsBox(name string) (string, bool) {
+	for _, suf := range []string{".approvals.json", ".approvals.json.lock"} {
+		if box, ok := strings.CutSuffix(name, suf); ok && box != "" {
+			return box, true
+		}
+	}
+	return "", false
+}
+
+func sorted(ss []string) []string {
+	out := append([]string(nil), ss...)
+	sort.Strings(out)
+	return out
+}
+
+func sortedFiles(fs []GCFile) []GCFile {
+	out := append([]GCFile(nil), fs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// GCState reads the state PlanGC decides on.
+func (s *Service) GCState(goldens bool) (GCState, error) {
+	st := GCState{Now: s.now(), Metas: map[string]Meta{}, Goldens: goldens}
+	ents, err := os.ReadDir(s.Layout.BoxesDir())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return st, fmt.Errorf("listing boxes: %w", err)
+	}
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(n, ".") {
+			st.MetaNames = append(st.MetaNames, n)
+			if m, err := ReadMeta(s.Layout, n); err == nil {
+				st.Metas[n] = m
+			}
+		}
+	}
+	ents, err = os.ReadDir(s.Layout.LimaHome())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return st, fmt.Errorf("listing lima instances: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			st.Instances = append(st.Instances, e.Name())
+		}
+	}
+	if runtime.GOOS == "linux" {
+		st.Brokers = scanBrokers("/proc", s.Layout.Home)
+	} else {
+		st.BrokersUnknown = "brokers of deleted boxes are not looked for on this system (no /proc); ps -ax | grep 'corral broker' lists brokers"
+	}
+	st.Logs = listFiles(s.Layout.LogsDir())
+	st.Projects = listFiles(s.Layout.ProjectsDir())
+	return st, nil
+}
+
+func listFiles(dir string) []GCFile {
+	ents, _ := os.ReadDir(dir)
+	var out []GCFile
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			out = append(out, GCFile{Path: filepath.Join(dir, e.Name()), ModTime: fi.ModTime()})
+		}
+	}
+	return out
+}
+
+// scanBrokers finds `corral broker --box BOX` processes of the state dir
+// home in a /proc tree: argv[1] is "broker" and the environment has
+// CORRAL_HOME=home (EnsureBroker sets it), so brokers of other state dirs
+// are never touched.
+func scanBrokers(proc, home string) []BrokerProc {
+	ents, _ := os.ReadDir(proc)
+	var out []BrokerProc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(proc, e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) < 3 || args[1] != "broker" {
+			continue
+		}
+		box := ""
+		for i, a := range args {
+			if a == "--box" && i+1 < len(args) {
+				box = args[i+1]
+			} else if v, ok := strings.CutPrefix(a, "--box="); ok {
+				box = v
+			}
+		}
+		if box == "" {
+			continue
+		}
+		environ, err := os.ReadFile(filepath.Join(proc, e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, environ...), []byte("\x00"+paths.EnvHome+"="+home+"\x00")) {
+			continue
+		}
+		out = append(out, BrokerProc{PID: pid, Box: box})
+	}
+	return out
+}
+
+// PlanGC reads the state and plans.
+func (s *Service) PlanGC(goldens bool) (GCPlan, error) {
+	st, err := s.GCState(goldens)
+	if err != nil {
+		return GCPlan{}, err
+	}
+	return PlanGC(st), nil
+}
+
+// GC removes the items of a plan. Each per-box item is rechecked under the
+// box lock (a box created since planning is left alone). It returns the
+// items removed and the failures; gc is recorded in the audit log.
+func (s *Service) GC(ctx context.Context, plan GCPlan) ([]GCItem, error) {
+	var done []GCItem
+	var errs []error
+	for _, it := range plan.Items {
+		if err := s.gcItem(ctx, it); err != nil {
+			if !errors.Is(err, errGCSkip) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		done = append(done, it)
+	}
+	if len(done) > 0 {
+		var what []string
+		for _, it := range done {
+			what = append(what, it.String())
+		}
+		s.audit(audit.Event{Kind: audit.KindGC, Fields: map[string]any{"removed": what}})
+	}
+	return done, errors.Join(errs...)
+}
+
+// errGCSkip means an item is no longer garbage.
+var errGCSkip = errors.New("no longer garbage")
+
+func (s *Service) gcItem(ctx context.Context, it GCItem) error {
+	if it.Kind == GCGolden {
+		return s.RemoveGolden(ctx, it.Box, false)
+	}
+	lock, err := s.LockBox(ctx, it.Box)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	_, merr := ReadMeta(s.Layout, it.Box)
+	noMeta := errors.Is(merr, ErrNoMeta)
+	switch it.Kind {
+	case GCInstance:
+		if !noMeta {
+			return errGCSkip
+		}
+		// A directory without lima.yaml (an interrupted limactl create) is
+		// not an instance to limactl, which would leave it; it lives in
+		// corral's own LIMA_HOME.
+		dir := filepath.Join(s.Layout.LimaHome(), it.Box)
+		if _, err := os.Stat(filepath.Join(dir, "lima.yaml")); errors.Is(err, fs.ErrNotExist) {
+			return os.RemoveAll(dir)
+		}
+		if err := s.Lima.Delete(ctx, it.Box, true); err != nil {
+			return fmt.Errorf("removing orphaned instance %s: %w", it.Box, err)
+		}
+		return nil
+	case GCMeta:
+		m, err := ReadMeta(s.Layout, it.Box)
+		if _, serr := os.Stat(filepath.Join(s.Layout.LimaHome(), it.Box)); serr == nil {
+			return errGCSkip
+		}
+		if err == nil {
+			s.StopBroker(&m)
+		}
+		return RemoveMeta(s.Layout, it.Box)
+	case GCBroker:
+		if !noMeta || !brokerAlive(it.PID, it.Box) {
+			return errGCSkip
+		}
+		if err := syscall.Kill(it.PID, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("stopping broker pid %d of box %s: %w", it.PID, it.Box, err)
+		}
+		return nil
+	case GCLog, GCApprovals:
+		if !noMeta {
+			return errGCSkip
+		}
+		if err := os.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", it.Path, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown gc item kind %q", it.Kind)
+}

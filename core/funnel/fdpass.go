@@ -1,0 +1,178 @@
+package funnel
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// SendFD passes fd (a connected stream socket, such as the guest connection
+// qemu hands guest-conn on its stdin) to the listener at path with
+// SCM_RIGHTS. No byte of the connection passes through the caller, which may
+// exit as soon as SendFD returns: the receiver holds its own copy.
+func SendFD(path string, fd int) error {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("passing the guest connection to %s: %w", path, err)
+	}
+	defer c.Close()
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := c.WriteMsgUnix([]byte{0}, syscall.UnixRights(fd), nil); err != nil {
+		return fmt.Errorf("passing the guest connection to %s: %w", path, err)
+	}
+	return nil
+}
+
+// IsSocket reports whether fd is a socket (qemu's guestfwd cmd: hands the
+// command one end of a socketpair on fds 0, 1 and 2).
+func IsSocket(fd int) bool {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return false
+	}
+	return st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
+}
+
+// Listener receives connections passed with SendFD on a Unix socket and
+// returns them from Accept, as a net.Listener for egress.Server.Serve.
+type Listener struct {
+	ln     *net.UnixListener
+	logger *slog.Logger
+	conns  chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+var _ net.Listener = (*Listener)(nil)
+
+// maxFDs bounds the descriptors read from one message; SendFD sends one.
+const maxFDs = 4
+
+// Listen listens on the Unix socket path (mode 0600; keep it in a 0700
+// directory: whoever can connect can hand the broker connections). A stale
+// socket at path is replaced; any other file there is an error.
+func Listen(path string, logger *slog.Logger) (*Listener, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("listening for guest connections on %s: a file that is not a socket is in the way", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("listening for guest connections: removing stale socket %s: %w", path, err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listening for guest connections on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("listening for guest connections: securing %s: %w", path, err)
+	}
+	l := &Listener{ln: ln, logger: logger, conns: make(chan net.Conn), done: make(chan struct{})}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *Listener) acceptLoop() {
+	defer l.wg.Done()
+	var backoff time.Duration
+	for {
+		uc, err := l.ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.logger.Warn("accepting on the guest connection socket; retrying", "err", err, "backoff", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.receive(uc)
+		}()
+	}
+}
+
+// receive reads one message from a sender and hands on every socket in it.
+func (l *Listener) receive(uc *net.UnixConn) {
+	defer uc.Close()
+	_ = uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	oob := make([]byte, syscall.CmsgSpace(4*maxFDs))
+	_, oobn, _, _, err := uc.ReadMsgUnix(make([]byte, 1), oob)
+	if err != nil {
+		l.logger.Warn("receiving a guest connection", "err", err)
+		return
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		l.logger.Warn("receiving a guest connection", "err", err)
+		return
+	}
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			f := os.NewFile(uintptr(fd), "guest-conn")
+			c, err := net.FileConn(f) // dups fd; a non-socket fails here
+			f.Close()
+			if err != nil {
+				l.logger.Warn("receiving a guest connection: not a socket", "err", err)
+				continue
+			}
+			select {
+			case l.conns <- c:
+			case <-l.done:
+				c.Close()
+			}
+		}
+	}
+}
+
+// Accept returns the next passed connection; after Close it returns
+// net.ErrClosed.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, fmt.Errorf("accepting guest connections on %s: %w", l.ln.Addr(), net.ErrClosed)
+	}
+}
+
+// Close stops listening and removes the socket. Connections already
+// returned by Accept are the caller's.
+func (l *Listener) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.done)
+		err = l.ln.Close()
+	})
+	return err
+}
+
+// Wait blocks until every receiving goroutine has ended after Close.
+func (l *Listener) Wait() { l.wg.Wait() }
+
+// Addr is the Unix socket's address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
