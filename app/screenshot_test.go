@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/app"
-	"github.com/corral-dev/corral/core/desktoptest"
 	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
 )
 
