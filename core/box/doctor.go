@@ -308,14 +308,16 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		return append(out, fail("box "+box, strings.ToLower(st.State), "corral stop "+box+" && corral start "+box))
 	}
 
+	// Without the resolved project (its config did not load) there is no
+	// session environment to check; the caller reports why.
 	if opt.Resolved.Project.Box == box {
 		if rendered, err := Render(s.Layout, opt.Resolved, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
 			out = append(out, fail("config", "the box's config changed since it was created", "corral rebuild -C "+m.Project))
 		} else if err == nil {
 			out = append(out, pass("config", "the box matches its config"))
 		}
+		out = append(out, envChecks(opt.EnvErr)...)
 	}
-	out = append(out, envChecks(opt.EnvErr)...)
 
 	if st.State != string(lima.StatusRunning) {
 		return out
