@@ -100,6 +100,9 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if m.Project != r.Project.Dir {
 		return Meta{}, fmt.Errorf("box %s belongs to %s, not %s\nhint: use another name, or corral rm %s", box, m.Project, r.Project.Dir, box)
 	}
+	// Settings that need no rebuild follow the config at every up.
+	c := r.Config.Config
+	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
 	if rendered, err := Render(s.Layout, r, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
 		s.progress("warning: the config of box %s changed since it was created; run `corral rebuild` to apply it", box)
 	}
@@ -116,6 +119,11 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 			return m, fmt.Errorf("starting box %s: %w", box, err)
 		}
 		s.audit(audit.Event{Kind: audit.KindStart, Box: box})
+	}
+	if rendered, err := Render(s.Layout, r, m.BrokerPort, false); err == nil {
+		if err := s.provisionFailure(box, rendered); err != nil {
+			return m, err
+		}
 	}
 	m.LastActivity = s.now()
 	return m, WriteMeta(s.Layout, m)
@@ -183,6 +191,10 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 			filepath.Join(s.Layout.LimaHome(), box, "serial.log"))
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
+	if err := s.provisionFailure(box, rendered); err != nil {
+		s.audit(audit.Event{Kind: audit.KindStart, Box: box, Fields: map[string]any{"provision_error": err.Error()}})
+		return m, err
+	}
 	m.Provisioning = false
 	m.LastActivity = s.now()
 	return m, WriteMeta(s.Layout, m)

@@ -3,6 +3,7 @@ package funnel
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -57,7 +58,8 @@ const maxFDs = 4
 
 // Listen listens on the Unix socket path (mode 0600; keep it in a 0700
 // directory: whoever can connect can hand the broker connections). A stale
-// socket at path is replaced; any other file there is an error.
+// socket at path is replaced; a live one or any other file there is an
+// error.
 func Listen(path string, logger *slog.Logger) (*Listener, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -65,6 +67,11 @@ func Listen(path string, logger *slog.Logger) (*Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSocket == 0 {
 			return nil, fmt.Errorf("listening for guest connections on %s: a file that is not a socket is in the way", path)
+		}
+		// A live listener (another broker of the same box) keeps its socket.
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listening for guest connections on %s: another process is listening there", path)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("listening for guest connections: removing stale socket %s: %w", path, err)
@@ -118,6 +125,9 @@ func (l *Listener) receive(uc *net.UnixConn) {
 	_ = uc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	oob := make([]byte, syscall.CmsgSpace(4*maxFDs))
 	_, oobn, _, _, err := uc.ReadMsgUnix(make([]byte, 1), oob)
+	if errors.Is(err, io.EOF) {
+		return // a probe (Listen checking for a live listener)
+	}
 	if err != nil {
 		l.logger.Warn("receiving a guest connection", "err", err)
 		return

@@ -118,6 +118,9 @@ func TestListenReplacesStaleSocketOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stale socket not replaced: %v", err)
 	}
+	if _, err := Listen(path, nil); err == nil {
+		t.Error("a second Listen took over a live socket")
+	}
 	ln.Close()
 
 	file := filepath.Join(dir, "file.sock")

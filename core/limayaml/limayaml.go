@@ -112,6 +112,10 @@ type Provision struct {
 type Rendered struct {
 	YAML []byte
 	Hash string // hex sha256 of YAML
+	// Provision names each provision entry by its index, as Lima numbers
+	// them in the guest (provision.<mode>/%08d), so a failure can be
+	// reported by script name.
+	Provision []string
 }
 
 // Ubuntu 24.04 cloud images pinned by digest (from Lima 1.2.2's
@@ -192,16 +196,20 @@ func Render(in Input) (Rendered, error) {
 			t.Mounts = append(t.Mounts, Mount{Location: m.Location, MountPoint: mp, Writable: m.Writable})
 		}
 	}
+	var names []string
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
+	names = append(names, guest.LaunchPath, guest.GitCredentialPath)
 	for _, s := range guest.Provision() {
 		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
+		names = append(names, "guest/provision/"+s.Name)
 	}
 	if !in.Golden {
 		for _, p := range c.Provision {
 			// Repository scripts run as the user from the project mount;
 			// the path was checked to stay inside the project.
 			t.Provision = append(t.Provision, Provision{Mode: "user", Script: repoScript(in.ProjectDir, p)})
+			names = append(names, "repository script "+p)
 		}
 	}
 	t.Param["TEMPLATE_HASH"] = "" // filled below: the hash covers everything else
@@ -215,7 +223,7 @@ func Render(in Input) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, err
 	}
-	return Rendered{YAML: out, Hash: hex.EncodeToString(sum[:])}, nil
+	return Rendered{YAML: out, Hash: hex.EncodeToString(sum[:]), Provision: names}, nil
 }
 
 func repoScript(projectDir, rel string) string {

@@ -240,6 +240,10 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Errorf("the audit log lacks the variable's name")
 		}
 	})
+	t.Run("a keychain secret reaches the session", func(t *testing.T) {
+		x.t = t
+		keychainSecret(t, x)
+	})
 	t.Run("benchmark: run overhead", func(t *testing.T) {
 		x.t = t
 		runOverhead(t, x, 20)
@@ -274,6 +278,25 @@ func TestBoxLifecycle(t *testing.T) {
 		x.ok("up")
 		if got := x.ok("run", "--", "cat", "out.txt"); got != "written in the box\n" {
 			t.Errorf("after restart cat = %q", got)
+		}
+	})
+	t.Run("an idle box is stopped by the next command", func(t *testing.T) {
+		x.t = t
+		trusted := filepath.Join(x.home, "projects", x.box+".toml")
+		must(t, os.MkdirAll(filepath.Dir(trusted), 0o700))
+		must(t, os.WriteFile(trusted, []byte("idle_stop = \"2s\"\n"), 0o600))
+		defer os.Remove(trusted)
+		x.ok("up") // picks up the new idle_stop
+		time.Sleep(3 * time.Second)
+		x.ok("ls") // every command sweeps first
+		for _, e := range x.ls() {
+			if e.Name == x.box && e.State != "Stopped" {
+				t.Errorf("idle box not stopped: %+v", e)
+			}
+		}
+		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+		if !strings.Contains(string(audit), `"kind":"idle-stop"`) {
+			t.Errorf("no idle-stop in the audit log")
 		}
 	})
 	t.Run("rm leaves nothing behind", func(t *testing.T) {

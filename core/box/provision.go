@@ -1,0 +1,53 @@
+package box
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/corral-dev/corral/core/limayaml"
+)
+
+// Lima runs every provision script even after one fails, logs
+// "Failed to execute /mnt/lima-cidata/provision.<mode>/<index>" on the
+// serial console, and still reports the box as ready. corral reads the
+// console log of the current boot (qemu truncates it at every start) and
+// refuses a box whose provisioning failed.
+var failedRe = regexp.MustCompile(`Failed to execute /mnt/lima-cidata/provision\.(system|user)/(\d+)`)
+
+// ProvisionError names a provision script that failed in the box.
+type ProvisionError struct {
+	Box, Script, Log string
+}
+
+func (e *ProvisionError) Error() string {
+	return fmt.Sprintf("provisioning box %s failed in %s\nhint: the boot log is %s; fix the script or config, then corral rebuild", e.Box, e.Script, e.Log)
+}
+
+// provisionFailure reports the first failed provision script of the
+// current boot, or nil.
+func (s *Service) provisionFailure(box string, r limayaml.Rendered) error {
+	log := filepath.Join(s.Layout.LimaHome(), box, "serial.log")
+	f, err := os.Open(log)
+	if err != nil {
+		return nil // no console log (vz): nothing to read
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		m := failedRe.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		name := m[1] + " script " + m[2]
+		if i, err := strconv.Atoi(m[2]); err == nil && i < len(r.Provision) {
+			name = r.Provision[i]
+		}
+		return &ProvisionError{Box: box, Script: name, Log: log}
+	}
+	return nil
+}

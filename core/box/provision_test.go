@@ -1,0 +1,36 @@
+package box
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/corral-dev/corral/core/limayaml"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+func TestProvisionFailureNamesTheScript(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	s := &Service{Layout: l}
+	dir := filepath.Join(l.LimaHome(), "web-123456")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := limayaml.Rendered{Provision: []string{"/usr/local/bin/corral-launch", "guest/provision/00-base.sh", "guest/provision/40-network.sh"}}
+	log := "[  1.0] cloud-init[445]: LIMA 2026| Executing /mnt/lima-cidata/provision.system/00000002\n" +
+		"[  2.0] cloud-init[445]: LIMA 2026| WARNING: Failed to execute /mnt/lima-cidata/provision.system/00000002\n"
+	if err := s.provisionFailure("web-123456", r); err != nil {
+		t.Fatalf("no log yet: %v", err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "serial.log"), []byte(log), 0o600)
+	err := s.provisionFailure("web-123456", r)
+	var pe *ProvisionError
+	if !errors.As(err, &pe) || pe.Script != "guest/provision/40-network.sh" {
+		t.Fatalf("err = %v", err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "serial.log"), []byte("Executing /mnt/lima-cidata/provision.system/00000002\n"), 0o600)
+	if err := s.provisionFailure("web-123456", r); err != nil {
+		t.Fatalf("healthy boot reported: %v", err)
+	}
+}
