@@ -20,6 +20,10 @@ table inet corral {
 		type filter hook output priority 0; policy drop;
 		oif "lo" accept
 		ct state established,related accept
+		# Replies of sshd: Lima's ssh master was connected before this
+		# table (and conntrack) existed, so conntrack may not see it as
+		# established; only root can bind port 22.
+		tcp sport 22 accept
 		$( [ "$NETWORK" = broker ] && echo "ip daddr $PROXY_HOST tcp dport $PROXY_PORT accept" )
 		meta l4proto tcp reject with tcp reset
 		reject
