@@ -217,8 +217,8 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
 	c := g.Config.Config
 	net := "offline"
-	if len(c.Packages) > 0 || len(c.Toolchains) > 0 {
-		net = "full"
+	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || (c.Agent != nil && *c.Agent == "claude") {
+		net = "full" // apt, toolchains and the agent's installer download once, here
 	}
 	c.Network = &net
 	g.Config.Config = c

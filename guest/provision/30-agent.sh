@@ -1,9 +1,8 @@
 #!/bin/sh
-# The agent layer (PARAM_AGENT). "shell" needs nothing. "claude" expects the
-# Claude Code binary at /usr/local/bin/claude-real; the golden build puts it
-# there (fetched and verified on the host, so the box never needs the
-# installer's hosts), and this script adds the wrapper that turns
-# permission prompts off and points the login state at /corral/agents/claude.
+# The agent layer (PARAM_AGENT). "shell" needs nothing. "claude" installs
+# Claude Code once (in the golden image) as /usr/local/bin/claude-real and
+# adds the wrapper that turns permission prompts off and points the login
+# state at /corral/agents/claude.
 set -eu
 
 case ${PARAM_AGENT:-shell} in
@@ -13,6 +12,22 @@ claude) ;;
 esac
 
 install -d -m 0755 /corral/agents/claude 2>/dev/null || true
+
+# Claude Code itself, once, in the golden image: the official installer,
+# run with a throwaway HOME, its binary kept as claude-real. Golden builds
+# for this agent have network access (they run only corral's scripts, no
+# project code); boxes cloned from the golden never need the installer's
+# hosts, and the wrapper turns the auto-updater off.
+if [ ! -x /usr/local/bin/claude-real ]; then
+	tmp=$(mktemp -d)
+	if ! curl -fsSL https://claude.ai/install.sh -o "$tmp/install.sh" || ! HOME=$tmp bash "$tmp/install.sh"; then
+		echo "corral: installing Claude Code failed; the box has no network for it (corral golden build needs it once)" >&2
+		rm -rf "$tmp"
+		exit 1
+	fi
+	install -m 0755 "$(readlink -f "$tmp/.local/bin/claude")" /usr/local/bin/claude-real
+	rm -rf "$tmp"
+fi
 cat >/usr/local/bin/claude <<'WRAP'
 #!/bin/sh
 # corral: Claude Code with permission prompts off; the box is the boundary.

@@ -90,7 +90,8 @@ if [ "${PARAM_NETWORK:-broker}" != full ] || [ "${PARAM_NOSUDO:-0}" = 1 ]; then
 Cmnd_Alias CORRAL_LIMA = /usr/bin/cat /mnt/lima-cidata/param.env, \\
 	/usr/bin/diff -q /run/lima-ssh-ready /mnt/lima-cidata/meta-data, \\
 	/usr/bin/diff -q /run/lima-boot-done /mnt/lima-cidata/meta-data, \\
-	/usr/bin/grep -q ^user_allow_other /etc/fuse.conf
+	/usr/bin/grep -q ^user_allow_other /etc/fuse.conf, \\
+	/usr/sbin/nft list table inet corral
 $user ALL=(root) NOPASSWD: CORRAL_LIMA
 SUDO
 	for f in /etc/sudoers.d/*; do

@@ -263,6 +263,10 @@ func TestBoxLifecycle(t *testing.T) {
 		}
 		x.ok("run", "--", "true")
 	})
+	t.Run("doctor explains a broken box", func(t *testing.T) {
+		x.t = t
+		doctorChecks(t, x)
+	})
 	t.Run("the menu-bar app shows the box and stops it", func(t *testing.T) {
 		x.t = t
 		appStopsBox(t, x)
