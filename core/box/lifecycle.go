@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/limayaml"
 )
 
 // UpOptions tune Up.
@@ -60,9 +61,6 @@ func (s *Service) checkBudget(box string, newCap uint64, force bool) error {
 // its broker. It is safe to call on a running box.
 func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
 	box := r.Project.Box
-	if _, err := s.Lima.CheckVersion(ctx); err != nil {
-		return Meta{}, err
-	}
 	lock, err := s.LockBox(ctx, box)
 	if err != nil {
 		return Meta{}, err
@@ -72,6 +70,17 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	m, err := ReadMeta(s.Layout, box)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ErrNoMeta) {
+		return Meta{}, err
+	}
+	// Fast path for a session on a running box: no limactl process at all
+	// (each costs tens of milliseconds of CPU); Lima's own pid files say it
+	// runs.
+	if exists && !m.Provisioning && m.Project == r.Project.Dir {
+		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && st.Status == lima.StatusRunning {
+			return s.upRunning(ctx, r, m)
+		}
+	}
+	if _, err := s.Lima.CheckVersion(ctx); err != nil {
 		return Meta{}, err
 	}
 	inst, ierr := s.Lima.Get(ctx, box)
@@ -100,33 +109,63 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if m.Project != r.Project.Dir {
 		return Meta{}, fmt.Errorf("box %s belongs to %s, not %s\nhint: use another name, or corral rm %s", box, m.Project, r.Project.Dir, box)
 	}
-	// Settings that need no rebuild follow the config at every up.
-	c := r.Config.Config
-	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
-	if rendered, err := Render(s.Layout, r, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
-		s.progress("warning: the config of box %s changed since it was created; run `corral rebuild` to apply it", box)
+	if inst.Status == lima.StatusRunning {
+		return s.upRunning(ctx, r, m)
 	}
+	s.followConfig(r, &m)
+	rendered, rerr := Render(s.Layout, r, m.BrokerPort, false)
+	s.warnDrift(rendered, rerr, m)
 	if err := s.EnsureBroker(ctx, &m); err != nil {
 		return m, err
 	}
-	if inst.Status != lima.StatusRunning {
-		if err := s.checkBudget(box, m.MemoryCap, opt.Force); err != nil {
-			return m, err
-		}
-		s.autoSnapshot(ctx, r, m)
-		s.progress("starting box %s", box)
-		if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
-			return m, fmt.Errorf("starting box %s: %w", box, err)
-		}
-		s.audit(audit.Event{Kind: audit.KindStart, Box: box})
+	if err := s.checkBudget(box, m.MemoryCap, opt.Force); err != nil {
+		return m, err
 	}
-	if rendered, err := Render(s.Layout, r, m.BrokerPort, false); err == nil {
+	s.autoSnapshot(ctx, r, m)
+	s.progress("starting box %s", box)
+	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
+		return m, fmt.Errorf("starting box %s: %w", box, err)
+	}
+	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
+	m.ProvisionError = ""
+	if rerr == nil {
 		if err := s.provisionFailure(box, rendered); err != nil {
+			m.ProvisionError = err.Error()
+			_ = WriteMeta(s.Layout, m)
 			return m, err
 		}
 	}
 	m.LastActivity = s.now()
 	return m, WriteMeta(s.Layout, m)
+}
+
+// upRunning is Up for a box that already runs: follow the config, warn
+// about drift, make sure the broker answers, and refuse a box whose last
+// provisioning failed.
+func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, error) {
+	if m.ProvisionError != "" {
+		return m, fmt.Errorf("box %s: %s", m.Name, m.ProvisionError)
+	}
+	s.followConfig(r, &m)
+	rendered, rerr := Render(s.Layout, r, m.BrokerPort, false)
+	s.warnDrift(rendered, rerr, m)
+	if err := s.EnsureBroker(ctx, &m); err != nil {
+		return m, err
+	}
+	m.LastActivity = s.now()
+	return m, WriteMeta(s.Layout, m)
+}
+
+// followConfig applies the settings that need no rebuild.
+func (s *Service) followConfig(r Resolved, m *Meta) {
+	c := r.Config.Config
+	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
+}
+
+func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
+	if err == nil && rendered.Hash != m.TemplateHash {
+		s.progress("warning: the config of box %s changed since it was created; run `corral rebuild` to apply it", m.Name)
+	}
 }
 
 func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {

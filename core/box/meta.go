@@ -44,6 +44,9 @@ type Meta struct {
 	// Provisioning is set while a create or rebuild runs; a box left with
 	// it (ctrl-C, crash) is recovered by the next up.
 	Provisioning bool `json:"provisioning,omitempty"`
+	// ProvisionError is set when the last start's provisioning failed;
+	// sessions refuse the box until a start provisions it cleanly.
+	ProvisionError string `json:"provision_error,omitempty"`
 }
 
 // ReadMeta reads a box's metadata.
