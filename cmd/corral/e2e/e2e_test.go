@@ -273,7 +273,9 @@ func TestBoxLifecycle(t *testing.T) {
 	})
 	t.Run("stop and up again", func(t *testing.T) {
 		x.t = t
+		x.ok("run", "--", "sh", "-c", "echo keep > ~/marker")
 		x.ok("stop")
+		x.ok("snapshot", "create", x.box, "before")
 		for _, e := range x.ls() {
 			if e.Name == x.box && e.State != "Stopped" {
 				t.Errorf("after stop: %+v", e)
@@ -283,6 +285,7 @@ func TestBoxLifecycle(t *testing.T) {
 		if got := x.ok("run", "--", "cat", "out.txt"); got != "written in the box\n" {
 			t.Errorf("after restart cat = %q", got)
 		}
+		x.ok("run", "--", "sh", "-c", "rm -f ~/marker")
 	})
 	t.Run("an idle box is stopped by the next command", func(t *testing.T) {
 		x.t = t
@@ -301,6 +304,15 @@ func TestBoxLifecycle(t *testing.T) {
 		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
 		if !strings.Contains(string(audit), `"kind":"idle-stop"`) {
 			t.Errorf("no idle-stop in the audit log")
+		}
+	})
+	t.Run("a snapshot restores a file deleted in the box", func(t *testing.T) {
+		x.t = t
+		x.ok("stop")
+		x.ok("snapshot", "restore", x.box, "before", "--yes")
+		x.ok("up")
+		if got := x.ok("run", "--", "sh", "-c", "cat ~/marker"); got != "keep\n" {
+			t.Errorf("after restore ~/marker = %q", got)
 		}
 	})
 	t.Run("rm leaves nothing behind", func(t *testing.T) {
