@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
@@ -328,6 +329,14 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		} else {
 			out = append(out, fail("broker", fmt.Sprintf("not answering on 127.0.0.1:%d (log: %s)", m.BrokerPort, s.Layout.BrokerLog(box)),
 				"corral stop "+box+" && corral start "+box))
+		}
+	}
+
+	if funnel.Applies(runtime.GOOS, m.VMType, m.Network) {
+		if err := funnel.Verify(s.Layout.LimaHome(), box, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
+			out = append(out, fail("host funnel", err.Error(), "corral stop "+box+" && corral up -C "+m.Project))
+		} else {
+			out = append(out, pass("host funnel", "the running qemu has restrict=on and only the broker's guestfwd"))
 		}
 	}
 

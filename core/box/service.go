@@ -50,7 +50,8 @@ func NewService(l paths.Layout, exe string, logger *slog.Logger, actor audit.Act
 	}
 	s := &Service{Layout: l, Exe: exe, Logger: logger, Actor: actor, Now: time.Now}
 	env := []string{"CORRAL_HOME=" + l.Home}
-	if runtime.GOOS == "linux" {
+	// Linux always runs qemu; macOS only with vm_type = "qemu" (vz ignores it).
+	if runtime.GOOS == "linux" || runtime.GOOS == "darwin" {
 		shim, err := s.qemuShim()
 		if err != nil {
 			return nil, err

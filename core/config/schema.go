@@ -79,7 +79,7 @@ var Schema = []Key{
 	{"readonly_project", "boolean", "false", ClassTighten, MergeReplace, "Mount the project read-only. A repository may turn it on, not off."},
 	{"source", "string", `"mount"`, ClassTighten, MergeReplace, `"mount" shares the project directory; "clone" gives the box its own git clone and no project mount. Order: mount < clone.`},
 	{"network", "string", `"broker"`, ClassTighten, MergeReplace, `"full" (no filter), "broker" (only the host allow-list proxy) or "offline" (loopback only). Order: full < broker < offline.`},
-	{"egress", "list of strings", "[]", ClassHost, MergeUnion, "Extra hosts the broker allows: host, *.suffix, host:port or host:*. Entries without a port allow 443 and 80. A repository may request hosts; corral prints the lines to copy into the trusted layer."},
+	{"egress", "list of strings", "[]", ClassHost, MergeUnion, "Extra hosts the broker allows: host, *.suffix, host:port or host:*. Entries without a port allow 443 and 80. A CIDR range (e.g. 10.1.2.0/24) explicitly allows private or loopback addresses, which the broker otherwise denies. A repository may request hosts; corral prints the lines to copy into the trusted layer."},
 	{"agent", "string", `"claude"`, ClassHost, MergeReplace, "Default agent for `corral claude`-style sessions: " + fmt.Sprint(Agents) + "."},
 	{"agent_state", "string", `"shared"`, ClassTighten, MergeReplace, `"shared" mounts ~/.corral/agents/<agent> (login shared across boxes), "seeded" copies it once, "isolated" starts empty. Order: shared < seeded < isolated.`},
 	{"profile", "string", `"default"`, ClassTighten, MergeReplace, `"default" or "strict". strict is a floor: network at least broker, no sudo in the box, no reverse-sshfs.`},

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+
 	"fmt"
+	"github.com/corral-dev/corral/core/box"
 
 	"github.com/spf13/cobra"
 )
@@ -34,25 +37,11 @@ func NewCmdRm(f *Factory, runF func(*RmOptions) error) *cobra.Command {
 }
 
 func rmRun(opts *RmOptions) error {
-	boxes := opts.Boxes
-	if len(boxes) == 0 {
-		b, err := boxArg(opts.Factory, nil)
-		if err != nil {
-			return err
-		}
-		boxes = []string{b}
-	}
-	s, err := service(opts.Factory)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	for _, b := range boxes {
+	return eachBox(opts.Factory, opts.Boxes, func(ctx context.Context, s *box.Service, b string) error {
 		if err := s.Remove(ctx, b, opts.Force); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "removed %s\n", b)
-	}
-	return nil
+		return nil
+	})
 }

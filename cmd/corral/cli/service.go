@@ -64,3 +64,27 @@ func boxArg(f *Factory, args []string) (string, error) {
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
+
+// eachBox runs fn for the named boxes, or for the project's box when none
+// is named, stopping at the first error.
+func eachBox(f *Factory, names []string, fn func(ctx context.Context, s *box.Service, name string) error) error {
+	if len(names) == 0 {
+		b, err := boxArg(f, nil)
+		if err != nil {
+			return err
+		}
+		names = []string{b}
+	}
+	s, err := service(f)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	for _, b := range names {
+		if err := fn(ctx, s, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+
 	"fmt"
+	"github.com/corral-dev/corral/core/box"
 
 	"github.com/spf13/cobra"
 )
@@ -50,25 +53,11 @@ func stopRun(opts *StopOptions) error {
 		}
 		return err
 	}
-	boxes := opts.Boxes
-	if len(boxes) == 0 {
-		b, err := boxArg(opts.Factory, nil)
-		if err != nil {
-			return err
-		}
-		boxes = []string{b}
-	}
-	s, err := service(opts.Factory)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	for _, b := range boxes {
+	return eachBox(opts.Factory, opts.Boxes, func(ctx context.Context, s *box.Service, b string) error {
 		if err := s.Stop(ctx, b, ""); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "stopped %s\n", b)
-	}
-	return nil
+		return nil
+	})
 }
