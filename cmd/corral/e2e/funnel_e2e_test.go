@@ -186,6 +186,53 @@ func TestHostFunnel(t *testing.T) {
 			t.Errorf("the host server got %d direct requests", n)
 		}
 	})
+	t.Run("DNS, UDP and sudo are gone", func(t *testing.T) {
+		x.t = t
+		// A raw DNS query to Lima's resolver address and a UDP datagram to
+		// the gateway: neither gets an answer.
+		py := `import socket
+q = bytes.fromhex("abcd01000001000000000000076578616d706c65047465737400000100 01".replace(" ", ""))
+for addr in (("192.168.5.3", 53), ("192.168.5.2", 53)):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    try:
+        s.sendto(q, addr)
+        s.recv(512)
+        print("ANSWER", addr[0])
+    except OSError:
+        print("no-answer", addr[0])`
+		got := x.ok("run", "--", "python3", "-c", py)
+		if strings.Contains(got, "ANSWER") || strings.Count(got, "no-answer") != 2 {
+			t.Errorf("DNS/UDP from the box: %q", got)
+		}
+		if _, _, code := x.corral("run", "--", "sudo", "-n", "true"); code == 0 {
+			t.Error("sudo works in a broker-mode box")
+		}
+	})
+	t.Run("corral allow opens a denied host live", func(t *testing.T) {
+		x.t = t
+		url := "http://localhost:" + srv.port + "/allowed-live"
+		get := func() string {
+			return x.ok("run", "--", "curl", "-sS", "--max-time", "30", "--noproxy", "", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy, url)
+		}
+		if got := get(); got != "403" {
+			t.Fatalf("before allow: HTTP %q, want 403", got)
+		}
+		x.ok("allow", x.box, "localhost:"+srv.port)
+		deadline := time.Now().Add(10 * time.Second)
+		got := get()
+		for got != "200" && time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+			got = get()
+		}
+		if got != "200" {
+			t.Errorf("after corral allow: HTTP %q, want 200 without a restart", got)
+		}
+		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+		if !strings.Contains(string(audit), `"kind":"egress-denied"`) || !strings.Contains(string(audit), `"kind":"allow"`) {
+			t.Error("the audit log lacks egress-denied or allow")
+		}
+	})
 	t.Run("no guest-conn process stays", func(t *testing.T) {
 		x.t = t
 		deadline := time.Now().Add(10 * time.Second)
