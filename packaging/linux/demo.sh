@@ -38,7 +38,8 @@ unshare -n sh -c '
 		\"\$1\" run -- cat hello.txt
 		\"\$1\" run -- sh -c \"echo written in the box > from-box.txt\"
 		\"\$1\" ls
+		\"\$1\" stop
 	" "$2" "$4"
 ' demo "$user" "$demo" "$home" "$corral"
 echo "== the host sees: $(cat "$demo/project/from-box.txt")"
-echo "== done: the box keeps running; stop it with: runuser -u $user -- env CORRAL_HOME=$demo/state $corral stop -C $demo/project"
+echo "== done: the box is stopped; start it again with: runuser -u $user -- env CORRAL_HOME=$demo/state $corral up -C $demo/project"
