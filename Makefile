@@ -23,6 +23,9 @@ test: ## unit and integration tests (no VMs)
 test-e2e: build ## end-to-end tests on real Lima VMs (needs packaging/linux/test-deps.sh)
 	packaging/ci/e2e.sh
 
+# After packaging/linux/test-deps.sh the desktop stack (D-Bus, keyring,
+# notification daemon, Xvfb) is installed, so its tests must run, not skip.
+test-all: export CORRAL_REQUIRE_DESKTOP := 1
 test-all: lint test test-e2e ## everything CI runs
 
 lint: vet shellcheck deptest darwin-check docs-check ## go vet, shellcheck, dependency test, darwin type check, docs drift
