@@ -33,6 +33,8 @@ func wider(eff, base Config) string {
 		return "source loosened"
 	case base.ReadonlyProject != nil && *base.ReadonlyProject && !*eff.ReadonlyProject:
 		return "project made writable"
+	case eff.Sudo != nil && *eff.Sudo && (base.Sudo == nil || !*base.Sudo):
+		return "sudo granted"
 	case str(eff.Image) != str(base.Image), str(eff.VMType) != str(base.VMType),
 		str(eff.MountType) != str(base.MountType), str(eff.Agent) != str(base.Agent):
 		return "host-only scalar changed"

@@ -197,6 +197,13 @@ func checkFloors(eff *Effective) []error {
 			c.Network = ptr("broker")
 			eff.Origin["network"] = append(eff.Origin["network"], "profile strict (floor: broker)")
 		}
+		if c.Sudo != nil && *c.Sudo {
+			errs = append(errs, &Violation{
+				File: strings.Join(eff.Origin["sudo"], ", "), Key: "sudo", Value: "true",
+				Reason: "the strict profile means no sudo in the box",
+				Fix:    `remove sudo = true, or use profile = "default"`,
+			})
+		}
 		if c.MountType != nil && *c.MountType == "reverse-sshfs" {
 			errs = append(errs, &Violation{
 				File: strings.Join(eff.Origin["mount_type"], ", "), Key: "mount_type", Value: `"reverse-sshfs"`,

@@ -90,6 +90,7 @@ var Schema = []Key{
 	{"keychain_env", "table of tables", "{}", ClassHost, MergeKeys, "NAME = { service = \"…\", account = \"…\" }: read from the OS keychain unless NAME is exported. A missing item refuses the session."},
 	{"git_tokens", "list of strings", "[]", ClassHost, MergeUnion, "Hosts (e.g. \"github.com\") whose token is read on the host and offered to git in the box by a credential helper."},
 	{"provision", "list of paths", "[]", ClassAdd, MergeUnion, "Repository scripts run in the box after corral's own provisioning. Relative; inside the project."},
+	{"sudo", "boolean", "false", ClassHost, MergeReplace, "Keep passwordless sudo for the box user in broker and offline modes (full mode always has it). Guest root can undo the guest's own nftables rules, so this is only a boundary where the host enforces the funnel (Linux, vm_type qemu). The strict profile refuses it."},
 	{"golden", "boolean", "true", ClassFree, MergeReplace, "Create boxes by cloning a shared golden image of the project-independent setup."},
 	{"idle_stop", "duration", `"30m"`, ClassFree, MergeReplace, `Stop a box with no session and no activity for this long ("0" never).`},
 	{"stop_on_exit", "boolean", "false", ClassFree, MergeReplace, "Stop the box when its last session ends."},
@@ -196,6 +197,7 @@ type Config struct {
 	KeychainEnv     map[string]SecretRef `toml:"keychain_env" json:"keychain_env,omitempty"`
 	GitTokens       []string             `toml:"git_tokens" json:"git_tokens,omitempty"`
 	Provision       []string             `toml:"provision" json:"provision,omitempty"`
+	Sudo            *bool                `toml:"sudo" json:"sudo,omitempty"`
 	Golden          *bool                `toml:"golden" json:"golden,omitempty"`
 	IdleStop        *Duration            `toml:"idle_stop" json:"idle_stop,omitempty"`
 	StopOnExit      *bool                `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`

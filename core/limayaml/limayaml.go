@@ -164,14 +164,16 @@ func Render(in Input) (Rendered, error) {
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[in.Platform.Arch]
 	t.Arch = arch
 
-	nosudo := "0"
-	if deref(c.Profile) == "strict" {
-		nosudo = "1"
+	// SUDO: "all" keeps passwordless sudo; "lima" keeps only Lima's
+	// readiness checks (guest/provision/40-network.sh).
+	sudo := "lima"
+	if deref(c.Profile) != "strict" && (deref(c.Network) == "full" || derefBool(c.Sudo)) {
+		sudo = "all"
 	}
 	t.Param = map[string]string{
 		"AGENT":      deref(c.Agent),
 		"NETWORK":    deref(c.Network),
-		"NOSUDO":     nosudo,
+		"SUDO":       sudo,
 		"PACKAGES":   strings.Join(c.Packages, " "),
 		"PROXY_HOST": in.BrokerHost,
 		"PROXY_PORT": strconv.Itoa(in.BrokerPort),

@@ -80,11 +80,12 @@ systemctl restart corral-network.service
 # No blanket sudo outside full mode: root could undo the funnel. Lima's host
 # agent still needs a few fixed root reads to see that the box is ready
 # (pkg/hostagent/requirements.go in Lima 1.2.2), so the user keeps exactly
-# those and nothing else. Full mode (re)grants sudo, since a box may be
-# cloned from a golden image built in another mode.
+# those and nothing else (PARAM_SUDO=lima). PARAM_SUDO=all (full mode, or
+# the sudo key) (re)grants sudo, since a box may be cloned from a golden
+# image built in another mode.
 user=${PARAM_USER:?the Lima user name (param USER) is missing}
 tmp=$(mktemp)
-if [ "${PARAM_NETWORK:-broker}" != full ] || [ "${PARAM_NOSUDO:-0}" = 1 ]; then
+if [ "${PARAM_SUDO:-lima}" != all ]; then
 	cat >"$tmp" <<SUDO
 # corral: no blanket sudo in this box; only Lima's readiness checks.
 Cmnd_Alias CORRAL_LIMA = /usr/bin/cat /mnt/lima-cidata/param.env, \\

@@ -243,6 +243,65 @@ for addr in (("192.168.5.3", 53), ("192.168.5.2", 53)):
 			t.Errorf("%d guest-conn processes alive", n)
 		}
 	})
+	t.Run("root in the guest cannot undo the funnel", func(t *testing.T) {
+		x.t = t
+		// Give the box user sudo (sudo = true, a host-only key) and rebuild,
+		// then flush the guest's own firewall as root: only the host's
+		// qemu funnel is left.
+		must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"),
+			[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\"]\nsudo = true\n"), 0o600))
+		must(t, os.WriteFile(filepath.Join(filepath.Dir(x.project), "outside-marker"), []byte("HOST-SECRET\n"), 0o644))
+		x.ok("rebuild")
+		x.ok("run", "--", "sudo", "nft", "flush", "ruleset")
+		if got := x.ok("run", "--", "sudo", "nft", "list", "ruleset"); strings.TrimSpace(got) != "" {
+			t.Fatalf("ruleset not flushed: %q", got)
+		}
+		got := x.ok("run", "--", "curl", "-sS", "--max-time", "30", "--noproxy", "", "-x", proxy, "http://127.0.0.1:"+srv.port+"/root-via-broker")
+		if got != "HOST-REACHED /root-via-broker" {
+			t.Errorf("broker after flush: %q", got)
+		}
+		for _, target := range []string{"192.168.5.2:" + srv.port, "192.168.5.2:" + port, "192.168.5.4:" + srv.port} {
+			if o, _, code := x.corral("run", "--", "sudo", "curl", "-sS", "--noproxy", "*", "--max-time", "10", "http://"+target+"/root-direct"); code == 0 {
+				t.Errorf("root reached %s directly: %q", target, o)
+			}
+		}
+		if n := srv.count("/root-direct"); n != 0 {
+			t.Errorf("the host server got %d direct requests from guest root", n)
+		}
+		py := `import socket
+q = bytes.fromhex("abcd01000001000000000000076578616d706c650474657374000001 0001".replace(" ", ""))
+for addr in (("192.168.5.3", 53), ("192.168.5.2", 53)):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    try:
+        s.sendto(q, addr)
+        s.recv(512)
+        print("ANSWER", addr[0])
+    except OSError:
+        print("no-answer", addr[0])`
+		if got := x.ok("run", "--", "sudo", "python3", "-c", py); strings.Contains(got, "ANSWER") {
+			t.Errorf("root got a DNS/UDP answer: %q", got)
+		}
+		if got := x.ok("run", "--", "sh", "-c", "ip -6 route show default; ip -6 addr show scope global"); strings.TrimSpace(got) != "" {
+			t.Errorf("IPv6 present in the box: %q", got)
+		}
+		// A guest listener does not appear on host loopback.
+		x.ok("run", "--", "sudo", "sh", "-c", "nohup python3 -m http.server 18777 --bind 0.0.0.0 >/dev/null 2>&1 &")
+		time.Sleep(3 * time.Second)
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:18777", 2*time.Second); err == nil {
+			c.Close()
+			t.Error("a guest listener is reachable on host loopback")
+		}
+		// The mount shares the project only: a host file beside it is
+		// neither readable nor writable from the box, even as root.
+		if _, _, code := x.corral("run", "--", "sudo", "cat", filepath.Join(filepath.Dir(x.project), "outside-marker")); code == 0 {
+			t.Error("guest root read a host file outside the project")
+		}
+		x.corral("run", "--", "sudo", "sh", "-c", "echo pwned > "+filepath.Join(filepath.Dir(x.project), "outside-written"))
+		if _, err := os.Stat(filepath.Join(filepath.Dir(x.project), "outside-written")); err == nil {
+			t.Error("guest root wrote a host file outside the project")
+		}
+	})
 	t.Run("a box started without corral's qemu is refused", func(t *testing.T) {
 		x.t = t
 		x.ok("stop")
