@@ -3,6 +3,7 @@
 # an unprivileged user (packaging/linux/create-test-user.sh), and every VM,
 # corral process and test server runs inside a fresh network namespace with
 # only loopback: no guest traffic can leave the machine, even by mistake.
+# CORRAL_E2E_RUN=REGEXP runs only the matching tests (go test -run).
 set -eu
 cd "$(dirname "$0")/../.."
 user=${CORRAL_E2E_USER:-corral-e2e}
@@ -26,8 +27,8 @@ unshare -n sh -c '
 	cd "$1"
 	exec runuser -u "$2" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$1" \
 		CORRAL_E2E=1 CORRAL_BENCH_OUT="$1/bench-run.md" CORRAL_BIN="$1/corral" CORRAL_E2E_IMAGE="$3" CORRAL_HOME="$1/h" \
-		"$1/e2e.test" -test.v -test.timeout 40m
-' e2e "$work" "$user" "$image" || rc=$?
+		"$1/e2e.test" -test.v -test.timeout 40m -test.run "$4"
+' e2e "$work" "$user" "$image" "${CORRAL_E2E_RUN:-.}" || rc=$?
 # The run-overhead table (docs/BENCHMARKS.md) outlives the work dir.
 [ -f "$work/bench-run.md" ] && cp "$work/bench-run.md" "${CORRAL_BENCH_OUT:-/tmp/corral-bench-run.md}"
 exit "${rc:-0}"
