@@ -5,12 +5,12 @@ package box
 
 import (
 	"fmt"
-	"hash/fnv"
 	"os"
 	"os/user"
 	"runtime"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -64,13 +64,6 @@ func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
 	return Resolved{Project: proj, Platform: opt.Platform, Config: res}, err
 }
 
-// DefaultBrokerPort is a box's preferred broker port: 42000 + fnv32a(box) % 1000.
-func DefaultBrokerPort(box string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(box))
-	return 42000 + int(h.Sum32()%1000)
-}
-
 // BrokerGuestHost is the address the guest reaches the broker at: the
 // slirp gateway, which maps to the host's loopback.
 const BrokerGuestHost = "192.168.5.2"
@@ -113,12 +106,12 @@ func deref(p *string) string {
 }
 
 // BrokerPortFor returns the broker port persisted in the box's metadata,
-// or the default for a box that has none yet.
+// or the deterministic default for a box that has none yet.
 func BrokerPortFor(l paths.Layout, box string) int {
 	if m, err := ReadMeta(l, box); err == nil && m.BrokerPort != 0 {
 		return m.BrokerPort
 	}
-	return DefaultBrokerPort(box)
+	return egress.BrokerPort(box)
 }
 
 // limaUser is the guest user Lima creates: the host user's name.

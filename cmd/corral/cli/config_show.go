@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
@@ -85,5 +84,3 @@ func violations(err error) []error {
 	}
 	return []error{err}
 }
-
-var _ = errors.Join

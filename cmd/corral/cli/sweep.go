@@ -31,7 +31,8 @@ func sweepIdle(f *Factory, cmd *cobra.Command) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, st := range func() []string { n, _ := s.Sweep(ctx); return n }() {
-		f.Logger.Info("stopped idle box", "box", st)
+	stopped, _ := s.Sweep(ctx) // failures only delay the housekeeping
+	for _, b := range stopped {
+		f.Logger.Info("stopped idle box", "box", b)
 	}
 }
