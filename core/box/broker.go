@@ -52,8 +52,26 @@ func brokerAlive(pid int, box string) bool {
 		// No /proc (macOS): signal 0 says the process exists.
 		return syscall.Kill(pid, 0) == nil
 	}
-	args := strings.Split(string(b), "\x00")
-	return len(args) > 2 && args[1] == "broker" && strings.Contains(string(b), "\x00"+box+"\x00")
+	got, ok := brokerBox(b)
+	return ok && got == box
+}
+
+// brokerBox reads a /proc cmdline: the box of a `corral broker --box BOX`
+// process, or false for any other process.
+func brokerBox(cmdline []byte) (string, bool) {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if len(args) < 3 || args[1] != "broker" {
+		return "", false
+	}
+	box := ""
+	for i, a := range args {
+		if a == "--box" && i+1 < len(args) {
+			box = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--box="); ok {
+			box = v
+		}
+	}
+	return box, box != ""
 }
 
 // BrokerAnswering dials the broker's port.

@@ -290,19 +290,8 @@ func scanBrokers(proc, home string) []BrokerProc {
 		if err != nil {
 			continue
 		}
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if len(args) < 3 || args[1] != "broker" {
-			continue
-		}
-		box := ""
-		for i, a := range args {
-			if a == "--box" && i+1 < len(args) {
-				box = args[i+1]
-			} else if v, ok := strings.CutPrefix(a, "--box="); ok {
-				box = v
-			}
-		}
-		if box == "" {
+		box, ok := brokerBox(cmdline)
+		if !ok {
 			continue
 		}
 		environ, err := os.ReadFile(filepath.Join(proc, e.Name(), "environ"))
