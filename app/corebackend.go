@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/app/menu"
@@ -18,6 +20,49 @@ import (
 // service the CLI uses. Snapshot reads state files only (no limactl).
 type coreBackend struct {
 	svc *box.Service
+
+	mu     sync.Mutex
+	denied map[string]deniedCache // box -> denials summarised from its egress log
+}
+
+// deniedCache is a box's denied hosts as of one read of its egress log.
+// Snapshot runs every few seconds; the log is read again only when it
+// changed (size or mtime) or the read is a minute old (the 24 h window
+// moves), not on every tick.
+type deniedCache struct {
+	size  int64
+	mod   time.Time
+	read  time.Time
+	hosts []DeniedHost
+}
+
+// deniedHosts returns the box's denied hosts of the last 24 h.
+func (b *coreBackend) deniedHosts(name string, now time.Time) []DeniedHost {
+	path := b.svc.Layout.EgressLog(name)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.denied[name]; ok && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) && now.Sub(c.read) < time.Minute {
+		return c.hosts
+	}
+	entries, err := egress.ReadLog(path, now.Add(-24*time.Hour))
+	if err != nil {
+		return nil
+	}
+	var hosts []DeniedHost
+	for _, h := range egress.Summarize(entries) {
+		if !h.Allowed {
+			hosts = append(hosts, DeniedHost{Host: h.Host, Port: h.Port, Count: h.Count, Last: h.LastSeen})
+		}
+	}
+	if b.denied == nil {
+		b.denied = map[string]deniedCache{}
+	}
+	b.denied[name] = deniedCache{size: fi.Size(), mod: fi.ModTime(), read: now, hosts: hosts}
+	return hosts
 }
 
 var _ Backend = (*coreBackend)(nil)
@@ -58,7 +103,7 @@ func (b *coreBackend) argv(corral string, a menu.Action) []string {
 func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 	list, err := b.svc.List()
 	var st State
-	since := time.Now().Add(-24 * time.Hour)
+	now := time.Now()
 	for _, s := range list {
 		idleStop, _ := time.ParseDuration(s.IdleStop)
 		v := BoxView{
@@ -66,13 +111,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop,
 		}
-		if entries, err := egress.ReadLog(b.svc.Layout.EgressLog(s.Name), since); err == nil {
-			for _, h := range egress.Summarize(entries) {
-				if !h.Allowed {
-					v.Denied = append(v.Denied, DeniedHost{Host: h.Host, Port: h.Port, Count: h.Count, Last: h.LastSeen})
-				}
-			}
-		}
+		v.Denied = b.deniedHosts(s.Name, now)
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
 	}
