@@ -16,7 +16,7 @@ import (
 // Main runs the CLI with args and returns the exit code.
 func Main(argv []string, app AppFunc) int {
 	if len(argv) > 0 && isQemuShim(argv[0]) {
-		return qemuMain(argv[1:])
+		return qemuMain(argv)
 	}
 	// Finder, `open -a Corral` and login items start
 	// Corral.app/Contents/MacOS/corral with no arguments: that is the app.

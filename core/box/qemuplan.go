@@ -1,0 +1,111 @@
+package box
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/qemu"
+	"go.yaml.in/yaml/v3"
+)
+
+// QemuPlan is what corral's qemu wrapper does with one VM launch: the
+// rewrite options for Lima's command line, and for the stderr line the
+// box and network it decided them from. The accelerator is the caller's
+// (it probes the host's /dev/kvm, which a plan must not depend on).
+type QemuPlan struct {
+	Box     string
+	Network string
+	Options qemu.Options
+}
+
+// Describe is the one line the wrapper prints (Lima keeps it in the
+// instance's ha.stderr.log).
+func (p QemuPlan) Describe() string {
+	switch {
+	case p.Options.Funnel != nil:
+		return fmt.Sprintf("network %s: slirp restrict=on, only guestfwd %s:%d to the broker", p.Network, funnel.GuestAddr, p.Options.Funnel.GuestFwdPort)
+	case p.Options.Offline:
+		return fmt.Sprintf("network %s: slirp restrict=on, no guestfwd", p.Network)
+	}
+	return fmt.Sprintf("network %s: unrestricted slirp", p.Network)
+}
+
+// PlanQemu finds the box a VM launch is for and the network it must get.
+// Lima names the instance in -pidfile <LIMA_HOME>/<box>/qemu.pid; that
+// LIMA_HOME must be corral's. A box's network comes from its metadata; a
+// golden image (no metadata) is judged by its template's param.NETWORK.
+// exe is the corral binary qemu runs per guest connection (guest-conn).
+func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
+	pidFile := ""
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-pidfile" || args[i] == "--pidfile" {
+			pidFile = args[i+1]
+		}
+	}
+	if pidFile == "" {
+		return QemuPlan{}, errors.New("no -pidfile in the command line: cannot tell which box this is")
+	}
+	inst := filepath.Dir(pidFile)
+	name := filepath.Base(inst)
+	if !sameDir(filepath.Dir(inst), l.LimaHome()) {
+		return QemuPlan{}, fmt.Errorf("instance %s is not in corral's LIMA_HOME %s", inst, l.LimaHome())
+	}
+	p := QemuPlan{Box: name}
+	m, err := ReadMeta(l, name)
+	switch {
+	case err == nil:
+		p.Network = m.Network
+		if m.Network == funnel.NetworkBroker {
+			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(exe, name)}
+		}
+	case errors.Is(err, ErrNoMeta) && strings.HasPrefix(name, "golden-"):
+		if p.Network, err = templateNetwork(filepath.Join(inst, "lima.yaml")); err != nil {
+			return QemuPlan{}, fmt.Errorf("golden image %s: %w", name, err)
+		}
+		if p.Network == funnel.NetworkBroker {
+			return QemuPlan{}, fmt.Errorf("golden image %s: network broker has no broker to funnel to", name)
+		}
+	default:
+		return QemuPlan{}, fmt.Errorf("box %s: %w (corral runs only the boxes it created)", name, err)
+	}
+	switch p.Network {
+	case "full":
+	case funnel.NetworkBroker:
+	case funnel.NetworkOffline:
+		p.Options.Offline = true
+	default:
+		return QemuPlan{}, fmt.Errorf("box %s: unknown network %q", name, p.Network)
+	}
+	return p, nil
+}
+
+// templateNetwork reads param.NETWORK from a Lima instance template.
+func templateNetwork(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading its template: %w", err)
+	}
+	var t struct {
+		Param map[string]string `yaml:"param"`
+	}
+	if err := yaml.Unmarshal(b, &t); err != nil {
+		return "", fmt.Errorf("reading its template %s: %w", path, err)
+	}
+	return t.Param["NETWORK"], nil
+}
+
+// sameDir compares two directories, following symbolic links if the names
+// differ.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
