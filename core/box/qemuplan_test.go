@@ -120,4 +120,3 @@ func TestWrapperOutputPassesTheProof(t *testing.T) {
 		}
 	}
 }
-
