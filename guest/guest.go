@@ -20,6 +20,9 @@ var launch string
 //go:embed corral-git-credential.sh
 var gitCredential string
 
+//go:embed corral-repo.sh
+var repo string
+
 // Script is one provision script.
 type Script struct {
 	Name    string // file name, e.g. "40-network.sh"
@@ -54,6 +57,23 @@ func GitCredential() string { return gitCredential }
 // GitCredentialPath is where corral-git-credential is installed in the
 // guest; provision/35-git.sh names the same path.
 const GitCredentialPath = "/usr/local/bin/corral-git-credential"
+
+// SeedMount is where a box sees its seed directory (read-only): the agent
+// state copy under agent/ (provision/30-agent.sh) and, with source =
+// "clone", the repository bundle SeedBundle (provision/45-clone.sh).
+const SeedMount = "/corral/seed"
+
+// SeedBundle is the repository bundle's file name in the seed directory.
+const SeedBundle = "repo.bundle"
+
+// SeedAgent is the agent state copy's directory name in the seed directory.
+const SeedAgent = "agent"
+
+// Repo returns the corral-repo script, the box's end of `corral pull`.
+func Repo() string { return repo }
+
+// RepoPath is where corral-repo is installed in the guest.
+const RepoPath = "/usr/local/bin/corral-repo"
 
 // ProvisionedMarker holds the template hash once provisioning finished.
 const ProvisionedMarker = "/etc/corral/provisioned"

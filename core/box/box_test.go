@@ -27,6 +27,9 @@ type fakeLima struct {
 	fail  map[string]string // verb -> fatal message
 	calls []string
 	home  string
+	// onStart, when set, runs when an instance starts (outside the lock's
+	// critical work: it must not call back into the fake).
+	onStart func(name string)
 }
 
 func (f *fakeLima) made(name string) {
@@ -75,6 +78,9 @@ func (f *fakeLima) command(ctx context.Context, name string, args ...string) *ex
 		f.made(last)
 	case "start":
 		f.insts[last] = "Running"
+		if f.onStart != nil {
+			f.onStart(last)
+		}
 	case "stop":
 		f.insts[last] = "Stopped"
 	case "delete":

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hostinfo"
@@ -320,6 +321,8 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		out = append(out, envChecks(opt.EnvErr)...)
 	}
 
+	out = append(out, agentStateCheck(m, opt.Resolved))
+
 	if st.State != string(lima.StatusRunning) {
 		return out
 	}
@@ -532,4 +535,25 @@ func Failed(checks []Check) bool {
 		}
 	}
 	return false
+}
+
+// agentStateCheck states where the box's agent state lives; shared state
+// fails the check, with its risk (see core/agentstate).
+func agentStateCheck(m Meta, r Resolved) Check {
+	const name = "agent state"
+	mode := m.AgentState
+	if r.Project.Box == m.Name && r.Config.Config.AgentState != nil {
+		mode = *r.Config.Config.AgentState
+	}
+	switch agentstate.Mode(mode) {
+	case agentstate.Seeded:
+		return pass(name, "per box, seeded from the host-owned template (never mounted into a box)")
+	case agentstate.Isolated:
+		return pass(name, "per box, started empty")
+	case agentstate.Shared:
+		return fail(name, agentstate.SharedRisk,
+			`set agent_state = "seeded" in ~/.corral/config.toml, then corral rebuild -C `+m.Project+` (keep "shared" only if every box using it is trusted)`)
+	}
+	return fail(name, "box created before per-box agent state: it may mount the shared agent directory",
+		"corral rebuild -C "+m.Project)
 }

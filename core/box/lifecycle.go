@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
@@ -122,6 +123,9 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return m, err
 	}
 	s.autoSnapshot(ctx, r, m)
+	if err := s.ensureSeedDir(r); err != nil {
+		return m, err
+	}
 	s.progress("starting box %s", box)
 	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
 		return m, fmt.Errorf("starting box %s: %w", box, err)
@@ -181,18 +185,25 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
 		BrokerPort: port, Network: *c.Network, MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
 		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
+		AgentState: *c.AgentState, Source: *c.Source,
 		Provisioning: true,
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err
 	}
-	if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
-		return Meta{}, err
+	if *c.AgentState == string(agentstate.Shared) {
+		if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
+			return Meta{}, err
+		}
+		s.warnSharedAgentState(r)
 	}
 	// Metadata first, marked as provisioning: an interrupted create is
 	// then recognised and cleaned up by the next up.
 	if err := WriteMeta(s.Layout, m); err != nil {
 		return Meta{}, err
+	}
+	if err := s.prepareSeed(ctx, r); err != nil {
+		return m, err
 	}
 	golden := *c.Golden && !opt.NoGolden
 	if golden {
@@ -232,6 +243,10 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
 	if err := s.provisionFailure(box, rendered); err != nil {
 		s.audit(audit.Event{Kind: audit.KindStart, Box: box, Fields: map[string]any{"provision_error": err.Error()}})
+		return m, err
+	}
+	// The first boot copied the seed (provision/30-agent.sh, 45-clone.sh).
+	if err := s.clearSeed(r); err != nil {
 		return m, err
 	}
 	m.Provisioning = false
@@ -371,6 +386,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	if err := RemoveMeta(s.Layout, box); err != nil {
 		return err
 	}
+	_ = os.RemoveAll(s.Layout.SeedDir(box))
 	// The egress log outlives the box for 14 days (corral gc removes it).
 	_ = os.Chtimes(s.Layout.EgressLog(box), time.Now(), time.Now())
 	s.audit(audit.Event{Kind: audit.KindRm, Box: box})

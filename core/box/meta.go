@@ -39,6 +39,10 @@ type Meta struct {
 	VMType       string    `json:"vm_type"`
 	IdleStop     string    `json:"idle_stop"`
 	StopOnExit   bool      `json:"stop_on_exit,omitempty"`
+	// AgentState and Source are the box's agent_state and source when it
+	// was created ("" for boxes from before they were recorded).
+	AgentState   string    `json:"agent_state,omitempty"`
+	Source       string    `json:"source,omitempty"`
 	Sessions     []Session `json:"sessions,omitempty"`
 	LastActivity time.Time `json:"last_activity"`
 	// Provisioning is set while a create or rebuild runs; a box left with

@@ -87,6 +87,7 @@ func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.R
 		Box:        r.Project.Box,
 		ProjectDir: r.Project.Dir,
 		AgentDir:   l.AgentDir(deref(c.Agent)),
+		SeedDir:    l.SeedDir(r.Project.Box),
 		BrokerHost: BrokerGuestHostFor(r.Platform, c),
 		BrokerPort: brokerPort,
 		Golden:     golden,

@@ -67,12 +67,11 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if err := funnel.Verify(s.Layout.LimaHome(), m.Name, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
 		return err
 	}
+	// The project directory: the mount, or with source = "clone" the
+	// box's own clone at the same path (guest/provision/45-clone.sh).
 	wd := opt.Workdir
 	if wd == "" {
 		wd = r.Project.Dir
-		if r.Config.Config.Source != nil && *r.Config.Config.Source == "clone" {
-			wd = "~"
-		}
 	}
 	argv, err := s.Lima.SSHArgs(m.Name, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
 	if err != nil {

@@ -182,6 +182,28 @@ func TestStrictProfileFloors(t *testing.T) {
 	if _, err := Load(request(dir, g)); err == nil || !strings.Contains(err.Error(), "strict profile refuses reverse-sshfs") {
 		t.Errorf("strict + reverse-sshfs: %v", err)
 	}
+	_ = os.WriteFile(g, []byte(`agent_state = "shared"`), 0o600)
+	if _, err := Load(request(dir, g)); err == nil || !strings.Contains(err.Error(), "strict profile refuses shared agent state") {
+		t.Errorf("strict + shared agent state: %v", err)
+	}
+}
+
+// Agent state is per box unless a trusted layer opts in; a repository
+// cannot ask for the shared directory.
+func TestAgentStateDefaultIsPerBox(t *testing.T) {
+	dir := newProject(t, []byte(`agent_state = "shared"`))
+	res, err := Load(request(dir, ""))
+	if err == nil {
+		t.Fatalf("a repository chose shared agent state: %s", *res.Config.AgentState)
+	}
+	dir = newProject(t, nil)
+	res, err = Load(request(dir, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *res.Config.AgentState != "seeded" {
+		t.Errorf("default agent_state = %s", *res.Config.AgentState)
+	}
 }
 
 func TestTrustedLayerMayWiden(t *testing.T) {

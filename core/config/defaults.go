@@ -27,7 +27,7 @@ func Defaults(p Platform) Layer {
 		Source:          ptr("mount"),
 		Network:         ptr("broker"),
 		Agent:           ptr("claude"),
-		AgentState:      ptr("shared"),
+		AgentState:      ptr("seeded"),
 		Profile:         ptr("default"),
 		Golden:          ptr(true),
 		IdleStop:        &Duration{30 * time.Minute},

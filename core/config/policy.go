@@ -204,6 +204,13 @@ func checkFloors(eff *Effective) []error {
 				Fix:    `remove sudo = true, or use profile = "default"`,
 			})
 		}
+		if c.AgentState != nil && *c.AgentState == "shared" {
+			errs = append(errs, &Violation{
+				File: strings.Join(eff.Origin["agent_state"], ", "), Key: "agent_state", Value: `"shared"`,
+				Reason: "the strict profile refuses shared agent state: one box could plant hooks another box runs",
+				Fix:    `use agent_state = "seeded" (the default), or profile = "default"`,
+			})
+		}
 		if c.MountType != nil && *c.MountType == "reverse-sshfs" {
 			errs = append(errs, &Violation{
 				File: strings.Join(eff.Origin["mount_type"], ", "), Key: "mount_type", Value: `"reverse-sshfs"`,

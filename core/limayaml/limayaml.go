@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/guest"
 	"go.yaml.in/yaml/v3"
@@ -24,7 +25,12 @@ type Input struct {
 	Config     config.Config // effective
 	Box        string
 	ProjectDir string // absolute; mounted at the same path in the guest
-	AgentDir   string // host directory of the agent's shared state
+	AgentDir   string // host directory of the agent's shared state (agent_state = "shared")
+	// SeedDir is the box's seed directory on the host (paths.SeedDir),
+	// shared read-only at guest.SeedMount when the box copies something at
+	// its first boot: a seeded agent state or, with source = "clone", the
+	// repository bundle.
+	SeedDir string
 	// BrokerHost and BrokerPort are where the box's egress broker is seen
 	// from the guest (192.168.5.2 through slirp, or 192.168.5.4 with the
 	// host-enforced funnel).
@@ -135,6 +141,12 @@ const (
 	ImageInitrd = "initrd.img"
 )
 
+// Seeds reports whether a box with config c copies anything from its seed
+// directory at first boot.
+func Seeds(c config.Config) bool {
+	return deref(c.AgentState) == string(agentstate.Seeded) || deref(c.Source) == "clone"
+}
+
 // Render builds the Lima YAML for in.
 func Render(in Input) (Rendered, error) {
 	c := in.Config
@@ -184,11 +196,17 @@ func Render(in Input) (Rendered, error) {
 		t.Param["PROJECT"] = in.ProjectDir
 		t.Param["HIDE"] = strings.Join(c.Hide, " ")
 		t.Param["BOX_DIRS"] = strings.Join(c.BoxDirs, " ")
+		t.Param["SOURCE"] = deref(c.Source)
 		if deref(c.Source) != "clone" {
 			t.Mounts = append(t.Mounts, Mount{Location: in.ProjectDir, MountPoint: in.ProjectDir, Writable: !derefBool(c.ReadonlyProject)})
 		}
+		// Agent state is per box unless "shared" is chosen explicitly (see
+		// core/agentstate): only then does a host directory go in writable.
 		if deref(c.AgentState) == "shared" && in.AgentDir != "" {
-			t.Mounts = append(t.Mounts, Mount{Location: in.AgentDir, MountPoint: "/corral/agents/" + deref(c.Agent), Writable: true})
+			t.Mounts = append(t.Mounts, Mount{Location: in.AgentDir, MountPoint: agentstate.GuestDir(deref(c.Agent)), Writable: true})
+		}
+		if Seeds(c) && in.SeedDir != "" {
+			t.Mounts = append(t.Mounts, Mount{Location: in.SeedDir, MountPoint: guest.SeedMount, Writable: false})
 		}
 		for _, m := range c.Mounts {
 			mp := m.MountPoint
@@ -201,7 +219,8 @@ func Render(in Input) (Rendered, error) {
 	var names []string
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
-	names = append(names, guest.LaunchPath, guest.GitCredentialPath)
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RepoPath, Permissions: "755", Content: guest.Repo()})
+	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath)
 	for _, s := range guest.Provision() {
 		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
 		names = append(names, "guest/provision/"+s.Name)

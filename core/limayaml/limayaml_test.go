@@ -2,6 +2,7 @@ package limayaml
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ mounts = [{ location = "/data/ref", mount_point = "/ref" }]`))
 	return Input{
 		Platform: p, Config: eff.Config, Box: "web-3f2a1c",
 		ProjectDir: "/home/dev/src/web", AgentDir: "/home/dev/.corral/agents/claude",
+		SeedDir: "/home/dev/.corral/seed/web-3f2a1c",
 		BrokerHost: "192.168.5.2", BrokerPort: 42123, User: "dev",
 	}
 }
@@ -98,13 +100,48 @@ func TestGoldenVariantHasNoProject(t *testing.T) {
 	}
 }
 
-func TestSourceCloneOmitsProjectMount(t *testing.T) {
-	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
-	clone := "clone"
-	in.Config.Source = &clone
-	r, _ := Render(in)
-	if strings.Contains(string(r.YAML), "mountPoint: /home/dev/src/web") {
-		t.Error("clone source still mounts the project")
+// TestMountsBySourceAndAgentState: the only writable host directory a
+// box gets besides the project (and extra mounts) is the shared agent
+// state, and only when chosen; the seed is read-only; clone mounts no
+// project.
+func TestMountsBySourceAndAgentState(t *testing.T) {
+	type mount struct {
+		point    string
+		writable bool
+	}
+	tests := []struct {
+		source, state string
+		want          []mount
+	}{
+		{"mount", "seeded", []mount{{"/home/dev/src/web", true}, {"/corral/seed", false}, {"/ref", false}}},
+		{"mount", "isolated", []mount{{"/home/dev/src/web", true}, {"/ref", false}}},
+		{"mount", "shared", []mount{{"/home/dev/src/web", true}, {"/corral/agents/claude", true}, {"/ref", false}}},
+		{"clone", "isolated", []mount{{"/corral/seed", false}, {"/ref", false}}},
+		{"clone", "seeded", []mount{{"/corral/seed", false}, {"/ref", false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.source+"/"+tt.state, func(t *testing.T) {
+			in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+			in.Config.Source, in.Config.AgentState = &tt.source, &tt.state
+			r, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tmpl Template
+			if err := yaml.Unmarshal(r.YAML, &tmpl); err != nil {
+				t.Fatal(err)
+			}
+			var got []mount
+			for _, m := range tmpl.Mounts {
+				got = append(got, mount{m.MountPoint, m.Writable})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("mounts %v, want %v", got, tt.want)
+			}
+			if tmpl.Param["SOURCE"] != tt.source {
+				t.Errorf("SOURCE = %q", tmpl.Param["SOURCE"])
+			}
+		})
 	}
 }
 

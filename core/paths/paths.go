@@ -6,7 +6,9 @@
 //	  lima/                    LIMA_HOME, private to corral
 //	  boxes/<box>.json         box metadata
 //	  projects/<box>.toml      trusted per-box config layer (and approvals)
-//	  agents/<agent>/          shared agent login state, mounted into boxes
+//	  agents/<agent>/          agent state shared by boxes with agent_state = "shared" (opt-in)
+//	  agent-templates/<agent>/ host-owned template "seeded" boxes copy; never mounted
+//	  seed/<box>/              what a box copies at its first boot (agent state, clone bundle); read-only share
 //	  logs/                    audit.jsonl, sessions.jsonl, egress-<box>.jsonl, app.log
 //	  snapshots/<box>/         disk snapshots where Lima has none (vz)
 //	  run/                     locks and sockets
@@ -65,8 +67,22 @@ func (l Layout) ProjectConfig(box string) string {
 	return filepath.Join(l.ProjectsDir(), box+".toml")
 }
 
-// AgentDir is the shared state directory of an agent.
+// AgentDir is the shared state directory of an agent, mounted writable into
+// every box with agent_state = "shared".
 func (l Layout) AgentDir(agent string) string { return filepath.Join(l.Home, "agents", agent) }
+
+// AgentTemplate is the host-owned template of an agent's state: corral
+// writes the first-run settings there, and "seeded" boxes get a copy. It is
+// never mounted into a box.
+func (l Layout) AgentTemplate(agent string) string {
+	return filepath.Join(l.Home, "agent-templates", agent)
+}
+
+// SeedDir is what a box copies at its first boot (its agent state, the
+// clone of its repository). It is shared read-only into that box only, and
+// corral never reads back from it: it only writes it before the box is
+// created and empties it after the first start.
+func (l Layout) SeedDir(box string) string { return filepath.Join(l.Home, "seed", box) }
 
 // LogsDir holds corral's logs.
 func (l Layout) LogsDir() string { return filepath.Join(l.Home, "logs") }
@@ -106,7 +122,8 @@ func (l Layout) BrokerSocket(box string) string { return filepath.Join(l.RunDir(
 func (l Layout) Dirs() []string {
 	return []string{
 		l.Home, l.LimaHome(), l.BoxesDir(), l.ProjectsDir(),
-		filepath.Join(l.Home, "agents"), l.LogsDir(),
+		filepath.Join(l.Home, "agents"), filepath.Join(l.Home, "agent-templates"),
+		filepath.Join(l.Home, "seed"), l.LogsDir(),
 		filepath.Join(l.Home, "snapshots"), l.RunDir(),
 	}
 }

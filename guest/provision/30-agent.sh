@@ -1,17 +1,41 @@
 #!/bin/sh
-# The agent layer (PARAM_AGENT). "shell" needs nothing. "claude" installs
-# Claude Code once (in the golden image) as /usr/local/bin/claude-real and
-# adds the wrapper that turns permission prompts off and points the login
-# state at /corral/agents/claude.
+# The agent layer (PARAM_AGENT). Every agent gets its state directory
+# /corral/agents/<agent>; "claude" also installs Claude Code once (in the
+# golden image) as /usr/local/bin/claude-real and adds the wrapper that
+# turns permission prompts off and points CLAUDE_CONFIG_DIR at that state.
+#
+# Agent state (core/agentstate): with agent_state = "shared" the directory
+# is a Lima mount. Otherwise it lives on this box's own disk, owned by the
+# box user, and a "seeded" box fills it once from /corral/seed/agent (a
+# read-only share of the box's own seed directory, written by the host
+# before the first boot). Order: after 00-base.sh; before 90-done.sh (the
+# host empties the seed once provisioning finished).
 set -eu
 
-case ${PARAM_AGENT:-shell} in
-shell) exit 0 ;;
-claude) ;;
-*) echo "corral: unknown agent ${PARAM_AGENT}" >&2; exit 1 ;;
+agent=${PARAM_AGENT:-shell}
+case $agent in
+shell | claude) ;;
+*)
+	echo "corral: unknown agent $agent" >&2
+	exit 1
+	;;
 esac
 
-install -d -m 0755 /corral/agents/claude 2>/dev/null || true
+state=/corral/agents/$agent
+install -d -m 0755 /corral /corral/agents
+if ! mountpoint -q "$state"; then
+	install -d -m 0700 "$state"
+	if [ -n "${PARAM_USER:-}" ]; then
+		chown "$PARAM_USER:" "$state"
+	fi
+	if [ -d /corral/seed/agent ] && [ ! -e "$state/.corral-seeded" ]; then
+		# cp as the box user: nothing in the seed becomes root-owned.
+		runuser -u "${PARAM_USER:-root}" -- cp -R /corral/seed/agent/. "$state/"
+		runuser -u "${PARAM_USER:-root}" -- touch "$state/.corral-seeded"
+	fi
+fi
+
+[ "$agent" = claude ] || exit 0
 
 # Claude Code itself, once, in the golden image: the official installer,
 # run with a throwaway HOME, its binary kept as claude-real. Golden builds

@@ -1,0 +1,213 @@
+// Package hostgit runs git on the host against a project's repository
+// when a box's work comes in (`corral pull`) or goes out (the bundle a
+// source = "clone" box starts from), so that nothing a box wrote is
+// executed or configured on the host.
+//
+// Every git process gets the same hardening (Repo.command):
+//
+//   - GIT_DIR is the repository's git directory, found by Open without
+//     running git; no other GIT_* variable of the caller passes.
+//   - No system or global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL):
+//     only the repository's own config, which the git shadow keeps
+//     host-owned, plus the -c overrides below, which win over it.
+//   - Hooks off (core.hooksPath=/dev/null: fetch runs reference-transaction
+//     hooks), fsmonitor off, no automatic gc or maintenance, no pager or
+//     prompt, every transport but "file" (bundles) refused, and every
+//     incoming object checked (transfer.fsckObjects).
+//
+// What a box sends is a git bundle, an inert file: ReadBundle caps and
+// checks it before git reads it, and Fetch takes only refs/heads/* into
+// refs/remotes/corral/<box>/*.
+package hostgit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrNotRepository means the project is not a git repository.
+var ErrNotRepository = errors.New("not a git repository")
+
+// Repo is a repository on the host.
+type Repo struct {
+	// GitDir is the absolute git directory (for a worktree or submodule,
+	// the target of its .git file).
+	GitDir string
+	// WorkTree is the project directory.
+	WorkTree string
+}
+
+// Open finds the git directory of projectDir without running git: .git is
+// either the directory itself or a file "gitdir: PATH" (worktrees and
+// submodules), as gitrepository-layout describes.
+func Open(projectDir string) (Repo, error) {
+	dot := filepath.Join(projectDir, ".git")
+	st, err := os.Lstat(dot)
+	if errors.Is(err, os.ErrNotExist) {
+		return Repo{}, fmt.Errorf("%w: %s (no .git)", ErrNotRepository, projectDir)
+	}
+	if err != nil {
+		return Repo{}, fmt.Errorf("opening the repository of %s: %w", projectDir, err)
+	}
+	dir := dot
+	switch {
+	case st.IsDir():
+	case st.Mode().IsRegular():
+		b, err := readCapped(dot, 4096)
+		if err != nil {
+			return Repo{}, fmt.Errorf("reading %s: %w", dot, err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		target, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
+		if !ok || target == "" {
+			return Repo{}, fmt.Errorf("%w: %s is not a gitdir file", ErrNotRepository, dot)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(projectDir, target)
+		}
+		dir = filepath.Clean(target)
+	default:
+		return Repo{}, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", ErrNotRepository, dot)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || !st.Mode().IsRegular() {
+		return Repo{}, fmt.Errorf("%w: %s has no HEAD", ErrNotRepository, dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Repo{}, err
+	}
+	return Repo{GitDir: abs, WorkTree: projectDir}, nil
+}
+
+// hardening are the -c settings every git process gets; they override the
+// repository's config.
+var hardening = []string{
+	"core.hooksPath=/dev/null",
+	"core.fsmonitor=false",
+	"core.pager=cat",
+	"gc.auto=0",
+	"maintenance.auto=false",
+	"fetch.recurseSubmodules=false",
+	"fetch.writeCommitGraph=false",
+	"transfer.fsckObjects=true",
+	"fetch.fsckObjects=true",
+	"receive.fsckObjects=true",
+	"protocol.allow=never",
+	"protocol.file.allow=always", // a bundle is read through the file transport
+	"credential.helper=",
+}
+
+// command builds a hardened git process for the repository.
+func (r Repo) command(ctx context.Context, args ...string) *exec.Cmd {
+	argv := []string{}
+	for _, h := range hardening {
+		argv = append(argv, "-c", h)
+	}
+	argv = append(argv, args...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Env = env(os.Environ(), r.GitDir)
+	cmd.Dir = r.GitDir
+	return cmd
+}
+
+// env keeps the caller's environment minus every GIT_* variable, and adds
+// the fixed ones.
+func env(base []string, gitDir string) []string {
+	out := make([]string, 0, len(base)+8)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, "GIT_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out,
+		"GIT_DIR="+gitDir,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=/bin/false",
+		"GIT_PAGER=cat",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"LC_ALL=C",
+	)
+}
+
+// run runs git and returns stdout; an error carries the first stderr line.
+func (r Repo) run(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := r.command(ctx, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 && strings.HasPrefix(msg[i+1:], "fatal:") {
+			msg = msg[i+1:]
+		} else {
+			msg, _, _ = strings.Cut(msg, "\n")
+		}
+		return out, fmt.Errorf("git %s: %w: %s", args[0], err, SafeText(msg, 200))
+	}
+	return out, nil
+}
+
+// CreateBundle writes a bundle of the repository's branches and tags (and
+// HEAD, so a clone checks out the current branch) to path. ok is false for
+// a repository without any commit.
+func (r Repo) CreateBundle(ctx context.Context, path string) (ok bool, err error) {
+	heads, err := r.run(ctx, "for-each-ref", "--count=1", "--format=%(objectname)", "refs/heads/")
+	if err != nil {
+		return false, fmt.Errorf("listing branches of %s: %w", r.WorkTree, err)
+	}
+	if len(bytes.TrimSpace(heads)) == 0 {
+		return false, nil
+	}
+	revs := []string{"--branches", "--tags"}
+	if _, err := r.run(ctx, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+		revs = append([]string{"HEAD"}, revs...)
+	}
+	if _, err := r.run(ctx, append([]string{"bundle", "create", "--quiet", path}, revs...)...); err != nil {
+		return false, fmt.Errorf("bundling %s: %w", r.WorkTree, err)
+	}
+	return true, nil
+}
+
+// Tips returns the object names of refs under prefix (e.g. "refs/heads/"),
+// keyed by full ref name.
+func (r Repo) Tips(ctx context.Context, prefix string) (map[string]string, error) {
+	out, err := r.run(ctx, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s: %w", prefix, r.WorkTree, err)
+	}
+	tips := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if oid, ref, ok := strings.Cut(sc.Text(), " "); ok {
+			tips[ref] = oid
+		}
+	}
+	return tips, nil
+}
+
+var oidRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// ValidOID reports whether s is a full hex object name (SHA-1 or SHA-256).
+func ValidOID(s string) bool { return oidRE.MatchString(s) }
+
+// readCapped reads at most max bytes of a file.
+func readCapped(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
+}
