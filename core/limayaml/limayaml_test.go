@@ -31,7 +31,7 @@ mounts = [{ location = "/data/ref", mount_point = "/ref" }]`))
 	return Input{
 		Platform: p, Config: eff.Config, Box: "web-3f2a1c",
 		ProjectDir: "/home/dev/src/web", AgentDir: "/home/dev/.corral/agents/claude",
-		SeedDir: "/home/dev/.corral/seed/web-3f2a1c",
+		SeedDir:    "/home/dev/.corral/seed/web-3f2a1c",
 		BrokerHost: "192.168.5.2", BrokerPort: 42123, User: "dev",
 	}
 }
