@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/corral-dev/corral/core/display"
 )
 
 // Limits on what a box may send.
@@ -183,48 +183,23 @@ func CheckRefFormat(ref string) bool {
 	return true
 }
 
-// Printable reports whether s shows as itself: valid UTF-8, no control,
-// format (bidi overrides, zero-width) or unassigned characters.
+// Printable reports whether s shows as itself: valid UTF-8 and no rune
+// core/display would escape (controls, bidi and other format runes).
 func Printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) {
+		if display.Unsafe(r) {
 			return false
 		}
 	}
 	return true
 }
 
-// SafeText makes box-written text (a commit subject, a rejected name) safe
-// to print on a terminal or in a menu: every rune that would not show as
-// itself is escaped, and the result is cut to max runes.
-//
-// TODO(display): use core/display once it lands; this keeps the same rule.
-func SafeText(s string, max int) string {
-	var b strings.Builder
-	n := 0
-	for i, w := 0, 0; i < len(s); i += w {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		w = size
-		if n >= max {
-			b.WriteString("…")
-			break
-		}
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-		n++
-	}
-	return b.String()
-}
+// SafeText is box-written text (a commit subject, a refused name) made
+// safe to print: core/display's rule.
+func SafeText(s string, max int) string { return display.Text(s, max) }
 
 // Verify runs git bundle verify: the header is well formed and every
 // prerequisite commit is in the host repository.

@@ -270,20 +270,6 @@ func FuzzParseHeader(f *testing.F) {
 	})
 }
 
-func FuzzSafeText(f *testing.F) {
-	f.Add("plain", 10)
-	f.Add("\x1b[2J\u202e\xff", 3)
-	f.Fuzz(func(t *testing.T, s string, max int) {
-		if max < 0 || max > 1000 {
-			return
-		}
-		out := SafeText(s, max)
-		if !Printable(out) {
-			t.Fatalf("SafeText(%q) = %q is not printable", s, out)
-		}
-	})
-}
-
 func TestOpenGitdirFile(t *testing.T) {
 	host, _ := hostAndBox(t)
 	wt := filepath.Join(t.TempDir(), "wt")
