@@ -86,7 +86,7 @@ cleanup() {
 trap cleanup EXIT
 
 t0=$(date +%s)
-# Everything the guest needs is installed here, at build time (the kernel comes after, see below): Lima's boot scripts would otherwise try to
+# Everything the guest needs is installed here, at build time (tmux: corral's detachable sessions) (the kernel comes after, see below): Lima's boot scripts would otherwise try to
 # apt-get iptables/sshfs inside the guest. python3-cffi-backend: debootstrap cannot resolve the virtual
 # python3-cffi-backend-api-* that cloud-init's python3-cryptography needs.
 include=(
@@ -95,6 +95,7 @@ include=(
 	cloud-init python3-cffi-backend python3-minimal
 	openssh-server sudo nftables iptables sshfs fuse3
 	curl git ca-certificates
+	tmux
 )
 if [ -n "${KEEP_DEBOOTSTRAP:-}" ] && [ -x "$KEEP_DEBOOTSTRAP/usr/bin/systemctl" ]; then
 	log "copying debootstrap tree from $KEEP_DEBOOTSTRAP"
