@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-dev/corral/core/display"
 )
 
 // hopHeaders are connection-specific (RFC 9110 section 7.6.1) and are not
@@ -30,15 +35,36 @@ func removeHopHeaders(h http.Header) {
 	}
 }
 
-// trackedBody records whether the client's request body was read to the end;
-// if not, the connection is mid-body and cannot carry another request.
-// Close does not drain: the caller decides.
+// trackedBody is the request body handed to the transport. It records
+// whether the client's body was read to the end (if not, the connection is
+// mid-body and cannot carry another request), and it can be detached.
+//
+// The transport may go on reading a request body after RoundTrip returned
+// (an upstream that answers before reading the body: the write loop is still
+// sending it) and closes it in its own time. The body reads through the
+// connection's pooled bufio.Reader, so before that reader goes back to the
+// pool handleHTTP calls detach: it wakes a read blocked on the client (a
+// past read deadline) and, under mu, marks the body detached. Read holds mu
+// for the whole read, so after detach returns no read can reach the pooled
+// reader again; later reads fail with errBodyDetached.
 type trackedBody struct {
-	r   io.Reader
-	eof bool
+	mu       sync.Mutex
+	r        io.Reader
+	eof      bool
+	detached bool
 }
 
+var errBodyDetached = errors.New("request body detached from its client connection")
+
 func (b *trackedBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.detached {
+		return 0, errBodyDetached
+	}
+	if b.eof {
+		return 0, io.EOF
+	}
 	n, err := b.r.Read(p)
 	if err == io.EOF {
 		b.eof = true
@@ -46,7 +72,41 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close does not drain: the caller decides.
 func (b *trackedBody) Close() error { return nil }
+
+// detach ends every use of the client reader by this body and reports
+// whether the body had been read to the end.
+func (b *trackedBody) detach(nc net.Conn) bool {
+	nc.SetReadDeadline(aLongTimeAgo) //nolint:errcheck // wakes a Read blocked on the client
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detached = true
+	b.r = nil
+	return b.eof
+}
+
+// watchClient cancels cancel when the client goes away (EOF or error on its
+// connection) while a request is upstream. It reads through br, so it may
+// only run while nothing else does: when the request body was read to the
+// end. A pipelined next request stays buffered in br. stop ends the watch
+// and waits for it; it must be called before br is used again.
+func watchClient(nc net.Conn, br *bufio.Reader, cancel context.CancelFunc) (stop func()) {
+	done := make(chan struct{})
+	var quit atomic.Bool
+	go func() {
+		defer close(done)
+		if _, err := br.Peek(1); err != nil && !quit.Load() {
+			cancel()
+		}
+	}()
+	return func() {
+		quit.Store(true)
+		nc.SetReadDeadline(aLongTimeAgo) //nolint:errcheck
+		<-done
+		nc.SetReadDeadline(time.Time{}) //nolint:errcheck
+	}
+}
 
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -72,7 +132,7 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bo
 		s.writeError(nc, http.StatusBadRequest, "corral: bad request target: "+err.Error()+"\n")
 		return false
 	}
-	t := s.check(context.Background(), KindHTTP, auth)
+	t := s.check(s.ctx, KindHTTP, auth)
 	s.logDecision(t.d)
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
@@ -82,10 +142,32 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bo
 		return false
 	}
 
-	body := &trackedBody{r: req.Body, eof: req.Body == nil || req.Body == http.NoBody}
-	out := req
+	if !s.takeSlot() {
+		s.writeBusy(nc)
+		if req.ContentLength != 0 || br.Buffered() > 0 {
+			lingerClose(nc, br)
+		}
+		return false
+	}
+	defer s.slots.Add(-1)
+
+	// The request lives until its client goes, the broker is stopped, or
+	// the exchange ends.
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	body := &trackedBody{r: req.Body, eof: !hasBody}
+	// Whatever happens below, the transport must be done with the client
+	// reader before this returns (see trackedBody).
+	bodyDone := false
+	defer func() {
+		if !bodyDone {
+			body.detach(nc)
+		}
+	}()
+	out := req.WithContext(ctx)
 	out.Body = body
-	if body.eof {
+	if !hasBody {
 		out.Body = http.NoBody
 	}
 	out.RequestURI = ""
@@ -94,21 +176,35 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bo
 	expect := strings.EqualFold(out.Header.Get("Expect"), "100-continue")
 	removeHopHeaders(out.Header)
 	out.Header.Del("Expect")
-	if expect && !body.eof {
+	if expect && hasBody {
 		// We forward the body as it comes, so let the client send it now.
 		if _, err := io.WriteString(nc, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return false
 		}
 	}
+	stopWatch := func() {}
+	if !hasBody {
+		stopWatch = watchClient(nc, br, cancel)
+	}
 	resp, err := s.transport.RoundTrip(out)
 	if err != nil {
-		s.writeError(nc, http.StatusBadGateway, "corral: forwarding to "+auth.String()+": "+err.Error()+"\n")
+		stopWatch()
+		s.writeError(nc, http.StatusBadGateway, "corral: forwarding to "+auth.String()+": "+display.Text(err.Error(), 0)+"\n")
 		return false
 	}
 	defer resp.Body.Close()
 	keep := !req.Close && !resp.Close
 	keep = s.writeResponse(nc, req, resp, keep) && keep
-	return keep && body.eof
+	stopWatch()
+	bodyDone = true
+	eof := body.detach(nc)
+	nc.SetReadDeadline(time.Time{}) //nolint:errcheck
+	if !eof {
+		cancel()            // stop sending the rest of the body upstream
+		lingerClose(nc, br) // the client may still be sending it
+		return false
+	}
+	return keep && ctx.Err() == nil
 }
 
 // writeResponse relays resp to the client with its own framing: the length

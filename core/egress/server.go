@@ -32,6 +32,9 @@ const (
 	DefaultMaxHeaderBytes = 64 << 10
 	DefaultMaxTunnels     = 2048
 	DefaultShutdownGrace  = 5 * time.Second
+	// DefaultResponseHeaderTimeout bounds the wait for an upstream's
+	// response head. Generous: some APIs think before they answer.
+	DefaultResponseHeaderTimeout = 2 * time.Minute
 )
 
 // Config configures a [Server]. Zero durations and limits take the Default
@@ -58,7 +61,12 @@ type Config struct {
 	DialTimeout time.Duration
 	// MaxHeaderBytes bounds a request head; larger heads get 431.
 	MaxHeaderBytes int
-	// MaxTunnels caps concurrent CONNECT tunnels; more get 503.
+	// ResponseHeaderTimeout bounds the wait for an upstream's response head
+	// after the request was sent; the client then gets 502.
+	ResponseHeaderTimeout time.Duration
+	// MaxTunnels caps concurrent CONNECT tunnels; more get 503 at once. Zero
+	// derives the cap from the open-file limit (see [TunnelCap]), after
+	// raising the soft limit to the hard one.
 	MaxTunnels int
 	// ShutdownGrace is how long Serve lets connections finish after its
 	// context is cancelled before it closes them.
@@ -75,10 +83,19 @@ type Server struct {
 	resolver  Resolver
 	dialer    net.Dialer
 	transport *http.Transport
+	// ctx is the parent of every upstream lookup, dial and request; it is
+	// cancelled when Shutdown gives up waiting, so nothing upstream can
+	// hold a handler past the grace period.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	policy   atomic.Pointer[Policy]
 	lastConn atomic.Int64 // unix nanoseconds
 	tunnels  atomic.Int64
+	// slots counts connections that hold an upstream descriptor: tunnels
+	// and forwarded HTTP requests in flight. Both share MaxTunnels, so no
+	// mix of them can run the broker out of descriptors.
+	slots atomic.Int64
 	shutting atomic.Bool
 
 	mu        sync.Mutex
@@ -108,8 +125,14 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if cfg.ResponseHeaderTimeout <= 0 {
+		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
+	maxIdle := 256
 	if cfg.MaxTunnels <= 0 {
-		cfg.MaxTunnels = DefaultMaxTunnels
+		soft := RaiseFileLimit()
+		cfg.MaxTunnels = TunnelCap(soft)
+		maxIdle = min(maxIdle, max(cfg.MaxTunnels/8, 4))
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
@@ -122,6 +145,7 @@ func NewServer(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		self:      map[netip.AddrPort]struct{}{},
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -132,7 +156,8 @@ func NewServer(cfg Config) (*Server, error) {
 	s.transport = &http.Transport{
 		Proxy:                  nil, // never chain to the host's own proxy settings
 		DialContext:            s.dialer.DialContext,
-		MaxIdleConns:           256,
+		MaxIdleConns:           maxIdle,
+		ResponseHeaderTimeout:  cfg.ResponseHeaderTimeout,
 		MaxIdleConnsPerHost:    16,
 		IdleConnTimeout:        90 * time.Second,
 		DisableCompression:     true, // pass Accept-Encoding and bodies through untouched
@@ -296,6 +321,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			s.cancel() // abort lookups, dials and requests upstream
 			s.closeConns(true)
 			err = ctx.Err()
 		case <-tick.C:
@@ -304,6 +330,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		break
 	}
 	s.wg.Wait()
+	s.cancel()
 	s.transport.CloseIdleConnections()
 	return err
 }
@@ -604,7 +631,7 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		nc.Close()
 		return
 	}
-	t := s.check(context.Background(), KindConnect, auth)
+	t := s.check(s.ctx, KindConnect, auth)
 	s.logDecision(t.d)
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
@@ -615,14 +642,14 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		}
 		return
 	}
-	if n := s.tunnels.Add(1); n > int64(s.cfg.MaxTunnels) {
-		s.tunnels.Add(-1)
+	if !s.takeSlot() {
 		s.logger.Warn("egress tunnel limit reached", "limit", s.cfg.MaxTunnels, "host", auth.Host)
-		s.writeError(nc, http.StatusServiceUnavailable, fmt.Sprintf(
-			"corral: too many open tunnels (limit %d); close some connections and retry\n", s.cfg.MaxTunnels))
+		s.writeBusy(nc)
 		nc.Close()
 		return
 	}
+	defer s.slots.Add(-1)
+	s.tunnels.Add(1)
 	defer s.tunnels.Add(-1)
 	up, err := s.dial(t)
 	if err != nil {
@@ -649,11 +676,27 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 	s.tunnel(nc, up)
 }
 
+// takeSlot takes an upstream slot, or reports that all MaxTunnels are
+// taken. The caller gives it back with s.slots.Add(-1).
+func (s *Server) takeSlot() bool {
+	if s.slots.Add(1) > int64(s.cfg.MaxTunnels) {
+		s.slots.Add(-1)
+		return false
+	}
+	return true
+}
+
+// writeBusy answers a client past the cap at once.
+func (s *Server) writeBusy(nc net.Conn) {
+	s.writeError(nc, http.StatusServiceUnavailable, fmt.Sprintf(
+		"corral: too many open tunnels (limit %d); close some connections and retry\n", s.cfg.MaxTunnels))
+}
+
 // dial connects to the first checked address that answers.
 func (s *Server) dial(t target) (net.Conn, error) {
 	var errs []error
 	for _, ip := range t.ips {
-		c, err := s.dialer.Dial("tcp", netip.AddrPortFrom(ip, uint16(t.auth.Port)).String())
+		c, err := s.dialer.DialContext(s.ctx, "tcp", netip.AddrPortFrom(ip, uint16(t.auth.Port)).String())
 		if err == nil {
 			return c, nil
 		}

@@ -1,0 +1,161 @@
+//go:build linux
+
+package egress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestMain lets the test binary run as a broker child: with
+// CORRAL_EGRESS_TEST_CHILD set it lowers RLIMIT_NOFILE (soft and hard) to
+// 1,024, serves a broker whose tunnel cap is derived from that limit until
+// SIGTERM, and exits with 0 only if Serve returned.
+func TestMain(m *testing.M) {
+	if os.Getenv("CORRAL_EGRESS_TEST_CHILD") == "1" {
+		os.Exit(brokerChild())
+	}
+	os.Exit(m.Run())
+}
+
+func brokerChild() int {
+	lim := unix.Rlimit{Cur: 1024, Max: 1024}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Fprintln(os.Stderr, "setrlimit:", err)
+		return 3
+	}
+	pol, err := ParsePolicy([]string{"allowed.test:*"}, []string{"127.0.0.0/8"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	srv, err := NewServer(Config{Box: "child", Policy: pol, Resolver: testResolver{}, ShutdownGrace: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("%s %d\n", ln.Addr(), srv.cfg.MaxTunnels)
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestTunnelsAtFileLimit: a broker at RLIMIT_NOFILE 1,024 takes 2,000
+// tunnel requests. Every request is answered at once (200 up to the cap
+// derived from the limit, 503 past it), a denial is still answered 403 with
+// every slot taken, and with a request stuck upstream SIGTERM ends the
+// broker within its grace period.
+func TestTunnelsAtFileLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 2,000 connections")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CORRAL_EGRESS_TEST_CHILD=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck // only if still running
+		<-exited
+	})
+	var addr string
+	var limit int
+	if _, err := fmt.Fscan(bufio.NewReader(out), &addr, &limit); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+	if limit != TunnelCap(1024) {
+		t.Fatalf("child tunnel cap %d, want %d", limit, TunnelCap(1024))
+	}
+	echo := "allowed.test:" + portOf(t, echoServer(t))
+	var open []net.Conn
+	defer func() {
+		for _, c := range open {
+			c.Close()
+		}
+	}()
+	ok, busy := 0, 0
+	for i := range 2000 {
+		start := time.Now()
+		status, c, _, body := rawConnect(t, addr, echo)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("tunnel %d answered after %v", i, d)
+		}
+		switch status {
+		case 200:
+			ok++
+			open = append(open, c)
+		case 503:
+			busy++
+			if !strings.Contains(body, "too many open tunnels") {
+				t.Fatalf("503 body %q", body)
+			}
+		default:
+			t.Fatalf("tunnel %d: status %d %q", i, status, body)
+		}
+	}
+	if ok != limit || busy != 2000-limit {
+		t.Fatalf("%d tunnels open, %d refused; want %d and %d", ok, busy, limit, 2000-limit)
+	}
+	// Every slot is taken: a denial is still answered.
+	if status, _, _, _ := rawConnect(t, addr, "denied.example:443"); status != http.StatusForbidden {
+		t.Fatalf("denial at the cap: status %d, want 403", status)
+	}
+	// A request stuck upstream, then SIGTERM.
+	up, _ := stuckUpstream(t)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 10\r\n\r\n0123456789", portOf(t, up))
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("broker child after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("broker child still running 10 s after SIGTERM")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("SIGTERM took %v with a 1 s grace", d)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
+	if _, err := io.Copy(io.Discard, c); err != nil && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("stuck request's client after SIGTERM: %v", err)
+	}
+}
