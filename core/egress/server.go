@@ -95,7 +95,7 @@ type Server struct {
 	// slots counts connections that hold an upstream descriptor: tunnels
 	// and forwarded HTTP requests in flight. Both share MaxTunnels, so no
 	// mix of them can run the broker out of descriptors.
-	slots atomic.Int64
+	slots    atomic.Int64
 	shutting atomic.Bool
 
 	mu        sync.Mutex
