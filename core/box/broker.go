@@ -57,21 +57,10 @@ func brokerAlive(pid int, box string) bool {
 }
 
 // brokerBox reads a /proc cmdline: the box of a `corral broker --box BOX`
-// process, or false for any other process.
+// process (egress.ParseBrokerArgv), or false for any other process.
 func brokerBox(cmdline []byte) (string, bool) {
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if len(args) < 3 || args[1] != "broker" {
-		return "", false
-	}
-	box := ""
-	for i, a := range args {
-		if a == "--box" && i+1 < len(args) {
-			box = args[i+1]
-		} else if v, ok := strings.CutPrefix(a, "--box="); ok {
-			box = v
-		}
-	}
-	return box, box != ""
+	a, ok := egress.ParseBrokerArgv(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"))
+	return a.Box, ok
 }
 
 // BrokerAnswering dials the broker's port.
@@ -98,7 +87,7 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 		return fmt.Errorf("starting the broker of box %s: %w", m.Name, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(s.Exe, "broker", "--box", m.Name, "--listen", "127.0.0.1:"+strconv.Itoa(m.BrokerPort))
+	cmd := exec.Command(s.Exe, egress.BrokerArgv(egress.BrokerArgs{Box: m.Name, Listen: "127.0.0.1:" + strconv.Itoa(m.BrokerPort)})...)
 	cmd.Env = append(os.Environ(), "CORRAL_HOME="+s.Layout.Home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command

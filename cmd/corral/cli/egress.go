@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/box"
-	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
@@ -105,7 +104,7 @@ func egressRun(opts *EgressOptions) error {
 	if opts.Log {
 		return printEgressLog(opts, entries, now.Location())
 	}
-	rules, err := egressRules(l, name, projectDir, f.Platform, now)
+	rules, err := broker.AllowList(l, name, projectDir, f.Platform, now)
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", err)
 	}
@@ -210,26 +209,6 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 		return "", "", err
 	}
 	return p.Box, p.Dir, nil
-}
-
-// egressRules is the allow-list the box's broker builds now. If the config
-// does not load, it returns the approvals alone and the error.
-func egressRules(l paths.Layout, name, projectDir string, platform config.Platform, now time.Time) ([]approval.Rule, error) {
-	bp, err := newBoxPolicy(l, name, projectDir, platform, nil, discardLogger())
-	if err != nil {
-		return nil, err
-	}
-	bp.now = func() time.Time { return now }
-	rules, err := bp.rules()
-	if err == nil {
-		return rules, nil
-	}
-	list, lerr := bp.store.List(now)
-	if lerr != nil {
-		return nil, errors.Join(err, lerr)
-	}
-	rules, rerr := approval.AllowList(config.Result{}, list)
-	return rules, errors.Join(err, rerr)
 }
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {

@@ -1,0 +1,199 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+// AllowList is the allow-list a box's broker builds at now, each rule with
+// its source, for `corral egress`. If the config does not load, it returns
+// the approvals alone and the error.
+func AllowList(l paths.Layout, boxName, projectDir string, platform config.Platform, now time.Time) ([]approval.Rule, error) {
+	bp, err := newBoxPolicy(l, boxName, projectDir, platform, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, err
+	}
+	bp.now = func() time.Time { return now }
+	rules, err := bp.rules()
+	if err == nil {
+		return rules, nil
+	}
+	list, lerr := bp.store.List(now)
+	if lerr != nil {
+		return nil, errors.Join(err, lerr)
+	}
+	rules, rerr := approval.AllowList(config.Result{}, list)
+	return rules, errors.Join(err, rerr)
+}
+
+// boxPolicy builds a box's egress policy from its files: the agent's
+// default hosts and the egress config (box.Resolve on the box's project),
+// then the approvals.
+type boxPolicy struct {
+	layout   paths.Layout
+	box      string
+	project  string
+	platform config.Platform
+	ranges   []string
+	store    *approval.Store
+	logger   *slog.Logger
+	now      func() time.Time
+
+	mu        sync.Mutex
+	cfg       *config.Result      // last config that loaded
+	approvals []approval.Approval // last approvals that loaded
+	next      time.Time           // earliest expiry among the active approvals
+	changed   chan struct{}       // next changed
+}
+
+func newBoxPolicy(l paths.Layout, boxName, projectDir string, platform config.Platform, ranges []string, logger *slog.Logger) (*boxPolicy, error) {
+	store, err := approval.Open(l, boxName)
+	if err != nil {
+		return nil, err
+	}
+	return &boxPolicy{layout: l, box: boxName, project: projectDir, platform: platform, ranges: ranges,
+		store: store, logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
+}
+
+// files are the files the policy is built from, for the watcher.
+func (b *boxPolicy) files() []string {
+	return []string{b.layout.GlobalConfig(), filepath.Join(b.project, config.ProjectFile),
+		b.layout.ProjectConfig(b.box), b.store.Path()}
+}
+
+// loadConfig loads the box's effective config and checks that its
+// allow-list parses. A config with problems is an error as a whole: a
+// failed load's partial result may hold a layer the trust policy refused.
+func (b *boxPolicy) loadConfig() (config.Result, error) {
+	r, err := box.Resolve(b.layout, box.ResolveOptions{Dir: b.project, Platform: b.platform})
+	if err != nil {
+		return config.Result{}, fmt.Errorf("loading the config of box %s: %w", b.box, err)
+	}
+	if r.Project.Box != b.box {
+		return config.Result{}, fmt.Errorf("loading the config of box %s: its project %s now belongs to box %s", b.box, b.project, r.Project.Box)
+	}
+	rules, err := approval.AllowList(r.Config, nil)
+	if err == nil {
+		names, ranges := splitRanges(approval.Entries(rules))
+		_, err = egress.ParsePolicy(names, ranges)
+	}
+	if err != nil {
+		return config.Result{}, fmt.Errorf("loading the allow-list of box %s: %w", b.box, err)
+	}
+	return r.Config, nil
+}
+
+// rules returns the allow-list in force now. The config and the approvals
+// are loaded separately and each keeps its last good value when it fails to
+// load (the failure is logged): a broken config must neither drop the
+// allow-list nor keep an approval past its expiry. Before anything has
+// loaded, a failure is returned.
+func (b *boxPolicy) rules() ([]approval.Rule, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cfg, err := b.loadConfig(); err != nil {
+		if b.cfg == nil {
+			return nil, err
+		}
+		b.logger.Error("reloading egress config; keeping the previous one", "box", b.box, "err", err)
+	} else {
+		b.cfg = &cfg
+	}
+	if all, err := b.store.All(); err != nil {
+		if b.approvals == nil {
+			return nil, err
+		}
+		b.logger.Error("reloading egress approvals; keeping the previous ones", "box", b.box, "err", err)
+	} else {
+		if all == nil {
+			all = []approval.Approval{}
+		}
+		b.approvals = all
+	}
+	now := b.now()
+	var active []approval.Approval
+	for _, a := range b.approvals {
+		if a.ActiveAt(now) {
+			active = append(active, a)
+		}
+	}
+	if next := approval.NextExpiry(active); !next.Equal(b.next) {
+		b.next = next
+		select {
+		case b.changed <- struct{}{}:
+		default:
+		}
+	}
+	return approval.AllowList(*b.cfg, active)
+}
+
+// load returns the policy in force now.
+func (b *boxPolicy) load() (*egress.Policy, error) {
+	rules, err := b.rules()
+	if err != nil {
+		return nil, err
+	}
+	names, ranges := splitRanges(approval.Entries(rules))
+	return egress.ParsePolicy(names, append(ranges, b.ranges...))
+}
+
+// splitRanges separates CIDR entries of the trusted egress config (such as
+// "127.0.0.0/8") from host entries: ParsePolicy takes them as ranges.
+// Approvals never hold one (approval.Canonical refuses IP literals).
+func splitRanges(entries []string) (names, ranges []string) {
+	for _, e := range entries {
+		if _, err := netip.ParsePrefix(e); err == nil {
+			ranges = append(ranges, e)
+		} else {
+			names = append(names, e)
+		}
+	}
+	return names, ranges
+}
+
+func (b *boxPolicy) nextExpiry() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.next
+}
+
+// expireLoop reloads the policy when an approval expires, until ctx is
+// done: expiry changes the policy without any file changing.
+func (b *boxPolicy) expireLoop(ctx context.Context, reload func() (*egress.Policy, error)) {
+	for {
+		var fire <-chan time.Time
+		var timer *time.Timer
+		if next := b.nextExpiry(); !next.IsZero() {
+			timer = time.NewTimer(max(next.Sub(b.now()), 0))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-b.changed:
+		case <-fire:
+			if _, err := reload(); err != nil {
+				b.logger.Error("expiring egress approvals", "box", b.box, "err", err)
+			}
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
