@@ -89,7 +89,7 @@ Trust classes say what a repository's ` + "`.corral.toml`" + ` may do:
 | repo-may-set | set it (it does not affect host access) |
 | repo-may-set-non-secret | set plain variables, never names that mark secrets, proxies, or agent endpoints |
 
-Any violation makes every box-acting command refuse with exit code 2 and a message naming file, key, value and the fix; ` + "`corral config check`" + ` lists them all. Unknown keys are warnings naming ` + "`file:key`" + `.
+Any violation makes every box-acting command refuse with exit code 2 and a message naming file, key, value and the fix; ` + "`corral config check`" + ` lists them all. Keys are exact: a key that is not exactly a name below (` + "`EGRESS`" + `, ` + "`Network`" + `, a look-alike letter) is an unknown key, an error naming ` + "`file:line: key`" + ` with the key it resembles, and a file with one is not applied. Every file is checked before it is parsed: a regular file (after following a symlink), at most 256 KiB, nested at most 32 deep.
 
 | key | type | default | trust class | merge | meaning |
 | --- | --- | --- | --- | --- | --- |

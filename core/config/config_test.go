@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -96,9 +97,6 @@ func TestAllowedCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatalf("allowed config refused: %v", err)
 			}
-			if len(res.Warnings) != 0 {
-				t.Errorf("warnings: %v", res.Warnings)
-			}
 			base, err := Load(request(newProject(t, nil), global))
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +110,7 @@ func TestAllowedCorpus(t *testing.T) {
 
 func TestMergeRules(t *testing.T) {
 	parse := func(kind Kind, name, s string) Layer {
-		l, _, err := Parse(kind, name, []byte(s))
+		l, err := Parse(kind, name, []byte(s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,18 +150,17 @@ toolchains = ["node", "go"]`),
 	}
 }
 
-func TestUnknownKeysWarn(t *testing.T) {
-	_, warns, err := Parse(KindGlobal, "/x/config.toml", []byte("netwrok = \"offline\"\n[[mounts]]\nlocation = \"/a\"\nwriteable = true\n"))
-	if err != nil {
-		t.Fatal(err)
+func TestUnknownKeys(t *testing.T) {
+	_, err := Parse(KindGlobal, "/x/config.toml", []byte("netwrok = \"offline\"\n[[mounts]]\nlocation = \"/a\"\nwriteable = true\n"))
+	if !errors.Is(err, ErrViolation) {
+		t.Fatalf("unknown keys in a global file: %v", err)
 	}
-	var got []string
-	for _, w := range warns {
-		got = append(got, w.File+":"+w.Key)
-	}
-	want := "/x/config.toml:netwrok,/x/config.toml:mounts.writeable"
-	if strings.Join(got, ",") != want {
-		t.Errorf("warnings = %v, want %s", got, want)
+	want := `/x/config.toml:1: netwrok: unknown key
+  fix: did you mean "network"? keys are exact (case-sensitive)
+/x/config.toml:4: mounts[0].writeable: unknown key
+  fix: did you mean "writable"? keys are exact (case-sensitive)`
+	if err.Error() != want {
+		t.Errorf("error =\n%s\nwant\n%s", err, want)
 	}
 }
 
@@ -248,5 +245,54 @@ func TestCheckEgressEntry(t *testing.T) {
 		if CheckEgressEntry(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestHostileSpecialFiles: a .corral.toml the box replaced by something
+// that is not a small regular file is refused before the parser, as a
+// violation naming the file, and nothing of it applies.
+func TestHostileSpecialFiles(t *testing.T) {
+	global, _ := filepath.Abs("testdata/global.toml")
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		want string
+	}{
+		{"symlink to /dev/zero", func(t *testing.T, p string) { must(t, os.Symlink("/dev/zero", p)) }, "is a character device, not a regular file"},
+		{"fifo", func(t *testing.T, p string) { must(t, syscall.Mkfifo(p, 0o600)) }, "is a FIFO, not a regular file"},
+		{"symlink to a fifo", func(t *testing.T, p string) {
+			must(t, syscall.Mkfifo(p+".fifo", 0o600))
+			must(t, os.Symlink(p+".fifo", p))
+		}, "is a FIFO"},
+		{"directory", func(t *testing.T, p string) { must(t, os.Mkdir(p, 0o755)) }, "is a directory"},
+		{"oversize", func(t *testing.T, p string) {
+			must(t, os.WriteFile(p, []byte("# "+strings.Repeat("x", MaxFileSize)+"\n"), 0o600))
+		}, "more than the 262144 allowed"},
+		{"oversize in a comment after a widening key", func(t *testing.T, p string) {
+			must(t, os.WriteFile(p, []byte("egress = [\"*.test\"]\n# "+strings.Repeat("x", MaxFileSize)), 0o600))
+		}, "more than the 262144 allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proj := newProject(t, nil)
+			file := filepath.Join(proj, ProjectFile)
+			must(t, os.Remove(file))
+			tc.make(t, file)
+			res, err := Load(request(proj, global))
+			if !errors.Is(err, ErrViolation) || !strings.Contains(err.Error(), file+": is ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load error = %v, want a violation %q", err, tc.want)
+			}
+			for _, l := range res.Layers {
+				if l.Kind == KindProject {
+					t.Error("the project layer was applied")
+				}
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

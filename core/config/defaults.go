@@ -35,11 +35,5 @@ func Defaults(p Platform) Layer {
 		Snapshots:       ptr("off"),
 		SnapshotsKeep:   ptr(3),
 	}
-	l := Layer{Kind: KindDefault, Path: "default", Config: c}
-	for _, k := range Schema {
-		if isSet(&l.Config, k.Name) {
-			l.Set = append(l.Set, k.Name)
-		}
-	}
-	return l
+	return Layer{Kind: KindDefault, Path: "default", Config: c, Set: setKeys(&c)}
 }

@@ -1,15 +1,16 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Kind names a layer.
@@ -31,83 +32,107 @@ type Layer struct {
 	Kind   Kind
 	Path   string // file path, or "default"/"flags"
 	Config Config
-	Set    []string // keys the layer sets, in schema order
+	// Set lists the keys the layer sets, in schema order. It is derived
+	// from the decoded Config (every field that holds a value), never from
+	// the file's text: what the trust policy checks is what was decoded.
+	Set   []string
+	Lines map[string]int // key -> line in the file, where known
 }
 
-// Warning is a non-fatal problem, such as an unknown key.
-type Warning struct {
-	File, Key, Msg string
-}
-
-func (w Warning) String() string {
-	return fmt.Sprintf("%s: %s: %s", w.File, w.Key, w.Msg)
-}
-
-// ParseError is a file that is not valid TOML for the schema.
+// ParseError is a file that cannot be read as a config at all: not a
+// regular file, too large, nested too deep, not UTF-8, or not TOML.
 type ParseError struct {
 	File string
+	Line int // 0: the file as a whole
 	Err  error
 }
 
 func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
 	return fmt.Sprintf("%s: %v", e.File, e.Err)
 }
 
 func (e *ParseError) Unwrap() error { return e.Err }
 
-// LoadFile decodes a TOML layer. A missing file is an empty layer.
-func LoadFile(kind Kind, path string) (Layer, []Warning, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Layer{Kind: kind, Path: path}, nil, nil
+// LoadFile reads and decodes a TOML layer. A missing file is an empty
+// layer. Every layer is read as hostile input (the project layer is
+// box-writable; the others cost nothing to treat the same): a regular file
+// after following symlinks, at most MaxFileSize bytes.
+func LoadFile(kind Kind, path string) (Layer, error) {
+	data, err := untrusted.ReadFile(path, MaxFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Layer{Kind: kind, Path: path}, nil
+	}
+	var fe *untrusted.FileError
+	if errors.As(err, &fe) {
+		return Layer{Kind: kind, Path: path}, &ParseError{File: path, Err: errors.New(fe.What)}
 	}
 	if err != nil {
-		return Layer{}, nil, fmt.Errorf("reading config %s: %w", path, err)
+		return Layer{Kind: kind, Path: path}, fmt.Errorf("reading config %s: %w", path, err)
 	}
 	return Parse(kind, path, data)
 }
 
-// Parse decodes TOML bytes as a layer named path.
-func Parse(kind Kind, path string, data []byte) (Layer, []Warning, error) {
-	l := Layer{Kind: kind, Path: path}
+// Parse decodes TOML bytes as a layer named path: size and nesting are
+// checked before the TOML parser sees the bytes, and every key must be
+// exactly a schema name (see decodeStrict). On error the layer holds what
+// did decode, for reporting; the caller must not apply it.
+func Parse(kind Kind, path string, data []byte) (Layer, error) {
+	empty := Layer{Kind: kind, Path: path}
+	if len(data) > MaxFileSize {
+		return empty, &ParseError{File: path, Err: fmt.Errorf("larger than %d bytes", MaxFileSize)}
+	}
 	if !isUTF8(data) {
-		return l, nil, &ParseError{File: path, Err: errors.New("not valid UTF-8")}
+		return empty, &ParseError{File: path, Err: errors.New("not valid UTF-8")}
 	}
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&l.Config)
-	if err != nil {
-		return Layer{Kind: kind, Path: path}, nil, &ParseError{File: path, Err: cleanTOMLError(err)}
+	if perr := checkNesting(data, MaxNesting); perr != nil {
+		perr.File = path
+		return empty, perr
 	}
-	var warns []Warning
-	for _, k := range md.Undecoded() {
-		top := k[0]
-		if _, known := KeyByName(top); known && len(k) > 1 {
-			warns = append(warns, Warning{File: path, Key: k.String(), Msg: "unknown field, ignored"})
-			continue
-		}
-		if len(k) == 1 {
-			warns = append(warns, Warning{File: path, Key: k.String(), Msg: "unknown key, ignored (a typo in a security setting would silently do nothing)"})
-		}
+	l := Layer{Kind: kind, Path: path}
+	lines, errs := decodeStrict(path, data, &l.Config)
+	l.Lines = lines
+	l.Set = setKeys(&l.Config)
+	return l, errors.Join(errs...)
+}
+
+// line is where the top-level key of path (such as "mounts[0].location")
+// was set, or 0.
+func (l Layer) line(path string) int {
+	top := path
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		top = path[:i]
 	}
+	return l.Lines[top]
+}
+
+// setKeys lists the schema keys that hold a value in c, in schema order.
+func setKeys(c *Config) []string {
+	var set []string
 	for _, key := range Schema {
-		if md.IsDefined(key.Name) {
-			l.Set = append(l.Set, key.Name)
+		if isSet(c, key.Name) {
+			set = append(set, key.Name)
 		}
 	}
-	return l, warns, nil
+	return set
 }
 
 func isUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
 
-func cleanTOMLError(err error) error {
+// cleanTOMLError makes a parser error name its line the way every other
+// config error does (file:line: message).
+func cleanTOMLError(err error) (int, error) {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
 		if pe.LastKey != "" {
-			msg += fmt.Sprintf(" (key %q)", pe.LastKey)
+			msg += fmt.Sprintf(" (key %s)", strconv.QuoteToASCII(pe.LastKey))
 		}
-		return fmt.Errorf("line %d: %s", pe.Position.Line, msg)
+		return pe.Position.Line, errors.New(msg)
 	}
-	return err
+	return 0, err
 }
 
 // fieldIndex maps toml key names to Config field indexes.

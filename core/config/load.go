@@ -22,28 +22,29 @@ type Request struct {
 // Result is a loaded configuration.
 type Result struct {
 	Effective
-	Layers   []Layer
-	Warnings []Warning
+	Layers []Layer
 }
 
 // Load reads every layer, validates each, applies the repository policy,
 // and merges them. Any error wraps ErrViolation or is an I/O error; on
-// error the partial result still carries the warnings and every layer that
-// parsed, so `config check` can report everything at once.
+// error the partial result still carries every layer that parsed, so
+// `config check` can report everything at once.
 func Load(req Request) (Result, error) {
 	var res Result
 	var errs []error
 	res.Layers = append(res.Layers, Defaults(req.Platform))
 
-	load := func(kind Kind, path string) (Layer, bool) {
-		l, warns, err := LoadFile(kind, path)
-		res.Warnings = append(res.Warnings, warns...)
+	// load reads a layer and validates it. A layer with unknown or
+	// mistyped keys is never applied (ok is false), but what did decode is
+	// still validated and, for the project, checked against the policy, so
+	// that one run reports every problem.
+	load := func(kind Kind, path string) (l Layer, ok bool) {
+		l, err := LoadFile(kind, path)
 		if err != nil {
 			errs = append(errs, err)
-			return l, false
 		}
 		errs = append(errs, validate(l)...)
-		return l, true
+		return l, err == nil
 	}
 
 	global, ok := load(KindGlobal, req.GlobalPath)
@@ -52,13 +53,15 @@ func Load(req Request) (Result, error) {
 	}
 	if req.ProjectDir != "" {
 		proj, ok := load(KindProject, filepath.Join(req.ProjectDir, ProjectFile))
+		below := Merge(res.Layers...).Config
+		perrs, checked := checkProject(proj, below, PolicyInput{
+			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,
+			HostMemory: req.HostMemory, HostCPUs: req.HostCPUs,
+		})
+		errs = append(errs, perrs...)
 		if ok {
-			base := Merge(res.Layers...).Config
-			errs = append(errs, checkProject(proj, base, PolicyInput{
-				ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,
-				HostMemory: req.HostMemory, HostCPUs: req.HostCPUs,
-			})...)
 			res.Layers = append(res.Layers, proj)
+			errs = append(errs, unchecked(proj, below, Merge(res.Layers...).Config, checked)...)
 		}
 	}
 	if req.TrustedPath != "" {
@@ -66,12 +69,7 @@ func Load(req Request) (Result, error) {
 			res.Layers = append(res.Layers, trusted)
 		}
 	}
-	flags := Layer{Kind: KindFlags, Path: "flags", Config: req.Flags}
-	for _, k := range Schema {
-		if isSet(&flags.Config, k.Name) {
-			flags.Set = append(flags.Set, k.Name)
-		}
-	}
+	flags := Layer{Kind: KindFlags, Path: "flags", Config: req.Flags, Set: setKeys(&req.Flags)}
 	errs = append(errs, validate(flags)...)
 	res.Layers = append(res.Layers, flags)
 

@@ -25,18 +25,20 @@ const MaxProjectDisk = 200 << 30
 
 // checkProject applies the trust policy to the repository layer. base is
 // the merge of the layers below it (defaults and global), which the
-// repository may tighten but never loosen.
-func checkProject(l Layer, base Config, in PolicyInput) []error {
-	var errs []error
+// repository may tighten but never loosen. It returns the problems and the
+// keys it checked: every key the decoded layer sets (Layer.Set), each by
+// its class.
+func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked []string) {
 	c := &l.Config
 	bad := func(key, value, reason, fix string) {
-		errs = append(errs, &Violation{File: l.Path, Key: key, Value: value, Reason: reason, Fix: fix})
+		errs = append(errs, &Violation{File: l.Path, Line: l.line(key), Key: key, Value: value, Reason: reason, Fix: fix})
 	}
 	trustFix := func(lines string) string {
 		return fmt.Sprintf("if you trust this repository, add to %s:\n%s", in.TrustedPath, lines)
 	}
 	for _, name := range l.Set {
 		key, _ := KeyByName(name)
+		checked = append(checked, name)
 		switch key.Class {
 		case ClassHost:
 			lines := tomlLine(name, field(c, name).Interface())
@@ -66,7 +68,33 @@ func checkProject(l Layer, base Config, in PolicyInput) []error {
 			}
 		}
 	}
+	return errs, checked
+}
+
+// unchecked refuses every key whose merged value the repository layer
+// changed (merged differs from below) but the policy did not check. By
+// construction the list is empty (Merge applies only what Layer.Set names,
+// and checkProject checks all of it); this keeps it so if either changes.
+func unchecked(l Layer, below, merged Config, checked []string) []error {
+	var errs []error
+	for _, name := range changedKeys(&below, &merged) {
+		if !slices.Contains(checked, name) {
+			errs = append(errs, &Violation{File: l.Path, Key: name,
+				Reason: "changed by the repository but not checked by the trust policy (a bug in corral; please report it)"})
+		}
+	}
 	return errs
+}
+
+// changedKeys lists the schema keys whose values differ between a and b.
+func changedKeys(a, b *Config) []string {
+	var out []string
+	for _, key := range Schema {
+		if !reflect.DeepEqual(field(a, key.Name).Interface(), field(b, key.Name).Interface()) {
+			out = append(out, key.Name)
+		}
+	}
+	return out
 }
 
 func checkTighten(name string, c, base *Config, bad func(k, v, r, f string), trustFix func(string) string) {

@@ -21,14 +21,19 @@ var ErrViolation = errors.New("config violation")
 // Violation is one refused key, naming the file, key and value, and what
 // to do instead.
 type Violation struct {
-	File, Key, Value string
-	Reason           string
-	Fix              string
+	File       string
+	Line       int // 0: unknown
+	Key, Value string
+	Reason     string
+	Fix        string
 }
 
 func (v *Violation) Error() string {
 	var b strings.Builder
 	b.WriteString(v.File)
+	if v.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(v.Line))
+	}
 	if v.Key != "" {
 		b.WriteString(": " + v.Key)
 		if v.Value != "" {
@@ -81,7 +86,7 @@ func validate(l Layer) []error {
 	c := &l.Config
 	var errs []error
 	bad := func(key, value, reason, fix string) {
-		errs = append(errs, &Violation{File: l.Path, Key: key, Value: value, Reason: reason, Fix: fix})
+		errs = append(errs, &Violation{File: l.Path, Line: l.line(key), Key: key, Value: value, Reason: reason, Fix: fix})
 	}
 	oneOf := func(key string, v *string, allowed []string) {
 		if v != nil && !slices.Contains(allowed, *v) {

@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func input(t *testing.T, p config.Platform) Input {
 	t.Helper()
 	eff := config.Merge(config.Defaults(p), func() config.Layer {
-		l, _, err := config.Parse(config.KindGlobal, "g", []byte(`toolchains = ["go"]
+		l, err := config.Parse(config.KindGlobal, "g", []byte(`toolchains = ["go"]
 packages = ["ripgrep"]
 hide = [".env"]
 box_dirs = ["node_modules"]

@@ -67,17 +67,19 @@ func TestConfigCheckViolations(t *testing.T) {
 	}
 	file := filepath.Join(e.proj, ".corral.toml")
 	trusted := filepath.Join(e.home, "projects", e.box+".toml")
-	want := "2 problem(s) in the config of box " + e.box + ":\n\n" +
-		file + `: network = "full": a repository may only tighten network (full < broker < offline), and this loosens "broker"` + "\n" +
+	want := "3 problem(s) in the config of box " + e.box + ":\n\n" +
+		file + ":3: netwrok: unknown key\n" +
+		`  fix: did you mean "network"? keys are exact (case-sensitive)` + "\n\n" +
+		file + `:1: network = "full": a repository may only tighten network (full < broker < offline), and this loosens "broker"` + "\n" +
 		"  fix: if you trust this repository, add to " + trusted + ":\n" +
 		`       network = "full"` + "\n\n" +
-		file + `: git_tokens = ["github.com"]: a repository may not set this (it widens host access)` + "\n" +
+		file + `:2: git_tokens = ["github.com"]: a repository may not set this (it widens host access)` + "\n" +
 		"  fix: if you trust this repository, add to " + trusted + ":\n" +
 		`       git_tokens = ["github.com"]` + "\n"
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
-	if errOut != "warning: "+file+": netwrok: unknown key, ignored (a typo in a security setting would silently do nothing)\n" {
+	if errOut != "" {
 		t.Errorf("stderr %q", errOut)
 	}
 }
@@ -112,7 +114,7 @@ func TestBoxActingCommandRefusesWithExit2(t *testing.T) {
 func TestMalformedProjectFile(t *testing.T) {
 	e := setup(t, "cpus = \n")
 	code, _, errOut := run(t, e, false, "config", "show")
-	if code != 2 || !strings.Contains(errOut, filepath.Join(e.proj, ".corral.toml")+": line 1") {
+	if code != 2 || !strings.Contains(errOut, filepath.Join(e.proj, ".corral.toml")+":1: ") {
 		t.Fatalf("code %d err %q", code, errOut)
 	}
 }

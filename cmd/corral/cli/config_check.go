@@ -41,6 +41,7 @@ repository's .corral.toml may not set. It exits 2 on any violation.`,
 
 type checkProblem struct {
 	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
 	Key    string `json:"key,omitempty"`
 	Value  string `json:"value,omitempty"`
 	Reason string `json:"reason"`
@@ -66,28 +67,23 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 		var pe *config.ParseError
 		switch {
 		case errors.As(e, &v):
-			problems = append(problems, checkProblem{File: v.File, Key: v.Key, Value: v.Value, Reason: v.Reason, Fix: v.Fix})
+			problems = append(problems, checkProblem{File: v.File, Line: v.Line, Key: v.Key, Value: v.Value, Reason: v.Reason, Fix: v.Fix})
 		case errors.As(e, &pe):
-			problems = append(problems, checkProblem{File: pe.File, Reason: pe.Err.Error()})
+			problems = append(problems, checkProblem{File: pe.File, Line: pe.Line, Reason: pe.Err.Error()})
 		default:
 			problems = append(problems, checkProblem{Reason: e.Error()})
 		}
 	}
 	if opts.JSON {
-		warns := []string{}
-		for _, w := range r.Config.Warnings {
-			warns = append(warns, w.String())
-		}
 		if problems == nil {
 			problems = []checkProblem{}
 		}
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems, "warnings": warns}); err != nil {
+		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems}); err != nil {
 			return err
 		}
 	} else {
-		printWarnings(opts.IO, r.Config.Warnings)
 		if len(problems) == 0 {
 			fmt.Fprintf(opts.IO.Out, "ok: box %s config has no problems\n", r.Project.Box)
 		} else {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
-	"github.com/corral-dev/corral/core/config"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +46,6 @@ func configShowRun(opts *ConfigShowOptions) error {
 	if r.Project.Box == "" {
 		return err
 	}
-	printWarnings(opts.IO, r.Config.Warnings)
 	if err != nil {
 		return err
 	}
@@ -62,12 +60,6 @@ func configShowRun(opts *ConfigShowOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", r.Project.Box, r.Project.Dir, r.Config.TOML(opts.Origin))
 	return nil
-}
-
-func printWarnings(io *IOStreams, warns []config.Warning) {
-	for _, w := range warns {
-		fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
-	}
 }
 
 // violations splits a joined config error into its parts.

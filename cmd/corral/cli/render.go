@@ -46,9 +46,6 @@ func renderRun(opts *RenderOptions) error {
 		return err
 	}
 	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
-	if r.Project.Box != "" {
-		printWarnings(opts.IO, r.Config.Warnings)
-	}
 	if err != nil {
 		return err
 	}

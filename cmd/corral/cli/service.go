@@ -37,11 +37,7 @@ func resolve(f *Factory, flags config.Config) (box.Resolved, error) {
 	if err != nil {
 		return box.Resolved{}, err
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Flags: flags, Platform: f.Platform})
-	if r.Project.Box != "" {
-		printWarnings(f.IO, r.Config.Warnings)
-	}
-	return r, err
+	return box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Flags: flags, Platform: f.Platform})
 }
 
 // boxArg returns the box named by args[0], or the current project's box.

@@ -1,0 +1,97 @@
+// Package untrusted reads files that a box or a repository can write.
+//
+// Everything under a project directory is box-writable at any moment: a
+// file corral reads there may have been replaced by a symlink to /dev/zero
+// (reading it never ends), a FIFO (opening it blocks until a writer comes)
+// or something far larger than any real config. ReadFile refuses all of
+// these before a parser sees a byte. The check is made on the opened file
+// descriptor, so swapping the file between a check and the read (TOCTOU)
+// gains nothing: what is read is what was checked.
+package untrusted
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular is returned for anything but a regular file (after
+// following symlinks): devices, FIFOs, sockets, directories.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned for a file larger than the caller's limit.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadFile reads the regular file at path (following symlinks), at most
+// limit bytes. A missing file returns an error that wraps fs.ErrNotExist.
+//
+// Order matters: a stat refuses special files before open (opening some
+// devices has side effects); open uses O_NONBLOCK so that a FIFO swapped in
+// after the stat cannot block; fstat of the opened descriptor is the check
+// that counts; the read is bounded whatever the file claims its size is.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if err := check(path, fi, limit); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := check(path, fi, limit); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, &FileError{Path: path, What: fmt.Sprintf("larger than %d bytes", limit), Err: ErrTooLarge}
+	}
+	return b, nil
+}
+
+func check(path string, fi fs.FileInfo, limit int64) error {
+	if !fi.Mode().IsRegular() {
+		return &FileError{Path: path, What: "is " + kind(fi.Mode()) + ", not a regular file", Err: ErrNotRegular}
+	}
+	if fi.Size() > limit {
+		return &FileError{Path: path, What: fmt.Sprintf("is %d bytes, more than the %d allowed", fi.Size(), limit), Err: ErrTooLarge}
+	}
+	return nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
+
+// FileError is a file refused before reading.
+type FileError struct {
+	Path string
+	What string
+	Err  error // ErrNotRegular or ErrTooLarge
+}
+
+func (e *FileError) Error() string { return e.Path + ": " + e.What }
+func (e *FileError) Unwrap() error { return e.Err }
