@@ -18,12 +18,7 @@ func Main(argv []string, app AppFunc) int {
 	if len(argv) > 0 && isQemuShim(argv[0]) {
 		return qemuMain(argv)
 	}
-	// Finder, `open -a Corral` and login items start
-	// Corral.app/Contents/MacOS/corral with no arguments: that is the app.
-	if len(argv) == 1 && strings.Contains(argv[0], ".app/Contents/MacOS/") {
-		argv = append(argv, "app")
-	}
-	args := argv[min(1, len(argv)):]
+	args := LaunchArgs(argv)
 	f := &Factory{
 		App:        app,
 		IO:         System(),
@@ -33,6 +28,28 @@ func Main(argv []string, app AppFunc) int {
 	}
 	f.SecretStore = secret.Default
 	return Run(f, args)
+}
+
+// LaunchArgs returns the arguments cobra should parse for argv (argv[0]
+// included). LaunchServices adds a -psn_0_NNNN argument when it starts a
+// quarantined app for the first time (the cask installs Corral quarantined);
+// it is dropped before anything looks at the arguments. Finder, `open -a
+// Corral` and login items start Corral.app/Contents/MacOS/corral with no
+// other arguments: that is the app.
+func LaunchArgs(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	args := make([]string, 0, len(argv)-1)
+	for _, a := range argv[1:] {
+		if !strings.HasPrefix(a, "-psn_") {
+			args = append(args, a)
+		}
+	}
+	if len(args) == 0 && strings.Contains(argv[0], ".app/Contents/MacOS/") {
+		args = append(args, "app")
+	}
+	return args
 }
 
 // Run executes args against a factory; tests call it in-process.
