@@ -3,6 +3,7 @@ package box
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
@@ -59,21 +62,26 @@ type HostFacts struct {
 	Arch        string // Go arch
 	LimaVersion lima.Version
 	LimaErr     error
+	LimactlPath string // the limactl corral runs ("" when unknown)
 	QemuPath    string // Linux
 	QemuErr     error
+	QemuImgPath string // Linux
 	QemuImgErr  error
-	VZ          bool // macOS: Virtualization.framework usable
-	VZDetail    string
-	KVM         bool // Linux
-	KVMReason   string
-	UID         int
-	Dirs        []DirFact
-	LimaHome    string
-	MaxNameLen  int
-	BoxNames    []string
-	HostMemory  uint64
-	Running     []Status // every box; only running ones count
-	Idle        []string
+	// GitCLIs are the paths of gh and glab as hostbin.Find resolves them
+	// ("" when not installed); corral asks them for git tokens.
+	GitCLIs    map[string]string
+	VZ         bool // macOS: Virtualization.framework usable
+	VZDetail   string
+	KVM        bool // Linux
+	KVMReason  string
+	UID        int
+	Dirs       []DirFact
+	LimaHome   string
+	MaxNameLen int
+	BoxNames   []string
+	HostMemory uint64
+	Running    []Status // every box; only running ones count
+	Idle       []string
 	// Keychain is the result of reading an item that does not exist: nil
 	// or ErrNotFound means the store answers.
 	Keychain error
@@ -86,16 +94,20 @@ func HostChecks(f HostFacts) []Check {
 	var out []Check
 
 	const limaName = "lima"
+	limactl := "limactl"
+	if f.LimactlPath != "" {
+		limactl = f.LimactlPath
+	}
 	switch {
 	case f.LimaErr != nil:
 		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f.GOOS))))
 	case f.LimaVersion.Less(lima.MinVersion):
-		out = append(out, fail(limaName, fmt.Sprintf("limactl %s is older than %s", f.LimaVersion, lima.MinVersion),
+		out = append(out, fail(limaName, fmt.Sprintf("%s %s is older than %s", limactl, f.LimaVersion, lima.MinVersion),
 			limaInstallFix(f.GOOS)))
 	case f.LimaVersion.String() == version.LimaTested:
-		out = append(out, pass(limaName, "limactl "+f.LimaVersion.String()+" (the version corral is tested with)"))
+		out = append(out, pass(limaName, limactl+" "+f.LimaVersion.String()+" (the version corral is tested with)"))
 	default:
-		out = append(out, pass(limaName, fmt.Sprintf("limactl %s (corral is tested with %s)", f.LimaVersion, version.LimaTested)))
+		out = append(out, pass(limaName, fmt.Sprintf("%s %s (corral is tested with %s)", limactl, f.LimaVersion, version.LimaTested)))
 	}
 
 	switch f.GOOS {
@@ -112,7 +124,7 @@ func HostChecks(f HostFacts) []Check {
 		if f.QemuImgErr != nil {
 			out = append(out, fail("qemu-img", f.QemuImgErr.Error()+" (Lima makes disks and snapshots with it)", "sudo apt-get install qemu-utils"))
 		} else {
-			out = append(out, pass("qemu-img", "found"))
+			out = append(out, pass("qemu-img", cmp.Or(f.QemuImgPath, "found")))
 		}
 		if f.KVM {
 			out = append(out, pass("acceleration", "KVM"))
@@ -126,6 +138,12 @@ func HostChecks(f HostFacts) []Check {
 			out = append(out, fail("vz", f.VZDetail, `update to macOS 13 or later, or set vm_type = "qemu" (and brew install qemu)`))
 		}
 	}
+
+	var clis []string
+	for _, name := range []string{"gh", "glab"} {
+		clis = append(clis, name+" "+cmp.Or(f.GitCLIs[name], "not installed"))
+	}
+	out = append(out, pass("git host CLIs", strings.Join(clis, ", ")))
 
 	var dirProblems, dirFixes []string
 	for _, d := range f.Dirs {
@@ -217,13 +235,20 @@ const doctorProbeService = "corral-doctor-probe"
 func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
 	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome()}
 	f.LimaVersion, f.LimaErr = s.Lima.CheckVersion(ctx)
+	if filepath.IsAbs(s.Lima.Limactl) {
+		f.LimactlPath = s.Lima.Limactl
+	}
+	f.GitCLIs = map[string]string{}
+	for _, name := range []string{"gh", "glab"} {
+		f.GitCLIs[name], _ = hostbin.Find(name)
+	}
 	if errors.Is(f.LimaErr, lima.ErrTooOld) {
 		f.LimaErr = nil // HostChecks says so with the version
 	}
 	switch runtime.GOOS {
 	case "linux":
 		f.QemuPath, f.QemuErr = qemu.FindQemu("")
-		_, f.QemuImgErr = exec.LookPath("qemu-img")
+		f.QemuImgPath, f.QemuImgErr = hostbin.Find("qemu-img")
 		f.KVM, f.KVMReason = qemu.KVMUsable()
 	case "darwin":
 		f.VZ, f.VZDetail = vzAvailable()

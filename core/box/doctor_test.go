@@ -55,7 +55,7 @@ func TestHostChecksHealthy(t *testing.T) {
 	for _, c := range cs {
 		names = append(names, c.Check)
 	}
-	want := []string{"lima", "qemu", "qemu-img", "acceleration", "state directory", "socket paths", "memory budget", "keychain"}
+	want := []string{"lima", "qemu", "qemu-img", "acceleration", "git host CLIs", "state directory", "socket paths", "memory budget", "keychain"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %v, want %v", names, want)
 	}
@@ -88,6 +88,8 @@ func TestHostChecksProblems(t *testing.T) {
 		{"keychain down, used", func(f *HostFacts) {
 			f.Keychain, f.KeychainUsers = secret.Unavailable("s", "a", nil, "start gnome-keyring"), []string{"web-3f2a1c"}
 		}, "keychain", false, "web-3f2a1c use keychain_env", "start gnome-keyring"},
+		{"limactl path", func(f *HostFacts) { f.LimactlPath = "/opt/homebrew/bin/limactl" }, "lima", true, "/opt/homebrew/bin/limactl 1.2.2", ""},
+		{"git CLIs", func(f *HostFacts) { f.GitCLIs = map[string]string{"glab": "/opt/local/bin/glab"} }, "git host CLIs", true, "gh not installed, glab /opt/local/bin/glab", ""},
 		{"no vz", func(f *HostFacts) { f.GOOS, f.VZDetail = "darwin", "macOS 12.7 is older than 13, which vz needs" }, "vz", false, "older than 13", "macOS 13"},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -58,9 +59,25 @@ func NewService(l paths.Layout, exe string, logger *slog.Logger, actor audit.Act
 		}
 		env = append(env, "QEMU_SYSTEM_"+strings.ToUpper(qemuArch())+"="+shim)
 	}
-	limactl := os.Getenv("CORRAL_LIMACTL")
-	s.Lima = &lima.Client{Limactl: limactl, LimaHome: l.LimaHome(), Env: env, Logger: logger}
+	// Lima starts qemu-img, ssh and qemu from its PATH: give it the same
+	// search list corral uses (Finder gives an app no Homebrew on PATH).
+	env = append(env, "PATH="+hostbin.SearchPath(os.Getenv("PATH"), hostbin.Dirs))
+	s.Lima = &lima.Client{Limactl: findLimactl(os.Getenv("CORRAL_LIMACTL")), LimaHome: l.LimaHome(), Env: env, Logger: logger}
 	return s, nil
+}
+
+// findLimactl resolves the limactl to run: CORRAL_LIMACTL when set, else
+// "limactl" through hostbin.Find. When nothing is found the bare name is
+// kept, so that the client reports ErrNotInstalled with its install hint.
+func findLimactl(override string) string {
+	name := override
+	if name == "" {
+		name = "limactl"
+	}
+	if p, err := hostbin.Find(name); err == nil {
+		return p
+	}
+	return name
 }
 
 func qemuArch() string {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/secret"
 )
 
@@ -15,11 +16,12 @@ import (
 // that is not installed returns an error matching exec.ErrNotFound.
 type RunFunc func(ctx context.Context, dir, name string, args ...string) ([]byte, error)
 
-// runHost runs a host command with no stdin, bounded by lookupTimeout. Its
-// stderr is dropped: gh and glab print status there, and stdout may hold a
+// runHost runs a host command, found by hostbin.Find (PATH, then the
+// Homebrew and MacPorts prefixes: the app started by Finder has neither on
+// PATH), with no stdin, bounded by lookupTimeout. Its stderr is dropped: gh and glab print status there, and stdout may hold a
 // token, so neither is ever logged.
 func runHost(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
-	path, err := exec.LookPath(name)
+	path, err := hostbin.Find(name)
 	if err != nil {
 		return nil, err
 	}

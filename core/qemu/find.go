@@ -3,17 +3,19 @@ package qemu
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/corral-dev/corral/core/hostbin"
 )
 
 // ErrQemuNotFound means no real qemu-system binary was found.
 var ErrQemuNotFound = errors.New("qemu-system binary not found")
 
-// fallbackDirs are searched after PATH: Debian, Homebrew (Apple silicon and Intel), MacPorts.
-var fallbackDirs = []string{"/usr/bin", "/usr/local/bin", "/opt/homebrew/bin", "/opt/local/bin"}
+// fallbackDirs are searched after PATH: the one list of package-manager prefixes.
+var fallbackDirs = hostbin.Dirs
 
 // FindQemu returns the absolute path of the real qemu-system binary for arch ("x86_64", "amd64", "aarch64",
 // "arm64"; "" means the host's). It never returns corral itself: corral is the QEMU_SYSTEM_<ARCH> wrapper and
@@ -47,26 +49,11 @@ func findQemu(arch, pathEnv, self string, fallback []string) (string, error) {
 	}
 	name := "qemu-system-" + qa
 	selfInfo, _ := os.Stat(self) // nil if self is gone: then nothing is skipped as "self"
-	dirs := append(filepath.SplitList(pathEnv), fallback...)
-	seen := map[string]bool{}
-	for _, d := range dirs {
-		if d == "" || !filepath.IsAbs(d) {
-			continue // a relative PATH entry would make the result depend on the cwd
-		}
-		p := filepath.Join(d, name)
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		fi, err := os.Stat(p)
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			continue
-		}
-		if selfInfo != nil && os.SameFile(fi, selfInfo) {
-			continue
-		}
-		return p, nil
+	isSelf := func(_ string, fi fs.FileInfo) bool { return selfInfo != nil && os.SameFile(fi, selfInfo) }
+	p, err := hostbin.Lookup(name, pathEnv, fallback, isSelf)
+	if err != nil {
+		return "", fmt.Errorf("finding %s: %w in PATH or %s (install it: apt-get install qemu-system-x86 / brew install qemu)",
+			name, ErrQemuNotFound, strings.Join(fallback, ", "))
 	}
-	return "", fmt.Errorf("finding %s: %w in PATH or %s (install it: apt-get install qemu-system-x86 / brew install qemu)",
-		name, ErrQemuNotFound, strings.Join(fallback, ", "))
+	return p, nil
 }

@@ -43,22 +43,25 @@ func runDoctor(t *testing.T, fd *fakeDoctor, args ...string) (int, string) {
 
 func healthyFacts() box.HostFacts {
 	return box.HostFacts{
-		GOOS: "linux", LimaVersion: lima.Version{Major: 1, Minor: 2, Patch: 2}, QemuPath: "/usr/bin/qemu-system-x86_64", KVM: true,
+		GOOS: "linux", LimaVersion: lima.Version{Major: 1, Minor: 2, Patch: 2}, LimactlPath: "/usr/local/bin/limactl",
+		QemuPath: "/usr/bin/qemu-system-x86_64", QemuImgPath: "/usr/bin/qemu-img", KVM: true,
+		GitCLIs:  map[string]string{"gh": "/usr/bin/gh"},
 		LimaHome: "/h/lima", MaxNameLen: 40, HostMemory: 8 << 30,
 	}
 }
 
 func TestDoctorHealthy(t *testing.T) {
 	code, out := runDoctor(t, &fakeDoctor{facts: healthyFacts()})
-	want := `ok    lima: limactl 1.2.2 (the version corral is tested with)
+	want := `ok    lima: /usr/local/bin/limactl 1.2.2 (the version corral is tested with)
 ok    qemu: /usr/bin/qemu-system-x86_64
-ok    qemu-img: found
+ok    qemu-img: /usr/bin/qemu-img
 ok    acceleration: KVM
+ok    git host CLIs: gh /usr/bin/gh, glab not installed
 ok    state directory: private (0700, yours)
 ok    socket paths: box names up to 40 bytes fit
 ok    memory budget: running boxes' memory caps 0B of 8GiB host RAM
 ok    keychain: reachable
-all 8 checks passed
+all 9 checks passed
 `
 	if code != 0 || out != want {
 		t.Errorf("code %d\n%s\nwant:\n%s", code, out, want)
@@ -77,7 +80,7 @@ func TestDoctorBoxFailure(t *testing.T) {
 	tail := `ok    box web-1: running
 FAIL  unit corral-project.service: corral-project.service is inactive in the box; sessions are refused
       fix: corral stop web-1 && corral start web-1
-1 of 10 checks failed
+1 of 11 checks failed
 `
 	if len(out) < len(tail) || out[len(out)-len(tail):] != tail {
 		t.Errorf("output:\n%s", out)
@@ -88,7 +91,7 @@ FAIL  unit corral-project.service: corral-project.service is inactive in the box
 		t.Fatal(code, err, out)
 	}
 	last := got[len(got)-1]
-	if len(got) != 10 || last["check"] != "unit corral-project.service" || last["ok"] != false || last["fix"] != "corral stop web-1 && corral start web-1" {
+	if len(got) != 11 || last["check"] != "unit corral-project.service" || last["ok"] != false || last["fix"] != "corral stop web-1 && corral start web-1" {
 		t.Errorf("%v", last)
 	}
 	if _, ok := got[0]["fix"]; !ok {
