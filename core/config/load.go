@@ -75,5 +75,6 @@ func Load(req Request) (Result, error) {
 
 	res.Effective = Merge(res.Layers...)
 	errs = append(errs, checkFloors(&res.Effective)...)
+	errs = append(errs, checkPlatform(req.Platform, &res.Effective)...)
 	return res, errors.Join(errs...)
 }

@@ -71,7 +71,7 @@ var Schema = []Key{
 	{"disk", "size string", `"50GiB"`, ClassCapped, MergeReplace, "Disk size of the VM. A repository may ask for at most 200GiB."},
 	{"image", "string", "platform default", ClassHost, MergeReplace, "Guest image: an https URL, a local qcow2/raw file, or a directory holding rootfs.qcow2, vmlinuz and initrd.img (direct kernel boot). The default on both platforms is a digest-pinned Ubuntu 24.04 cloud image."},
 	{"vm_type", "string", `"vz" on macOS, "qemu" on Linux`, ClassHost, MergeReplace, `Lima VM driver: "vz" or "qemu". On macOS "qemu" (HVF) lets corral enforce the egress funnel in the VM process.`},
-	{"mount_type", "string", `"virtiofs" on macOS, "9p" on Linux`, ClassHost, MergeReplace, `How the project is shared: "virtiofs", "9p" or "reverse-sshfs". reverse-sshfs is not a boundary (guest root can drive the host's sftp-server) and the strict profile refuses it.`},
+	{"mount_type", "string", `"virtiofs" on macOS, "9p" on Linux and with vm_type "qemu"`, ClassHost, MergeReplace, `How the project is shared: "virtiofs", "9p" or "reverse-sshfs". Lima takes virtiofs or reverse-sshfs with vz, and 9p or reverse-sshfs with qemu on macOS. reverse-sshfs is not a boundary (guest root can drive the host's sftp-server) and the strict profile refuses it.`},
 	{"toolchains", "list of strings", "[]", ClassAdd, MergeUnion, "Language toolchains baked into the golden image: " + fmt.Sprint(Toolchains) + "."},
 	{"packages", "list of strings", "[]", ClassAdd, MergeUnion, "Debian packages baked into the golden image."},
 	{"hide", "list of paths", "[]", ClassAdd, MergeUnion, "Project paths hidden from the box (covered by an empty read-only mount). Relative to the project; must stay inside it."},
