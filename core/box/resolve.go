@@ -35,6 +35,7 @@ type ResolveOptions struct {
 	Dir      string        // project directory; "" is the working directory
 	Flags    config.Config // the flags layer
 	Platform config.Platform
+	Snapshot *config.Snapshot // the repository file as read earlier; nil reads it now
 }
 
 // Resolve finds the project's box and loads its config. A config error is
@@ -60,6 +61,7 @@ func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
 		Flags:       opt.Flags,
 		HostMemory:  host.MemoryBytes,
 		HostCPUs:    host.CPUs,
+		Snapshot:    opt.Snapshot,
 	})
 	return Resolved{Project: proj, Platform: opt.Platform, Config: res}, err
 }

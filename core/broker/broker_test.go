@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -382,5 +383,62 @@ func TestOptionsCheck(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
 		}
+	}
+}
+
+// TestBoxCannotChangeItsOwnPolicy: the repository file is box-writable, so
+// the broker reads it once, at start. Whatever the box writes there later
+// (a widening file, valid or capitalised, a symlink to one, a FIFO) is not
+// followed: the host's own files still reload (each step below is allowed
+// through the trusted layer after the rewrite), and the host the box asked
+// for stays denied.
+func TestBoxCannotChangeItsOwnPolicy(t *testing.T) {
+	l, name := newBox(t, "network = \"broker\"\n")
+	port := upstream(t)
+	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
+	target := func(host string) string { return "http://" + host + ".example.test:" + port + "/" }
+	m, err := box.ReadMeta(l, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(m.Project, config.ProjectFile)
+	outside := filepath.Join(t.TempDir(), "widen.toml")
+	if err := os.WriteFile(outside, []byte("egress = [\"evil.example.test:*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replace := func(write func() error) {
+		t.Helper()
+		if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile := func(s string) func() error {
+		return func() error { return os.WriteFile(file, []byte(s), 0o600) }
+	}
+	for i, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{"valid but widening", writeFile("egress = [\"evil.example.test:*\"]\n")},
+		{"capitalised", writeFile("EGRESS = [\"evil.example.test:*\"]\nNetwork = \"full\"\n")},
+		{"symlink to a widening file", func() error { return os.Symlink(outside, file) }},
+		{"fifo", func() error { return syscall.Mkfifo(file, 0o600) }},
+		{"invalid", writeFile("egress = [\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replace(tc.write)
+			step := fmt.Sprintf("step%d", i)
+			trusted := fmt.Sprintf("egress = [\"%s.example.test:*\"]\n", step)
+			if err := os.WriteFile(l.ProjectConfig(name), []byte(trusted), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, addr, target(step), http.StatusOK)
+			if code, _ := proxyGet(t, addr, target("evil")); code != http.StatusForbidden {
+				t.Fatalf("the box widened its own policy: evil.example.test answered %d", code)
+			}
+		})
 	}
 }

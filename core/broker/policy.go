@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -42,10 +41,17 @@ func AllowList(l paths.Layout, boxName, projectDir string, platform config.Platf
 // boxPolicy builds a box's egress policy from its files: the agent's
 // default hosts and the egress config (box.Resolve on the box's project),
 // then the approvals.
+//
+// The repository's .corral.toml is read once, when the policy is made (at
+// broker start, which is box start): the project directory is box-writable,
+// and a box must never change its own policy. Reloads follow the
+// host-owned files only (global and trusted config, approvals) and check
+// the same snapshot of the repository file against them each time.
 type boxPolicy struct {
 	layout   paths.Layout
 	box      string
 	project  string
+	snapshot *config.Snapshot // the repository file, as read at start
 	platform config.Platform
 	ranges   []string
 	store    *approval.Store
@@ -64,21 +70,21 @@ func newBoxPolicy(l paths.Layout, boxName, projectDir string, platform config.Pl
 	if err != nil {
 		return nil, err
 	}
-	return &boxPolicy{layout: l, box: boxName, project: projectDir, platform: platform, ranges: ranges,
-		store: store, logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
+	return &boxPolicy{layout: l, box: boxName, project: projectDir, snapshot: config.ReadSnapshot(projectDir),
+		platform: platform, ranges: ranges, store: store, logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
 }
 
-// files are the files the policy is built from, for the watcher.
+// files are the host-owned files the policy follows, for the watcher.
+// Nothing under the project directory is among them.
 func (b *boxPolicy) files() []string {
-	return []string{b.layout.GlobalConfig(), filepath.Join(b.project, config.ProjectFile),
-		b.layout.ProjectConfig(b.box), b.store.Path()}
+	return []string{b.layout.GlobalConfig(), b.layout.ProjectConfig(b.box), b.store.Path()}
 }
 
 // loadConfig loads the box's effective config and checks that its
 // allow-list parses. A config with problems is an error as a whole: a
 // failed load's partial result may hold a layer the trust policy refused.
 func (b *boxPolicy) loadConfig() (config.Result, error) {
-	r, err := box.Resolve(b.layout, box.ResolveOptions{Dir: b.project, Platform: b.platform})
+	r, err := box.Resolve(b.layout, box.ResolveOptions{Dir: b.project, Platform: b.platform, Snapshot: b.snapshot})
 	if err != nil {
 		return config.Result{}, fmt.Errorf("loading the config of box %s: %w", b.box, err)
 	}

@@ -17,6 +17,26 @@ type Request struct {
 	Flags       Config // the flags layer; unset fields are not applied
 	HostMemory  uint64
 	HostCPUs    int
+	// Snapshot, when set, is the repository's file as read earlier (by
+	// ReadSnapshot, at box start): Load checks and applies it instead of
+	// reading the box-writable file again. A running box's broker loads
+	// with the snapshot taken when it started, so nothing the box writes
+	// into its project reaches its policy before the next start.
+	Snapshot *Snapshot
+}
+
+// Snapshot is a repository's .corral.toml as read at one moment.
+type Snapshot struct {
+	Layer Layer // decoded; empty when the file was missing or refused
+	Err   error // why the file was refused, or nil
+}
+
+// ReadSnapshot reads and decodes the repository file of projectDir now.
+// It does not apply the trust policy: Load does, against the host layers
+// in force at each load.
+func ReadSnapshot(projectDir string) *Snapshot {
+	l, err := LoadFile(KindProject, filepath.Join(projectDir, ProjectFile))
+	return &Snapshot{Layer: l, Err: err}
 }
 
 // Result is a loaded configuration.
@@ -52,7 +72,15 @@ func Load(req Request) (Result, error) {
 		res.Layers = append(res.Layers, global)
 	}
 	if req.ProjectDir != "" {
-		proj, ok := load(KindProject, filepath.Join(req.ProjectDir, ProjectFile))
+		snap := req.Snapshot
+		if snap == nil {
+			snap = ReadSnapshot(req.ProjectDir)
+		}
+		proj, ok := snap.Layer, snap.Err == nil
+		if snap.Err != nil {
+			errs = append(errs, snap.Err)
+		}
+		errs = append(errs, validate(proj)...)
 		below := Merge(res.Layers...).Config
 		perrs, checked := checkProject(proj, below, PolicyInput{
 			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,

@@ -35,8 +35,10 @@ func NewCmdBroker(f *Factory, runF func(*BrokerOptions) error) *cobra.Command {
 		Long: `Broker runs the host-side egress proxy until SIGINT or SIGTERM.
 
 With --box it serves a box: the allow-list is the agent's default hosts,
-the egress config and the approvals granted with "corral allow", reloaded
-live when any of those files changes. Decisions go to the box's egress log
+the egress config and the approvals granted with "corral allow". The
+host's own files (global and per-box config, approvals) are reloaded live
+when they change; the repository's .corral.toml is read once, at start,
+because the box can write it. Decisions go to the box's egress log
 (see "corral egress") and denials to the audit log. corral up starts this
 mode by itself.
 
