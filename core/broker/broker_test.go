@@ -140,9 +140,21 @@ func waitStatus(t *testing.T, addr, target string, want int) time.Duration {
 
 func upstream(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hello from", r.Host)
 	}))
+	// No box reaches a broker port on the host whatever its ranges allow,
+	// and the kernel's ephemeral ports include that range.
+	for egress.IsBrokerPort(srv.Listener.Addr().(*net.TCPAddr).Port) {
+		old := srv.Listener
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Listener = ln
+		defer old.Close()
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	return port

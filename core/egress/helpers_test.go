@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -86,13 +87,42 @@ func startProxy(t *testing.T, entries, ranges []string, mod func(*Config)) *test
 	return &testProxy{srv: srv, addr: ln.Addr().String(), log: ml}
 }
 
+// listenUpstream listens on 127.0.0.1 on a port outside the broker port
+// range: a box never reaches a broker port on the host, and the kernel's
+// ephemeral ports include that range.
+func listenUpstream(t testing.TB) net.Listener {
+	t.Helper()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
+			return ln
+		}
+		defer ln.Close() // keep it until a port outside is found
+	}
+}
+
+// newUpstream is httptest.NewServer (or NewTLSServer) on a port outside
+// the broker port range.
+func newUpstream(t testing.TB, secure bool, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = listenUpstream(t)
+	if secure {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	return srv
+}
+
 // echoServer accepts on 127.0.0.1 and echoes until the test ends.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUpstream(t)
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {

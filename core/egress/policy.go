@@ -271,45 +271,96 @@ func (p *Policy) inRange(ip netip.Addr) bool {
 	return false
 }
 
-// allowsExactly reports whether a single-address range (/32 or /128) names
-// ip: the only way to let a box reach the broker's own listen address.
-func (p *Policy) allowsExactly(ip netip.Addr) bool {
-	for _, r := range p.ranges {
-		if r.IsSingleIP() && r.Addr() == ip {
-			return true
-		}
+// specialPurpose are the IANA special-purpose address blocks (the IPv4 and
+// IPv6 Special-Purpose Address Registries, RFC 6890 and successors) that a
+// box never reaches without an explicit range. Loopback, RFC 1918,
+// link-local, multicast and unspecified are caught by netip's predicates
+// first; they are listed here too so that this table alone says what is
+// refused. 64:ff9b::/96 (NAT64), 2002::/16 (6to4) and 2001::/32 (Teredo)
+// are not here: they are judged by the IPv4 addresses they embed.
+var specialPurpose = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		// IPv4
+		"0.0.0.0/8",          // "this network" (RFC 791)
+		"10.0.0.0/8",         // private (RFC 1918)
+		"100.64.0.0/10",      // shared address space, CGNAT (RFC 6598)
+		"127.0.0.0/8",        // loopback
+		"169.254.0.0/16",     // link-local, cloud metadata (RFC 3927)
+		"172.16.0.0/12",      // private (RFC 1918)
+		"192.0.0.0/24",       // IETF protocol assignments (RFC 6890)
+		"192.0.2.0/24",       // documentation, TEST-NET-1 (RFC 5737)
+		"192.88.99.0/24",     // 6to4 relay anycast, deprecated (RFC 7526)
+		"192.168.0.0/16",     // private (RFC 1918)
+		"198.18.0.0/15",      // benchmarking (RFC 2544)
+		"198.51.100.0/24",    // documentation, TEST-NET-2 (RFC 5737)
+		"203.0.113.0/24",     // documentation, TEST-NET-3 (RFC 5737)
+		"224.0.0.0/4",        // multicast
+		"240.0.0.0/4",        // reserved (RFC 1112)
+		"255.255.255.255/32", // limited broadcast (RFC 919)
+		// IPv6
+		"::/128",          // unspecified
+		"::1/128",         // loopback
+		"::/96",           // IPv4-compatible, deprecated (RFC 4291)
+		"::ffff:0:0/96",   // IPv4-mapped (RFC 4291)
+		"::ffff:0:0:0/96", // IPv4-translated, SIIT (RFC 2765)
+		"64:ff9b:1::/48",  // NAT64 local-use (RFC 8215)
+		"100::/64",        // discard-only (RFC 6666)
+		"100:0:0:1::/64",  // dummy prefix (RFC 9780)
+		"2001::/23",       // IETF protocol assignments (RFC 2928), Teredo aside
+		"2001:db8::/32",   // documentation (RFC 3849)
+		"3fff::/20",       // documentation (RFC 9637)
+		"5f00::/16",       // SRv6 SIDs (RFC 9602)
+		"fc00::/7",        // unique local (RFC 4193)
+		"fe80::/10",       // link-local
+		"fec0::/10",       // site-local, deprecated (RFC 3879)
+		"ff00::/8",        // multicast
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
 	}
-	return false
-}
+	return ps
+}()
 
 var (
-	cgnat     = netip.MustParsePrefix("100.64.0.0/10")
-	thisNet   = netip.MustParsePrefix("0.0.0.0/8")
-	ietf      = netip.MustParsePrefix("192.0.0.0/24")
-	bench     = netip.MustParsePrefix("198.18.0.0/15")
-	reserved4 = netip.MustParsePrefix("240.0.0.0/4") // includes 255.255.255.255
-	siteLocal = netip.MustParsePrefix("fec0::/10")
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+	teredo    = netip.MustParsePrefix("2001::/32")
+	global6   = netip.MustParsePrefix("2000::/3")
 )
 
 // PublicAddr reports whether ip is a globally routable unicast address that a
-// box may reach without an explicit range. It is false for loopback, RFC 1918,
-// CGNAT (100.64.0.0/10), link-local (including the 169.254.169.254 metadata
-// address), multicast, unspecified, IPv4-mapped IPv6, unique-local fc00::/7,
-// site-local and reserved addresses. NAT64 addresses (64:ff9b::/96) are
-// judged by the IPv4 address they embed.
+// box may reach without an explicit range. It is false for every block in
+// the IANA special-purpose registries ([specialPurpose]: loopback, RFC 1918,
+// CGNAT, link-local with the 169.254.169.254 metadata address, multicast,
+// unspecified, IPv4-mapped, -compatible and -translated IPv6, NAT64
+// local-use, documentation and benchmarking nets, 240/4, broadcast, unique-
+// and site-local), and for IPv6 outside 2000::/3 (not allocated as global
+// unicast). Addresses that carry an IPv4 address are judged by it: NAT64
+// (64:ff9b::/96) and 6to4 (2002::/16) by the embedded address, Teredo
+// (2001::/32) by both its server and its (obfuscated) client address.
 func PublicAddr(ip netip.Addr) bool {
-	if !ip.IsValid() || ip.Zone() != "" || ip.Is4In6() {
+	if !ip.IsValid() || ip.Zone() != "" {
 		return false
 	}
-	if nat64.Contains(ip) {
+	if ip.Is6() {
 		b := ip.As16()
-		return PublicAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		switch {
+		case nat64.Contains(ip):
+			return PublicAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		case sixToFour.Contains(ip):
+			return PublicAddr(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		case teredo.Contains(ip):
+			server := netip.AddrFrom4([4]byte{b[4], b[5], b[6], b[7]})
+			client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+			return PublicAddr(server) && PublicAddr(client)
+		case !global6.Contains(ip):
+			return false
+		}
 	}
 	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
 		return false
 	}
-	for _, p := range []netip.Prefix{cgnat, thisNet, ietf, bench, reserved4, siteLocal} {
+	for _, p := range specialPurpose {
 		if p.Contains(ip) {
 			return false
 		}

@@ -16,6 +16,11 @@ func BrokerPort(box string) int {
 	return BrokerPortMin + int(h.Sum32()%(BrokerPortMax-BrokerPortMin+1))
 }
 
+// IsBrokerPort reports whether p is in the broker port range. No box reaches
+// such a port on a host address, whatever its ranges allow, so test
+// upstreams on loopback must listen outside it (see [Server]).
+func IsBrokerPort(p int) bool { return p >= BrokerPortMin && p <= BrokerPortMax }
+
 // PickPort returns BrokerPort(box), or if inUse says it is taken the next
 // free port, wrapping within 42000-42999. It returns 0 if all are in use.
 func PickPort(box string, inUse func(int) bool) int {

@@ -18,10 +18,7 @@ import (
 // the request body when the response is already in.
 func earlyAnswerUpstream(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUpstream(t)
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -93,10 +90,7 @@ func TestEarlyAnswerPOST(t *testing.T) {
 // stuckUpstream accepts connections, reads what comes and never answers.
 func stuckUpstream(t *testing.T) (addr string, gone chan struct{}) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUpstream(t)
 	t.Cleanup(func() { ln.Close() })
 	gone = make(chan struct{}, 64)
 	go func() {

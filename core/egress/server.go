@@ -73,6 +73,11 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Logger receives operational logs (not decisions); nil discards them.
 	Logger *slog.Logger
+	// HostPorts, if set, names more ports of corral's own sockets on this
+	// host (such as the Lima SSH forwards of boxes) that no box may reach
+	// on any local address whatever its ranges allow. The broker's own
+	// ports and the broker port range are always refused.
+	HostPorts func() []int
 }
 
 // Server is the egress proxy. Create it with [NewServer]; it is safe for
@@ -101,17 +106,21 @@ type Server struct {
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
 	listeners map[net.Listener]struct{}
-	self      map[netip.AddrPort]struct{}
+	selfPorts map[int]struct{}        // ports the broker listens on
+	local     map[netip.Addr]struct{} // the host's interface addresses
+	localAt   time.Time               // when local was read
 	wg        sync.WaitGroup
 }
 
 // NewServer validates cfg and returns a server.
 func NewServer(cfg Config) (*Server, error) {
+	var listenPort int
 	if cfg.Listen != "" {
 		ap, err := netip.ParseAddrPort(cfg.Listen)
 		if err != nil || !ap.Addr().IsLoopback() {
 			return nil, fmt.Errorf("egress broker listen address %q: must be a loopback IP and port such as 127.0.0.1:42000", cfg.Listen)
 		}
+		listenPort = int(ap.Port())
 	}
 	if cfg.HeaderTimeout <= 0 {
 		cfg.HeaderTimeout = DefaultHeaderTimeout
@@ -143,7 +152,11 @@ func NewServer(cfg Config) (*Server, error) {
 		resolver:  cfg.Resolver,
 		conns:     map[*conn]struct{}{},
 		listeners: map[net.Listener]struct{}{},
-		self:      map[netip.AddrPort]struct{}{},
+		selfPorts: map[int]struct{}{},
+		local:     map[netip.Addr]struct{}{},
+	}
+	if listenPort != 0 {
+		s.selfPorts[listenPort] = struct{}{}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.logger == nil {
@@ -223,7 +236,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("egress broker: refusing to serve on non-loopback %s", ap)
 		}
 		s.mu.Lock()
-		s.self[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = struct{}{}
+		s.selfPorts[int(ap.Port())] = struct{}{}
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
@@ -511,7 +524,7 @@ func (s *Server) check(ctx context.Context, kind Kind, auth Authority) target {
 	var firstDenied Decision
 	for _, ip := range addrs {
 		d := pol.Decide(Request{Kind: kind, Host: auth.Host, Port: auth.Port, IP: ip})
-		if d.Allowed && s.isSelf(ip, auth.Port) && !pol.allowsExactly(ip) {
+		if d.Allowed && s.refusedLocal(ip, auth.Port) {
 			d.Allowed, d.Reason = false, ReasonSelf
 		}
 		if d.Allowed {
@@ -532,12 +545,63 @@ func (s *Server) check(ctx context.Context, kind Kind, auth Authority) target {
 	return t
 }
 
-func (s *Server) isSelf(ip netip.Addr, port int) bool {
+// refusedLocal reports whether ip:port is on this host and is a socket no
+// box may reach whatever its ranges allow: the broker itself (its listen
+// port on any local address: 127.0.0.1, 0.0.0.0, [::], v4-mapped forms, an
+// interface address), any corral broker port (another box's broker would
+// egress under that box's allow-list), and the ports Config.HostPorts names.
+func (s *Server) refusedLocal(ip netip.Addr, port int) bool {
+	ip = ip.Unmap()
+	if !s.isLocal(ip) {
+		return false
+	}
+	if IsBrokerPort(port) {
+		return true
+	}
+	s.mu.Lock()
+	_, self := s.selfPorts[port]
+	s.mu.Unlock()
+	if self {
+		return true
+	}
+	if s.cfg.HostPorts != nil {
+		for _, p := range s.cfg.HostPorts() {
+			if p == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isLocal reports whether a connection to ip ends on this host: loopback,
+// unspecified and "this network" addresses (the kernel sends them to the
+// host itself) and the addresses of the host's interfaces, read at most
+// every localAddrTTL.
+func (s *Server) isLocal(ip netip.Addr) bool {
+	if ip.IsLoopback() || ip.IsUnspecified() || thisNetwork.Contains(ip) {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.self[netip.AddrPortFrom(ip, uint16(port))]
+	if time.Since(s.localAt) > localAddrTTL {
+		s.localAt = time.Now()
+		clear(s.local)
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if pfx, err := netip.ParsePrefix(a.String()); err == nil {
+					s.local[pfx.Addr().Unmap().WithZone("")] = struct{}{}
+				}
+			}
+		}
+	}
+	_, ok := s.local[ip.WithZone("")]
 	return ok
 }
+
+const localAddrTTL = 30 * time.Second
+
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 
 func (s *Server) logDecision(d Decision) {
 	if s.cfg.Log != nil {
@@ -574,7 +638,7 @@ func (s *Server) denyBody(t target) string {
 	case ReasonIPLiteral, ReasonPrivateIP:
 		msg += "private and IP-literal destinations need an explicitly allowed address range\n"
 	case ReasonSelf:
-		msg += "that is the egress broker itself\n"
+		msg += "that is the egress broker itself or another corral socket on this host; no range opens it\n"
 	}
 	return msg
 }

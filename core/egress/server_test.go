@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -100,13 +99,13 @@ func TestConnectPrivateAndResolveFailure(t *testing.T) {
 
 func TestGoClientThroughProxy(t *testing.T) {
 	var gotHost, gotProxyConn, gotURI string
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	plain := newUpstream(t, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotHost, gotProxyConn, gotURI = r.Host, r.Header.Get("Proxy-Connection"), r.RequestURI
 		body, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "hello %s %s", r.Method, body)
 	}))
 	defer plain.Close()
-	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	secure := newUpstream(t, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "secure") //nolint:errcheck
 	}))
 	defer secure.Close()
@@ -180,11 +179,11 @@ func TestCurlThroughProxy(t *testing.T) {
 	if err != nil {
 		t.Skip("curl not installed")
 	}
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	plain := newUpstream(t, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "plain") //nolint:errcheck
 	}))
 	defer plain.Close()
-	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	secure := newUpstream(t, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "secure") //nolint:errcheck
 	}))
 	defer secure.Close()
@@ -309,10 +308,7 @@ func TestTunnelCap(t *testing.T) {
 func TestTunnelIdleTimeout(t *testing.T) {
 	ep := portOf(t, echoServer(t))
 	// A source that writes one byte every 20 ms for 2 s, then closes.
-	src, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := listenUpstream(t)
 	defer src.Close()
 	sent := make(chan int, 1)
 	go func() {

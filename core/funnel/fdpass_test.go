@@ -187,7 +187,10 @@ func TestListenerCloseAndBadSenders(t *testing.T) {
 // `corral broker --box` does: a denied host gets the broker's 403 and an
 // allowed one reaches the upstream, with no TCP hop between guest and broker.
 func TestEgressServerOnPassedConns(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "upstream says hi") }))
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "upstream says hi") }))
+	up.Listener.Close()
+	up.Listener = listenOutsideBrokerPorts(t)
+	up.Start()
 	defer up.Close()
 	pol, err := egress.ParsePolicy(nil, []string{"127.0.0.0/8"})
 	if err != nil {
@@ -232,5 +235,22 @@ func TestEgressServerOnPassedConns(t *testing.T) {
 	}
 	if code, body := get("http://denied.example.test/"); code != http.StatusForbidden || !strings.Contains(body, "denied.example.test") {
 		t.Errorf("denied: %d %q", code, body)
+	}
+}
+
+// listenOutsideBrokerPorts listens on 127.0.0.1 on a port outside the
+// broker port range, which no box reaches on the host whatever its ranges
+// allow (the kernel's ephemeral ports include that range).
+func listenOutsideBrokerPorts(t testing.TB) net.Listener {
+	t.Helper()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !egress.IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
+			return ln
+		}
+		defer ln.Close() // held until a port outside is found
 	}
 }

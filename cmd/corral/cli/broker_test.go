@@ -123,9 +123,12 @@ func proxyGet(t *testing.T, addr, target string) (int, string) {
 
 func upstream(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hello from", r.Host)
 	}))
+	srv.Listener.Close()
+	srv.Listener = listenOutsideBrokerPorts(t)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	return port
@@ -240,5 +243,22 @@ func TestBrokerArgvContract(t *testing.T) {
 	}
 	if parsed, ok := egress.ParseBrokerArgv(append([]string{"/bin/corral"}, argv...)); !ok || parsed != want {
 		t.Errorf("ParseBrokerArgv: %+v %v, want %+v", parsed, ok, want)
+	}
+}
+
+// listenOutsideBrokerPorts listens on 127.0.0.1 on a port outside the
+// broker port range, which no box reaches on the host whatever its ranges
+// allow (the kernel's ephemeral ports include that range).
+func listenOutsideBrokerPorts(t testing.TB) net.Listener {
+	t.Helper()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !egress.IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
+			return ln
+		}
+		defer ln.Close() // held until a port outside is found
 	}
 }

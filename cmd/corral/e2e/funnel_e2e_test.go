@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/qemu"
 )
 
@@ -61,8 +62,7 @@ type hostServer struct {
 func startHostServer(t *testing.T) *hostServer {
 	t.Helper()
 	s := &hostServer{hits: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
+	ln := listenOutsideBrokerPorts(t)
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -326,4 +326,21 @@ func TestHostFunnel(t *testing.T) {
 		}
 		x.ok("stop")
 	})
+}
+
+// listenOutsideBrokerPorts listens on 127.0.0.1 on a port outside the
+// broker port range, which no box reaches on the host whatever its ranges
+// allow (the kernel's ephemeral ports include that range).
+func listenOutsideBrokerPorts(t testing.TB) net.Listener {
+	t.Helper()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !egress.IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
+			return ln
+		}
+		defer ln.Close() // held until a port outside is found
+	}
 }
