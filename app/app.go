@@ -53,8 +53,9 @@ type Backend interface {
 	Snapshot(ctx context.Context) (State, error)
 	Start(ctx context.Context, box string) error
 	Stop(ctx context.Context, box string) error
-	// StopIdle stops every box for which BoxView.IdleCandidate is true and
-	// returns their names.
+	// StopIdle stops every box the lifecycle service's idle rule says is
+	// due (BoxView.IdleDue) and returns their names. The app calls it for
+	// "Stop idle boxes" and every SweepInterval.
 	StopIdle(ctx context.Context) ([]string, error)
 	// Allow adds host to box's egress allow-list for scope. For AllowDomain,
 	// host is the domain (e.g. "example.test") and the rule covers it and
@@ -90,8 +91,12 @@ type Options struct {
 	Argv func(corral string, a menu.Action) []string
 
 	RefreshInterval time.Duration // default 3s
-	NotifyCooldown  time.Duration // per (box, host); default 10m
-	Limits          menu.Limits
+	// SweepInterval is how often the app stops idle boxes
+	// (Backend.StopIdle), so that idle_stop holds for a user who only runs
+	// the app; default 1m.
+	SweepInterval  time.Duration
+	NotifyCooldown time.Duration // per (box, host); default 10m
+	Limits         menu.Limits
 	// Icon is a PNG for the tray; default a built-in icon.
 	Icon []byte
 }
@@ -146,6 +151,9 @@ func (o *Options) fill() error {
 	}
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = 3 * time.Second
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = time.Minute
 	}
 	if o.NotifyCooldown <= 0 {
 		o.NotifyCooldown = 10 * time.Minute

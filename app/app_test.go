@@ -159,6 +159,7 @@ func (f *fileBackend) WatchDenials(ctx context.Context, fn func(string, app.Deni
 func runChild() error {
 	dir := os.Getenv("CORRAL_APPTEST_DIR")
 	interval, _ := time.ParseDuration(os.Getenv("CORRAL_APPTEST_REFRESH"))
+	sweep, _ := time.ParseDuration(os.Getenv("CORRAL_APPTEST_SWEEP")) // "": the default
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	return app.Run(ctx, app.Options{
@@ -167,6 +168,7 @@ func runChild() error {
 		CorralPath:      "/opt/corral/bin/corral",
 		StateDir:        filepath.Join(dir, "state"),
 		RefreshInterval: interval,
+		SweepInterval:   sweep,
 	})
 }
 
@@ -382,7 +384,7 @@ func click(t *testing.T, item *desktoptest.Item, n *desktoptest.MenuNode, what s
 
 var (
 	web = menu.BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: menu.StateRunning,
-		MemBytes: 1288490189, MemCapBytes: 4 << 30, Idle: 12 * time.Minute}
+		MemBytes: 1288490189, MemCapBytes: 4 << 30, Idle: 12 * time.Minute, IdleDue: true}
 	api = menu.BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: menu.StateStopped, MemCapBytes: 2 << 30}
 )
 
@@ -596,4 +598,18 @@ func TestSnapshotErrorShown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("app did not exit after its context was cancelled")
 	}
+}
+
+// TestAppSweepsOnTimer: the app stops idle boxes on its own timer, without
+// a click, so idle_stop holds for a user who only runs the app.
+func TestAppSweepsOnTimer(t *testing.T) {
+	h := newHarness(t)
+	conn := coredt.Conn(t, h.addr)
+	if _, err := desktoptest.StartWatcher(conn); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CORRAL_APPTEST_SWEEP", "200ms")
+	h.writeState(app.State{Boxes: []menu.BoxView{web}})
+	h.start(time.Second)
+	h.waitCall(call{Op: "stop-idle"})
 }

@@ -109,7 +109,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		v := BoxView{
 			Name: s.Name, Project: s.Project, State: s.State,
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
-			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop,
+			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
 		}
 		v.Denied = b.deniedHosts(s.Name, now)
 		st.Boxes = append(st.Boxes, v)
@@ -124,23 +124,10 @@ func (b *coreBackend) Stop(ctx context.Context, name string) error {
 	return b.svc.Stop(ctx, name, audit.KindStop)
 }
 
+// StopIdle is the sweep of `corral stop --idle`: it stops the boxes whose
+// Snapshot says IdleDue.
 func (b *coreBackend) StopIdle(ctx context.Context) ([]string, error) {
-	list, err := b.svc.List()
-	if err != nil {
-		return nil, err
-	}
-	var stopped []string
-	for _, s := range list {
-		v := BoxView{State: s.State, Sessions: s.Live}
-		if !v.IdleCandidate() {
-			continue
-		}
-		if err := b.svc.Stop(ctx, s.Name, audit.KindIdleStop); err != nil {
-			return stopped, err
-		}
-		stopped = append(stopped, s.Name)
-	}
-	return stopped, nil
+	return b.svc.Sweep(ctx)
 }
 
 // Allow calls the same core function as `corral allow`; the box's broker

@@ -40,6 +40,7 @@ type loop struct {
 	confirmUntil time.Time
 	refreshing   bool
 	refreshAgain bool
+	sweeping     bool // a timer's StopIdle runs
 }
 
 func newLoop(opts Options, cancel context.CancelFunc) *loop {
@@ -79,6 +80,8 @@ func (l *loop) wait() {
 func (l *loop) run(ctx context.Context) {
 	tick := time.NewTicker(l.opts.RefreshInterval)
 	defer tick.Stop()
+	sweep := time.NewTicker(l.opts.SweepInterval)
+	defer sweep.Stop()
 	l.refresh(ctx)
 	actions := l.opts.Notifier.Actions()
 	for {
@@ -87,6 +90,8 @@ func (l *loop) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			l.refresh(ctx)
+		case <-sweep.C:
+			l.stopIdle(ctx, false)
 		case c := <-l.clicks:
 			l.click(ctx, c)
 		case f := <-l.results:
@@ -188,17 +193,7 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 	case menu.ActAllow:
 		l.allow(ctx, a.Box, a.Host, a.Scope)
 	case menu.ActStopIdle:
-		l.goDo(ctx, func(ctx context.Context) func() {
-			names, err := l.b.StopIdle(ctx)
-			return func() {
-				if err != nil {
-					l.fail("stop idle boxes", err)
-				} else {
-					l.log.Info("stopped idle boxes", "boxes", names)
-				}
-				l.refresh(ctx)
-			}
-		})
+		l.stopIdle(ctx, true)
 	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject:
 		argv := l.opts.Argv(l.opts.CorralPath, a)
 		if len(argv) == 0 {
@@ -218,6 +213,37 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 	case menu.ActOpenConfig:
 		l.open(ctx, "open config", l.b.ConfigPath())
 	}
+}
+
+// stopIdle stops the idle boxes off the loop: for a click (which shows a
+// failure in the menu) or on the sweep timer (which only logs it; the next
+// tick retries).
+func (l *loop) stopIdle(ctx context.Context, clicked bool) {
+	if !clicked {
+		if l.sweeping {
+			return
+		}
+		l.sweeping = true
+	}
+	l.goDo(ctx, func(ctx context.Context) func() {
+		names, err := l.b.StopIdle(ctx)
+		return func() {
+			if !clicked {
+				l.sweeping = false
+			}
+			switch {
+			case err != nil && clicked:
+				l.fail("stop idle boxes", err)
+			case err != nil:
+				l.log.Warn("stopping idle boxes", "err", err)
+			case len(names) > 0 || clicked:
+				l.log.Info("stopped idle boxes", "boxes", names)
+			}
+			if len(names) > 0 || clicked {
+				l.refresh(ctx)
+			}
+		}
+	})
 }
 
 func (l *loop) open(ctx context.Context, op, path string) {

@@ -180,7 +180,7 @@ func Build(st State, ui UI, lim Limits) Menu {
 	}
 
 	stopIdle := Item{Key: "stop-idle", Title: fmt.Sprintf("Stop idle boxes (%d)", idle),
-		Tooltip: "Stop running boxes that have no open session", Action: Action{Kind: ActStopIdle}}
+		Tooltip: "Stop running boxes with no session and no activity for longer than their idle_stop", Action: Action{Kind: ActStopIdle}}
 	if idle == 0 {
 		stopIdle.Disabled = true
 	}

@@ -13,7 +13,7 @@ var now = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 
 func TestBuildText(t *testing.T) {
 	web := BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: StateRunning,
-		MemBytes: 1288490189, PeakBytes: 2 * gib, MemCapBytes: 4 * gib, Idle: 12 * time.Minute}
+		MemBytes: 1288490189, PeakBytes: 2 * gib, MemCapBytes: 4 * gib, Idle: 12 * time.Minute, IdleDue: true}
 	api := BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: StateStopped, MemCapBytes: 2 * gib}
 	tests := []struct {
 		name  string
@@ -135,7 +135,7 @@ Quit corral
 func TestBuildManyBoxes(t *testing.T) {
 	var st State
 	for i := 0; i < 30; i++ {
-		st.Boxes = append(st.Boxes, BoxView{Name: fmt.Sprintf("box-%02d", 29-i), State: StateRunning, MemBytes: gib})
+		st.Boxes = append(st.Boxes, BoxView{Name: fmt.Sprintf("box-%02d", 29-i), State: StateRunning, MemBytes: gib, IdleDue: true})
 	}
 	m := Build(st, UI{}, Limits{MaxBoxes: 24})
 	boxes := m.Sections[1]

@@ -37,9 +37,12 @@ type BoxView struct {
 	PeakBytes   uint64 // lifetime peak; informational (tooltip)
 	MemCapBytes uint64 // configured VM memory; 0 when unknown
 
-	Idle     time.Duration // time since the last session ended; 0 when busy or unknown
+	Idle     time.Duration // time since the last activity; 0 when busy or unknown
 	Sessions int           // open agent/shell sessions
 	IdleStop time.Duration // configured idle auto-stop; 0 = never
+	// IdleDue is the lifecycle service's idle rule (core/box IsIdle): the
+	// box is due to be stopped, and "Stop idle boxes" stops it.
+	IdleDue bool
 
 	Denied []DeniedHost // hosts the egress proxy refused, any order
 	Err    string       // last lifecycle error for this box, shown in its submenu
@@ -93,7 +96,7 @@ func (s AllowScope) String() string {
 // Running reports whether the box counts as running for the header total.
 func (b BoxView) Running() bool { return b.State == StateRunning }
 
-// IdleCandidate reports whether "Stop idle boxes" would stop b: running
-// with no open session. The lifecycle service's StopIdle must use the same
-// rule, or the count in the menu lies.
-func (b BoxView) IdleCandidate() bool { return b.Running() && b.Sessions == 0 }
+// IdleCandidate reports whether "Stop idle boxes" would stop b. The menu
+// holds no idle rule of its own: it counts what the lifecycle service
+// marked due, which is what its StopIdle stops.
+func (b BoxView) IdleCandidate() bool { return b.IdleDue }

@@ -21,8 +21,12 @@ func (s *Service) lastActivity(m Meta) time.Time {
 	return t
 }
 
-// IsIdle decides whether a running box should be stopped: no live session
-// and no activity for longer than idleStop. idleStop 0 never stops.
+// IsIdle is corral's one idle rule: a running box is stopped when it has no
+// live session and no activity (sessions, broker decisions) for longer than
+// its idle_stop; idle_stop 0 never stops. StatusOf applies it (Status.IdleDue),
+// and everything that stops idle boxes (the sweep at the start of corral
+// commands, `corral stop --idle`, the app's timer and its "Stop idle boxes")
+// goes through IdleBoxes, so the menu's count and what is stopped agree.
 func IsIdle(state string, liveSessions int, last time.Time, idleStop time.Duration, now time.Time) bool {
 	if state != string(lima.StatusRunning) || liveSessions > 0 || idleStop <= 0 || last.IsZero() {
 		return false
@@ -30,13 +34,12 @@ func IsIdle(state string, liveSessions int, last time.Time, idleStop time.Durati
 	return now.Sub(last) > idleStop
 }
 
-// IdleBoxes lists running boxes that IsIdle.
+// IdleBoxes lists the boxes whose Status.IdleDue is set.
 func (s *Service) IdleBoxes() ([]Status, error) {
 	list, err := s.List()
 	var out []Status
 	for _, st := range list {
-		d, _ := time.ParseDuration(st.IdleStop)
-		if IsIdle(st.State, st.Live, s.lastActivity(st.Meta), d, s.now()) {
+		if st.IdleDue {
 			out = append(out, st)
 		}
 	}
@@ -44,8 +47,9 @@ func (s *Service) IdleBoxes() ([]Status, error) {
 }
 
 // Sweep stops every idle box and its broker, recording idle-stop in the
-// audit log. It runs at the start of corral commands and on the app's
-// timer; there is no daemon.
+// audit log. It runs at the start of corral commands, for `corral stop
+// --idle`, on the app's timer and for its "Stop idle boxes"; there is no
+// daemon.
 func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 	idle, err := s.IdleBoxes()
 	var stopped []string

@@ -17,9 +17,12 @@ type Status struct {
 	MemBytes  uint64        `json:"mem_bytes"`
 	PeakBytes uint64        `json:"peak_bytes,omitempty"`
 	MemSource string        `json:"mem_source,omitempty"`
-	Idle      time.Duration `json:"idle_ns"`
-	Live      int           `json:"live_sessions"`
-	Broker    bool          `json:"broker_running"`
+	Idle      time.Duration `json:"idle_ns"` // since the last activity (lastActivity), when no session is live
+	// IdleDue says the idle rule (IsIdle) stops the box now: what `corral
+	// stop --idle`, the sweep and the menu's "Stop idle boxes" act on.
+	IdleDue bool `json:"idle_due"`
+	Live    int  `json:"live_sessions"`
+	Broker  bool `json:"broker_running"`
 }
 
 // StatusOf reads one box's status.
@@ -37,9 +40,12 @@ func (s *Service) StatusOf(m Meta) Status {
 		}
 	}
 	st.Live = len(liveSessions(m.Sessions))
-	if st.Live == 0 && !m.LastActivity.IsZero() {
-		st.Idle = s.now().Sub(m.LastActivity)
+	now, last := s.now(), s.lastActivity(m)
+	if st.Live == 0 && !last.IsZero() {
+		st.Idle = now.Sub(last)
 	}
+	idleStop, _ := time.ParseDuration(m.IdleStop)
+	st.IdleDue = IsIdle(st.State, st.Live, last, idleStop, now)
 	st.Broker = brokerAlive(m.BrokerPID, m.Name)
 	return st
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/secret"
@@ -19,6 +20,10 @@ type Factory struct {
 	// Executable is the path of the running corral binary (for brokers,
 	// terminals and the qemu wrapper).
 	Executable func() (string, error)
+	// Service builds the lifecycle service; nil means box.NewService over
+	// Layout and Executable (see service). Tests inject one with a fake
+	// limactl.
+	Service func() (*box.Service, error)
 	// Getenv reads the host environment (sessions forward from it).
 	Getenv func(string) string
 	// SecretStore opens the OS keychain (secret.Default); tests use secret.Memory.

@@ -14,6 +14,9 @@ import (
 
 // service builds the lifecycle service for a command.
 func service(f *Factory) (*box.Service, error) {
+	if f.Service != nil {
+		return f.Service()
+	}
 	l, err := f.Layout()
 	if err != nil {
 		return nil, err
