@@ -40,6 +40,7 @@ const (
 	KindGC           Kind = "gc"
 	KindSnapshot     Kind = "snapshot"
 	KindRestore      Kind = "restore"
+	KindPull         Kind = "pull"
 )
 
 // Actor says which part of corral acted.

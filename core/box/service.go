@@ -1,11 +1,13 @@
 package box
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -35,6 +37,10 @@ type Service struct {
 	Actor    audit.Actor
 	Progress io.Writer // short human progress lines; nil discards
 	Now      func() time.Time
+	// GuestCommand builds the ssh process of a non-interactive guest
+	// command (corral pull); nil = exec.CommandContext. Tests run the
+	// guest script locally instead.
+	GuestCommand func(ctx context.Context, argv []string) *exec.Cmd
 }
 
 // NewService prepares the state directory and the Lima client. It refuses

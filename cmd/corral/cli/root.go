@@ -116,6 +116,7 @@ the hosts the host side allows.`,
 		NewCmdDoctor(f, nil),
 		NewCmdGC(f, nil),
 		NewCmdAudit(f, nil),
+		NewCmdPull(f, nil),
 	)
 	return root
 }

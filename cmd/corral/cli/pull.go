@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/hostgit"
+	"github.com/spf13/cobra"
+)
+
+// pullService is what `corral pull` needs of the lifecycle service.
+type pullService interface {
+	Pull(ctx context.Context, box string, opt box.PullOptions) (hostgit.Result, error)
+	Start(ctx context.Context, box string) error
+}
+
+var _ pullService = (*box.Service)(nil)
+
+// PullOptions are the options of `corral pull`.
+type PullOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	Service func() (pullService, error)
+	Box     string
+	JSON    bool
+}
+
+// NewCmdPull builds `corral pull`.
+func NewCmdPull(f *Factory, runF func(*PullOptions) error) *cobra.Command {
+	opts := &PullOptions{IO: f.IO, Factory: f, Service: func() (pullService, error) { return service(f) }}
+	cmd := &cobra.Command{
+		Use:   "pull [BOX]",
+		Short: "Fetch the commits made in a box into the host repository, for review",
+		Long: `Pull fetches the branches of the box's repository (its git shadow, or its
+own clone with source = "clone") into the host repository as
+refs/remotes/corral/<box>/<branch>, and lists the commits that arrived.
+It changes no local branch, no config and no hook: review, then merge.
+
+The box writes a git bundle; the host caps its size, checks every branch
+name and object (git fsck), and fetches it with its own git settings only,
+hooks off. Nothing the box wrote runs on the host.`,
+		Example: `  corral pull
+  git log -p main..corral/web-3f2a1c/main
+  git merge corral/web-3f2a1c/main`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				opts.Box = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return pullRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print what arrived as JSON")
+	return cmd
+}
+
+func pullRun(opts *PullOptions) error {
+	name := opts.Box
+	if name == "" {
+		b, err := boxArg(opts.Factory, nil)
+		if err != nil {
+			return err
+		}
+		name = b
+	}
+	s, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := s.Pull(ctx, name, box.PullOptions{})
+	if errors.Is(err, box.ErrNotRunning) {
+		fmt.Fprintf(opts.IO.ErrOut, "starting box %s to pull from it\n", name)
+		if err := s.Start(ctx, name); err != nil {
+			return err
+		}
+		res, err = s.Pull(ctx, name, box.PullOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(opts.IO.Out, pullJSON(name, res))
+	}
+	renderPull(opts.IO.Out, name, res)
+	return nil
+}
+
+type pullUpdateJSON struct {
+	Branch string `json:"branch"`
+	Ref    string `json:"ref"`
+	Old    string `json:"old,omitempty"`
+	New    string `json:"new,omitempty"`
+}
+
+type pullResultJSON struct {
+	Box        string           `json:"box"`
+	Updates    []pullUpdateJSON `json:"updates"`
+	NewCommits int              `json:"new_commits"`
+	Commits    []string         `json:"commits"`
+}
+
+func pullJSON(name string, res hostgit.Result) pullResultJSON {
+	out := pullResultJSON{Box: name, NewCommits: res.NewCommits, Updates: []pullUpdateJSON{}, Commits: res.Commits}
+	if out.Commits == nil {
+		out.Commits = []string{}
+	}
+	for _, u := range res.Updates {
+		out.Updates = append(out.Updates, pullUpdateJSON{Branch: u.Branch, Ref: hostgit.RemotePrefix(name) + u.Branch, Old: u.Old, New: u.New})
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// renderPull prints what arrived. Branch names passed hostgit's checks
+// (valid, printable); commit lines were made safe by hostgit.
+func renderPull(w io.Writer, name string, res hostgit.Result) {
+	if len(res.Updates) == 0 {
+		fmt.Fprintf(w, "box %s: nothing new\n", name)
+		return
+	}
+	fmt.Fprintf(w, "from box %s into refs/remotes/corral/%s/:\n", name, name)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, u := range res.Updates {
+		switch {
+		case u.Old == "":
+			fmt.Fprintf(tw, "  %s\tnew\t%s\n", u.Branch, short(u.New))
+		case u.New == "":
+			fmt.Fprintf(tw, "  %s\tdeleted\t(was %s)\n", u.Branch, short(u.Old))
+		default:
+			fmt.Fprintf(tw, "  %s\tupdated\t%s..%s\n", u.Branch, short(u.Old), short(u.New))
+		}
+	}
+	_ = tw.Flush()
+	switch res.NewCommits {
+	case 0:
+		fmt.Fprintln(w, "no new commits")
+	case 1:
+		fmt.Fprintln(w, "1 new commit:")
+	default:
+		fmt.Fprintf(w, "%d new commits:\n", res.NewCommits)
+	}
+	for _, c := range res.Commits {
+		fmt.Fprintf(w, "  %s\n", c)
+	}
+	if more := res.NewCommits - len(res.Commits); more > 0 {
+		fmt.Fprintf(w, "  … %d more\n", more)
+	}
+	for _, u := range res.Updates {
+		if u.New != "" {
+			ref := "corral/" + name + "/" + u.Branch
+			fmt.Fprintf(w, "review: git log -p HEAD..%s\nmerge:  git merge %s\n", ref, ref)
+			break
+		}
+	}
+}
+
+func short(oid string) string {
+	if len(oid) > 10 {
+		return oid[:10]
+	}
+	return oid
+}
