@@ -13,7 +13,7 @@ fi
 workdir=$1
 shift
 
-for unit in corral-network corral-project; do
+for unit in corral-network corral-project corral-git-shadow; do
 	if ! systemctl is-active --quiet "$unit.service"; then
 		echo "corral: guest unit $unit is not active; refusing to start the session" >&2
 		echo "hint: corral doctor shows why (journalctl -u $unit in the box)" >&2

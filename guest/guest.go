@@ -1,7 +1,8 @@
 // Package guest embeds the scripts that run inside a box: Lima provision
 // scripts (run as root at every boot, in file-name order), corral-launch,
-// the guest end of every session, and corral-git-credential, git's
-// credential helper. Parameters reach them as Lima params (PARAM_*
+// the guest end of every session, corral-git-credential, git's
+// credential helper, and corral-git-shadow, the overlay that keeps the
+// box's git writes out of the host's .git (see core/gitshadow). Parameters reach them as Lima params (PARAM_*
 // environment variables), never by templating shell code.
 package guest
 
@@ -22,6 +23,9 @@ var gitCredential string
 
 //go:embed corral-repo.sh
 var repo string
+
+//go:embed corral-git-shadow.sh
+var gitShadow string
 
 // Script is one provision script.
 type Script struct {
@@ -75,8 +79,16 @@ func Repo() string { return repo }
 // RepoPath is where corral-repo is installed in the guest.
 const RepoPath = "/usr/local/bin/corral-repo"
 
+// GitShadow returns the script that mounts the git shadow (run by the
+// corral-git-shadow unit that provision/44-git-shadow.sh writes).
+func GitShadow() string { return gitShadow }
+
+// GitShadowPath is where the git shadow script is installed in the guest;
+// provision/44-git-shadow.sh names the same path.
+const GitShadowPath = "/usr/local/lib/corral/git-shadow"
+
 // ProvisionedMarker holds the template hash once provisioning finished.
 const ProvisionedMarker = "/etc/corral/provisioned"
 
 // Units are the guest units corral-launch requires to be active.
-var Units = []string{"corral-network.service", "corral-project.service"}
+var Units = []string{"corral-network.service", "corral-project.service", "corral-git-shadow.service"}

@@ -164,6 +164,9 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 func (s *Service) followConfig(r Resolved, m *Meta) {
 	c := r.Config.Config
 	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
+	// The host side of the git shadow follows at the next start (the qemu
+	// wrapper reads it); the guest's overlay follows the template.
+	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
 }
 
 func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
@@ -186,7 +189,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		BrokerPort: port, Network: *c.Network, MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
 		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
-		Provisioning: true,
+		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, Provisioning: true,
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err

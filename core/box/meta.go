@@ -41,8 +41,12 @@ type Meta struct {
 	StopOnExit   bool      `json:"stop_on_exit,omitempty"`
 	// AgentState and Source are the box's agent_state and source when it
 	// was created ("" for boxes from before they were recorded).
-	AgentState   string    `json:"agent_state,omitempty"`
-	Source       string    `json:"source,omitempty"`
+	AgentState string `json:"agent_state,omitempty"`
+	Source     string `json:"source,omitempty"`
+	// GitShadowOff is the trusted opt-out (git_shadow = false): the box may
+	// write the project's git directory. The zero value protects it, so
+	// metadata from before the setting existed fails closed.
+	GitShadowOff bool      `json:"git_shadow_off,omitempty"`
 	Sessions     []Session `json:"sessions,omitempty"`
 	LastActivity time.Time `json:"last_activity"`
 	// Provisioning is set while a create or rebuild runs; a box left with

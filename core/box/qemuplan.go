@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 	"go.yaml.in/yaml/v3"
@@ -21,6 +22,11 @@ type QemuPlan struct {
 	Box     string
 	Network string
 	Options qemu.Options
+	// ReadOnly are the host paths of the project's git metadata (see
+	// gitshadow.Dirs.ReadOnly) that qemu must not be able to write. On Linux
+	// the wrapper binds them read-only over themselves in a private mount
+	// namespace before it execs qemu; elsewhere the guest enforces it.
+	ReadOnly []string
 }
 
 // Describe is the one line the wrapper prints (Lima keeps it in the
@@ -60,6 +66,15 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 	switch {
 	case err == nil:
 		p.Network = m.Network
+		if !m.GitShadowOff && m.Project != "" {
+			d, err := gitshadow.Find(m.Project)
+			if err != nil {
+				// Fail closed: a git directory corral cannot resolve is one it
+				// cannot protect.
+				return QemuPlan{}, fmt.Errorf("box %s: protecting the git directory: %w", name, err)
+			}
+			p.ReadOnly = d.ReadOnly()
+		}
 		if m.Network == funnel.NetworkBroker {
 			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(exe, name)}
 		}

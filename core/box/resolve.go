@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
@@ -83,17 +84,26 @@ func BrokerGuestHostFor(p config.Platform, c config.Config) string {
 // Render renders the Lima template of a resolved box.
 func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Rendered, error) {
 	c := r.Config.Config
+	var gitDirs []string
+	if !golden && (c.GitShadow == nil || *c.GitShadow) {
+		d, err := gitshadow.Find(r.Project.Dir)
+		if err != nil {
+			return limayaml.Rendered{}, fmt.Errorf("box %s: %w", r.Project.Box, err)
+		}
+		gitDirs = d.Outside()
+	}
 	rendered, err := limayaml.Render(limayaml.Input{
-		Platform:   r.Platform,
-		Config:     c,
-		Box:        r.Project.Box,
-		ProjectDir: r.Project.Dir,
-		AgentDir:   l.AgentDir(deref(c.Agent)),
-		SeedDir:    l.SeedDir(r.Project.Box),
-		BrokerHost: BrokerGuestHostFor(r.Platform, c),
-		BrokerPort: brokerPort,
-		Golden:     golden,
-		User:       limaUser(),
+		GitShadowDirs: gitDirs,
+		Platform:      r.Platform,
+		Config:        c,
+		Box:           r.Project.Box,
+		ProjectDir:    r.Project.Dir,
+		AgentDir:      l.AgentDir(deref(c.Agent)),
+		SeedDir:       l.SeedDir(r.Project.Box),
+		BrokerHost:    BrokerGuestHostFor(r.Platform, c),
+		BrokerPort:    brokerPort,
+		Golden:        golden,
+		User:          limaUser(),
 	})
 	if err != nil {
 		return rendered, fmt.Errorf("rendering the template of box %s: %w", r.Project.Box, err)

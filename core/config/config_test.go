@@ -183,6 +183,10 @@ func TestStrictProfileFloors(t *testing.T) {
 	if _, err := Load(request(dir, g)); err == nil || !strings.Contains(err.Error(), "strict profile refuses shared agent state") {
 		t.Errorf("strict + shared agent state: %v", err)
 	}
+	_ = os.WriteFile(g, []byte(`git_shadow = false`), 0o600)
+	if _, err := Load(request(dir, g)); err == nil || !strings.Contains(err.Error(), "strict profile refuses the git shadow opt-out") {
+		t.Errorf("strict + git_shadow = false: %v", err)
+	}
 }
 
 // Agent state is per box unless a trusted layer opts in; a repository
@@ -200,6 +204,41 @@ func TestAgentStateDefaultIsPerBox(t *testing.T) {
 	}
 	if *res.Config.AgentState != "seeded" {
 		t.Errorf("default agent_state = %s", *res.Config.AgentState)
+	}
+}
+
+// TestGitShadowOptOutIsTrustedOnly: the user's layers may turn the git
+// shadow off; a repository may only turn it on.
+func TestGitShadowOptOutIsTrustedOnly(t *testing.T) {
+	for _, tt := range []struct {
+		repo, trusted string
+		want          bool
+		err           string
+	}{
+		{repo: "", trusted: "", want: true},
+		{repo: "git_shadow = true", trusted: "git_shadow = false", want: false},
+		{repo: "", trusted: "git_shadow = false", want: false},
+		{repo: "git_shadow = false", err: "a repository may turn the git shadow on, not off"},
+	} {
+		dir := newProject(t, []byte(tt.repo))
+		req := request(dir, "")
+		if tt.trusted != "" {
+			req.TrustedPath = filepath.Join(t.TempDir(), "trusted.toml")
+			_ = os.WriteFile(req.TrustedPath, []byte(tt.trusted), 0o600)
+		}
+		res, err := Load(req)
+		if tt.err != "" {
+			if !errors.Is(err, ErrViolation) || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("repo %q: err = %v, want a violation about %q", tt.repo, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("repo %q trusted %q: %v", tt.repo, tt.trusted, err)
+		}
+		if *res.Config.GitShadow != tt.want {
+			t.Errorf("repo %q trusted %q: git_shadow = %v, want %v", tt.repo, tt.trusted, *res.Config.GitShadow, tt.want)
+		}
 	}
 }
 

@@ -24,6 +24,7 @@ func Defaults(p Platform) Layer {
 		VMType:          ptr(vm),
 		MountType:       ptr(mt),
 		ReadonlyProject: ptr(false),
+		GitShadow:       ptr(true),
 		Source:          ptr("mount"),
 		Network:         ptr("broker"),
 		Agent:           ptr("claude"),

@@ -33,6 +33,8 @@ func wider(eff, base Config) string {
 		return "source loosened"
 	case base.ReadonlyProject != nil && *base.ReadonlyProject && !*eff.ReadonlyProject:
 		return "project made writable"
+	case base.GitShadow != nil && *base.GitShadow && (eff.GitShadow == nil || !*eff.GitShadow):
+		return "git shadow turned off"
 	case eff.Sudo != nil && *eff.Sudo && (base.Sudo == nil || !*base.Sudo):
 		return "sudo granted"
 	case str(eff.Image) != str(base.Image), str(eff.VMType) != str(base.VMType),

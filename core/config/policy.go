@@ -104,6 +104,12 @@ func checkTighten(name string, c, base *Config, bad func(k, v, r, f string), tru
 		}
 		return
 	}
+	if name == "git_shadow" {
+		if !*c.GitShadow {
+			bad(name, "false", "a repository may turn the git shadow on, not off (the box could then plant commands for the host's git)", trustFix("git_shadow = false"))
+		}
+		return
+	}
 	order := map[string][]string{"network": NetworkOrder, "agent_state": AgentStateOrder, "profile": ProfileOrder, "source": SourceOrder}[name]
 	v := field(c, name).Interface().(*string)
 	b := field(base, name).Interface().(*string)
@@ -230,6 +236,13 @@ func checkFloors(eff *Effective) []error {
 				File: strings.Join(eff.Origin["sudo"], ", "), Key: "sudo", Value: "true",
 				Reason: "the strict profile means no sudo in the box",
 				Fix:    `remove sudo = true, or use profile = "default"`,
+			})
+		}
+		if c.GitShadow != nil && !*c.GitShadow {
+			errs = append(errs, &Violation{
+				File: strings.Join(eff.Origin["git_shadow"], ", "), Key: "git_shadow", Value: "false",
+				Reason: "the strict profile refuses the git shadow opt-out: the box could write what the host's git executes",
+				Fix:    `remove git_shadow = false, or use profile = "default"`,
 			})
 		}
 		if c.AgentState != nil && *c.AgentState == "shared" {

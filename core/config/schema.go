@@ -77,6 +77,7 @@ var Schema = []Key{
 	{"hide", "list of paths", "[]", ClassAdd, MergeUnion, "Project paths hidden from the box (covered by an empty read-only mount). Relative to the project; must stay inside it."},
 	{"box_dirs", "list of paths", "[]", ClassAdd, MergeUnion, "Project paths whose contents live on the box's own disk (e.g. node_modules), not the host's. Relative; inside the project."},
 	{"readonly_project", "boolean", "false", ClassTighten, MergeReplace, "Mount the project read-only. A repository may turn it on, not off."},
+	{"git_shadow", "boolean", "true", ClassTighten, MergeReplace, "Keep the box from writing the host's git directory: on Linux qemu binds it read-only for the VM (host-enforced), on macOS the guest mounts it read-only; git in the box writes to a shadow on the box's disk (get commits out with `corral pull`). false lets the box write .git (the host guard then reverts and reports changes to what git executes). Only trusted layers may turn it off; the strict profile refuses false."},
 	{"source", "string", `"mount"`, ClassTighten, MergeReplace, `"mount" shares the project directory with the box (under the git shadow, the box's git writes stay in the box). "clone" never mounts the project: at its first boot the box clones the repository (its committed branches and tags, from a bundle the host writes) onto its own disk, at the same path; ` + "`corral pull`" + ` brings its commits back. clone is the strongest mode: use it for untrusted repositories or unattended agents, when the box need not see uncommitted files and you review its work as commits. Order: mount < clone.`},
 	{"network", "string", `"broker"`, ClassTighten, MergeReplace, `"full" (no filter), "broker" (only the host allow-list proxy) or "offline" (loopback only). Order: full < broker < offline.`},
 	{"egress", "list of strings", "[]", ClassHost, MergeUnion, "Extra hosts the broker allows: host, *.suffix, host:port or host:*. Entries without a port allow 443 and 80. A CIDR range (e.g. 10.1.2.0/24) explicitly allows private or loopback addresses, which the broker otherwise denies. A repository may request hosts; corral prints the lines to copy into the trusted layer."},
@@ -184,6 +185,7 @@ type Config struct {
 	Hide            []string             `toml:"hide" json:"hide,omitempty"`
 	BoxDirs         []string             `toml:"box_dirs" json:"box_dirs,omitempty"`
 	ReadonlyProject *bool                `toml:"readonly_project" json:"readonly_project,omitempty"`
+	GitShadow       *bool                `toml:"git_shadow" json:"git_shadow,omitempty"`
 	Source          *string              `toml:"source" json:"source,omitempty"`
 	Network         *string              `toml:"network" json:"network,omitempty"`
 	Egress          []string             `toml:"egress" json:"egress,omitempty"`

@@ -39,6 +39,10 @@ type Input struct {
 	// User is the guest user name (Lima uses the host's user name); the
 	// provisioning scripts need it to set the user's sudo rights.
 	User string
+	// GitShadowDirs are git directories of the project outside it (a linked
+	// worktree's or a submodule's, see gitshadow.Dirs.Outside): shared
+	// read-only at the same path so git in the box finds them, and shadowed.
+	GitShadowDirs []string
 	// Golden renders the project-independent part only: base, packages,
 	// toolchains and agent; no mounts and no project parameters.
 	Golden bool
@@ -197,8 +201,24 @@ func Render(in Input) (Rendered, error) {
 		t.Param["HIDE"] = strings.Join(c.Hide, " ")
 		t.Param["BOX_DIRS"] = strings.Join(c.BoxDirs, " ")
 		t.Param["SOURCE"] = deref(c.Source)
+		t.Param["GIT_SHADOW"] = "on"
+		if c.GitShadow != nil && !*c.GitShadow {
+			t.Param["GIT_SHADOW"] = "off"
+		}
+		for _, d := range in.GitShadowDirs {
+			// One space-separated list in the guest: refuse what it cannot carry.
+			if strings.ContainsAny(d, " \t\n\r'\"\\") || !filepath.IsAbs(d) {
+				return Rendered{}, fmt.Errorf("git directory %q: corral cannot share a path with blanks or quotes into the box\nhint: move the repository, or set git_shadow = false in the trusted layer", d)
+			}
+		}
+		t.Param["GIT_SHADOW_DIRS"] = strings.Join(in.GitShadowDirs, " ")
 		if deref(c.Source) != "clone" {
 			t.Mounts = append(t.Mounts, Mount{Location: in.ProjectDir, MountPoint: in.ProjectDir, Writable: !derefBool(c.ReadonlyProject)})
+			if t.Param["GIT_SHADOW"] == "on" {
+				for _, d := range in.GitShadowDirs {
+					t.Mounts = append(t.Mounts, Mount{Location: d, MountPoint: d, Writable: false})
+				}
+			}
 		}
 		// Agent state is per box unless "shared" is chosen explicitly (see
 		// core/agentstate): only then does a host directory go in writable.
@@ -220,7 +240,8 @@ func Render(in Input) (Rendered, error) {
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RepoPath, Permissions: "755", Content: guest.Repo()})
-	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath)
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitShadowPath, Permissions: "755", Content: guest.GitShadow()})
+	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.GitShadowPath)
 	for _, s := range guest.Provision() {
 		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
 		names = append(names, "guest/provision/"+s.Name)

@@ -163,3 +163,75 @@ func TestImageDirectory(t *testing.T) {
 		t.Error("direct kernel boot not rendered")
 	}
 }
+
+// TestGitShadow: the same template choices on both platforms (the guest
+// mounts the overlay; on Linux qemu the host also binds .git read-only,
+// which is the wrapper's, not the template's): git directories outside the
+// project are shared read-only at their own path and listed for the guest;
+// the opt-out turns the guest side off and shares nothing extra; a path the
+// guest's list cannot carry is refused.
+func TestGitShadow(t *testing.T) {
+	for _, p := range []config.Platform{{OS: "linux", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}} {
+		t.Run(p.OS, func(t *testing.T) {
+			in := input(t, p)
+			in.GitShadowDirs = []string{"/home/dev/src/main/.git"}
+			r, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tmpl Template
+			if err := yaml.Unmarshal(r.YAML, &tmpl); err != nil {
+				t.Fatal(err)
+			}
+			if tmpl.Param["GIT_SHADOW"] != "on" || tmpl.Param["GIT_SHADOW_DIRS"] != "/home/dev/src/main/.git" {
+				t.Errorf("params %q %q", tmpl.Param["GIT_SHADOW"], tmpl.Param["GIT_SHADOW_DIRS"])
+			}
+			found := false
+			for _, m := range tmpl.Mounts {
+				if m.Location == "/home/dev/src/main/.git" {
+					found = true
+					if m.Writable || m.MountPoint != m.Location {
+						t.Errorf("outside git dir mount %+v: want read-only at the same path", m)
+					}
+				}
+			}
+			if !found {
+				t.Error("outside git dir not shared")
+			}
+			hasScript := false
+			for _, pr := range tmpl.Provision {
+				if pr.Path == "/usr/local/lib/corral/git-shadow" && pr.Mode == "data" {
+					hasScript = true
+				}
+			}
+			if !hasScript {
+				t.Error("git shadow script not provisioned")
+			}
+
+			off := false
+			in.Config.GitShadow = &off
+			r, err = Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl = Template{}
+			_ = yaml.Unmarshal(r.YAML, &tmpl)
+			if tmpl.Param["GIT_SHADOW"] != "off" {
+				t.Errorf("opt-out: GIT_SHADOW = %q", tmpl.Param["GIT_SHADOW"])
+			}
+			for _, m := range tmpl.Mounts {
+				if m.Location == "/home/dev/src/main/.git" {
+					t.Error("opt-out still shares the outside git dir")
+				}
+			}
+
+			in = input(t, p)
+			for _, bad := range []string{"/home/dev/my repo/.git", "/a/it's/.git", "relative/.git"} {
+				in.GitShadowDirs = []string{bad}
+				if _, err := Render(in); err == nil {
+					t.Errorf("%q accepted", bad)
+				}
+			}
+		})
+	}
+}

@@ -36,7 +36,7 @@ func qemuMain(argv []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	out, env := args, os.Environ()
+	out, env, staged := args, os.Environ(), false
 	if !qemu.IsProbe(args) {
 		l, err := paths.Default()
 		if err != nil {
@@ -54,6 +54,24 @@ func qemuMain(argv []string) int {
 		plan, err := box.PlanQemu(args, l, exe)
 		if err != nil {
 			return fail("%v", err)
+		}
+		// The git directory: on Linux qemu runs in a private user and mount
+		// namespace where it is bound read-only, so its 9p server answers
+		// writes under .git with EROFS whatever guest root does. The first
+		// run re-execs itself through unshare(1) (same PID); the second run
+		// (the stage) binds and checks.
+		if staged, err = qemu.InStage(); err != nil {
+			return fail("%v", err)
+		}
+		if runtime.GOOS == "linux" && len(plan.ReadOnly) > 0 {
+			if !staged {
+				err := qemu.EnterNamespace(argv, env)
+				return fail("box %s: cannot make its git directory read-only for qemu: %v\nhint: corral doctor checks user namespaces; git_shadow = false in ~/.corral/projects/%s.toml lets the box write .git (the guard then reverts changes)", plan.Box, err, plan.Box)
+			}
+			if err := qemu.BindReadOnly(plan.ReadOnly); err != nil {
+				return fail("box %s: %v", plan.Box, err)
+			}
+			fmt.Fprintf(os.Stderr, "corral qemu: box %s: read-only for qemu: %s\n", plan.Box, strings.Join(plan.ReadOnly, " "))
 		}
 		opt := plan.Options
 		if runtime.GOOS == "linux" {
@@ -75,7 +93,11 @@ func qemuMain(argv []string) int {
 		// socket in the same state directory.
 		env = append(withoutEnv(env, paths.EnvHome), paths.EnvHome+"="+l.Home)
 	}
-	err = syscall.Exec(real, append([]string{real}, out...), env)
+	if staged {
+		err = qemu.ExecWithoutCaps(real, append([]string{real}, out...), env)
+	} else {
+		err = syscall.Exec(real, append([]string{real}, out...), env)
+	}
 	fmt.Fprintf(os.Stderr, "corral qemu: exec %s: %v\n", real, err)
 	return 1
 }

@@ -1,0 +1,149 @@
+package qemu
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// userNamespace names the user namespace of this process (device:inode).
+func userNamespace() (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/user", &st); err != nil {
+		return "", fmt.Errorf("reading this process's user namespace: %w", err)
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
+}
+
+// findUnshare locates util-linux unshare.
+func findUnshare() (string, error) {
+	p, err := exec.LookPath("unshare")
+	if err != nil {
+		for _, c := range []string{"/usr/bin/unshare", "/bin/unshare"} {
+			if _, err := os.Stat(c); err == nil {
+				return c, nil
+			}
+		}
+		return "", fmt.Errorf("%w: unshare (util-linux) not found", ErrNoUserNamespace)
+	}
+	return p, nil
+}
+
+// EnterNamespace execs self (the wrapper's own argv, argv[0] absolute) again
+// through unshare(1) in a private user and mount namespace, with StageEnv
+// set. It returns only on failure.
+func EnterNamespace(self []string, env []string) error {
+	unshare, err := findUnshare()
+	if err != nil {
+		return err
+	}
+	ns, err := userNamespace()
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(self[0]) {
+		p, err := exec.LookPath(self[0])
+		if err != nil {
+			return fmt.Errorf("locating %s: %w", self[0], err)
+		}
+		self = append([]string{p}, self[1:]...)
+	}
+	env = append(withoutVar(env, StageEnv), StageEnv+"="+ns)
+	err = syscall.Exec(unshare, unshareArgs(unshare, self), env)
+	return fmt.Errorf("exec %s: %w", unshare, err)
+}
+
+// InStage reports whether this run is the stage EnterNamespace started. It
+// fails when the marker is set but the process is still in the namespace
+// the marker names: then no unshare happened.
+func InStage() (bool, error) {
+	want, ok := os.LookupEnv(StageEnv)
+	if !ok {
+		return false, nil
+	}
+	ns, err := userNamespace()
+	if err != nil {
+		return false, err
+	}
+	if want == "" || ns == want {
+		return false, fmt.Errorf("%s is set but this process is not in a new user namespace", StageEnv)
+	}
+	return true, nil
+}
+
+// BindReadOnly binds each path read-only over itself in this process's
+// mount namespace (the stage's private one) and verifies the result from
+// /proc/self/mountinfo. Bind mounts follow symlinks: pass resolved paths.
+func BindReadOnly(paths []string) error {
+	for _, p := range paths {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s over itself: %w", p, err)
+		}
+		// A remount inside a user namespace must keep the flags the mount
+		// was locked with (nosuid, nodev, …), or the kernel says EPERM.
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err != nil {
+			return fmt.Errorf("reading the mount flags of %s: %w", p, err)
+		}
+		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+		for _, f := range []struct{ st, ms uintptr }{
+			{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+			{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+		} {
+			if uintptr(st.Flags)&f.st != 0 {
+				flags |= f.ms
+			}
+		}
+		if err := unix.Mount("", p, "", flags, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("reading /proc/self/mountinfo: %w", err)
+	}
+	return checkReadOnly(parseMountinfo(string(b)), paths)
+}
+
+// ExecWithoutCaps execs path with no capabilities: the namespace's ambient
+// capabilities are cleared on the exec'ing thread (capabilities are per
+// thread), so qemu, which is not uid 0 in the namespace, starts with none
+// and cannot undo the read-only binds.
+func ExecWithoutCaps(path string, argv, env []string) error {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("dropping capabilities: %w", err)
+	}
+	err := syscall.Exec(path, argv, withoutVar(env, StageEnv))
+	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+// CheckNamespaces runs the same unshare command line as EnterNamespace with
+// true(1) and a bind: it fails where this host cannot give qemu the
+// read-only git directory (user namespaces off, util-linux too old).
+func CheckNamespaces() error {
+	unshare, err := findUnshare()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "corral-ns-check-")
+	if err != nil {
+		return fmt.Errorf("checking user namespaces: %w", err)
+	}
+	defer os.Remove(dir)
+	args := unshareArgs(unshare, []string{"mount", "--bind", "-o", "ro", dir, dir})
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		msg := string(out)
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return fmt.Errorf("%w: %s: %v %s", ErrNoUserNamespace, filepath.Base(unshare), err, msg)
+	}
+	return nil
+}

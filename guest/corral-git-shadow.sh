@@ -1,0 +1,55 @@
+#!/bin/sh
+# corral-git-shadow: mount the git shadow, an overlay over each of the
+# project's git directories whose upper layer is on the box's own disk
+# (/var/lib/corral/git-shadow/NAME). The host's git directory is the
+# read-only lower layer: on Linux qemu the host binds it read-only for the
+# VM, so even with this overlay unmounted guest root cannot write it; on
+# macOS vz the share is read-only only as far as the guest enforces it.
+# git in the box then works normally (commit, branch, rebase, stash) and
+# every write lands in the shadow; `corral pull` takes commits out.
+#
+# Reads /etc/corral/git-shadow.env (written by provision/44-git-shadow.sh):
+#   GIT_SHADOW=on|off  PROJECT=<dir>  SOURCE=mount|clone  GIT_SHADOW_DIRS=<git dirs outside the
+#   project, shared read-only at the same path, space-separated>
+# Idempotent: a directory that already carries the overlay is left alone.
+set -eu
+
+# shellcheck source=/dev/null
+. /etc/corral/git-shadow.env
+[ "${GIT_SHADOW:-on}" = on ] || exit 0
+[ -n "${PROJECT:-}" ] || exit 0
+# source = "clone": the project is the box's own clone, not the host's.
+[ "${SOURCE:-mount}" = mount ] || exit 0
+
+base=/var/lib/corral/git-shadow
+lower=/run/corral/git-lower
+
+# shadow DIR NAME: overlay DIR with the shadow NAME. The lower layer is
+# reached through a bind at a fixed path, so DIR may hold the characters
+# overlayfs options cannot (",", ":").
+shadow() {
+	dir=$1
+	name=$2
+	[ -d "$dir" ] || return 0
+	if [ "$(findmnt -n -o FSTYPE --mountpoint "$dir" 2>/dev/null || true)" = overlay ]; then
+		return 0
+	fi
+	install -d -m 0700 "$base" "$lower"
+	install -d -m 0755 "$base/$name/upper" "$base/$name/work" "$lower/$name"
+	# The merged root takes the upper directory's owner and mode: make it
+	# the git directory's, so the box user can create .git/index.lock.
+	chown "$(stat -c %u:%g "$dir")" "$base/$name/upper"
+	chmod "$(stat -c %a "$dir")" "$base/$name/upper"
+	mountpoint -q "$lower/$name" || mount --bind "$dir" "$lower/$name"
+	mount -t overlay corral-git-shadow \
+		-o "lowerdir=$lower/$name,upperdir=$base/$name/upper,workdir=$base/$name/work" "$dir"
+}
+
+if [ -d "$PROJECT/.git" ] && [ ! -L "$PROJECT/.git" ]; then
+	shadow "$PROJECT/.git" project
+fi
+n=0
+for d in ${GIT_SHADOW_DIRS:-}; do
+	n=$((n + 1))
+	shadow "$d" "outside-$n"
+done

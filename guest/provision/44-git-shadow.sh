@@ -1,0 +1,39 @@
+#!/bin/sh
+# The git shadow (PARAM_GIT_SHADOW, PARAM_GIT_SHADOW_DIRS): an overlay over
+# the project's git directories, so the box's git writes land on the box's
+# disk, never in the host's .git. The mount itself is
+# /usr/local/lib/corral/git-shadow (guest/corral-git-shadow.sh, written by
+# Lima's data provisioning) run by a systemd unit, so corral-launch can
+# check it is active. Runs after the project mount exists (Lima mounts
+# before provisioning); the unit orders itself after remote-fs.target for
+# later boots. With source = "clone" (45-clone.sh) the project is the box's
+# own clone and there is nothing to shadow.
+set -eu
+
+umask 022
+# quote VALUE: VALUE as one single-quoted shell word (the env file is
+# sourced; a project path may hold spaces or quotes).
+quote() {
+	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
+}
+{
+	printf 'GIT_SHADOW=%s\n' "$(quote "${PARAM_GIT_SHADOW:-on}")"
+	printf 'PROJECT=%s\n' "$(quote "${PARAM_PROJECT:-}")"
+	printf 'SOURCE=%s\n' "$(quote "${PARAM_SOURCE:-mount}")"
+	printf 'GIT_SHADOW_DIRS=%s\n' "$(quote "${PARAM_GIT_SHADOW_DIRS:-}")"
+} >/etc/corral/git-shadow.env
+
+cat >/etc/systemd/system/corral-git-shadow.service <<'UNIT'
+[Unit]
+Description=corral git shadow (the box's git writes stay on its disk)
+After=local-fs.target remote-fs.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/lib/corral/git-shadow
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable corral-git-shadow.service >/dev/null 2>&1
+systemctl restart corral-git-shadow.service
