@@ -87,6 +87,11 @@ type HostFacts struct {
 	Keychain error
 	// KeychainUsers are the boxes whose config has keychain_env.
 	KeychainUsers []string
+	// UserNS is qemu.CheckNamespaces' answer (Linux): nil means qemu can be
+	// given the project's git directory read-only.
+	UserNS error
+	// GitShadowOff are the boxes that opted out of the git shadow.
+	GitShadowOff []string
 }
 
 // HostChecks turns host facts into checks. It is pure.
@@ -126,12 +131,19 @@ func HostChecks(f HostFacts) []Check {
 		} else {
 			out = append(out, pass("qemu-img", cmp.Or(f.QemuImgPath, "found")))
 		}
+		if f.UserNS != nil {
+			out = append(out, fail("git shadow", "qemu cannot get a private user and mount namespace, so boxes of git projects refuse to start: "+f.UserNS.Error(),
+				"allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) and install util-linux 2.38 or later; or set git_shadow = false in a box's trusted layer (the box may then write .git; the host guard reverts what it changes)"))
+		} else {
+			out = append(out, pass("git shadow", "host-enforced: qemu sees each project's git directory read-only (private user and mount namespace)"))
+		}
 		if f.KVM {
 			out = append(out, pass("acceleration", "KVM"))
 		} else {
 			out = append(out, pass("acceleration", "TCG (software emulation, slower): "+f.KVMReason))
 		}
 	case "darwin":
+		out = append(out, pass("git shadow", "guest-enforced: the box mounts the git directory read-only (guest root could undo it); the host guard reverts changes"))
 		if f.VZ {
 			out = append(out, pass("vz", f.VZDetail))
 		} else {
@@ -198,6 +210,10 @@ func HostChecks(f HostFacts) []Check {
 			config.FormatSize(b.UsedCaps), config.FormatSize(b.HostBytes))))
 	}
 
+	if len(f.GitShadowOff) > 0 {
+		out = append(out, pass("git shadow opt-out", "boxes "+strings.Join(f.GitShadowOff, ", ")+" may write their project's .git (git_shadow = false); the host guard reverts changes to what git executes"))
+	}
+
 	switch {
 	case f.Keychain == nil || errors.Is(f.Keychain, secret.ErrNotFound):
 		out = append(out, pass("keychain", "reachable"))
@@ -250,6 +266,7 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
 		f.QemuPath, f.QemuErr = qemu.FindQemu("")
 		f.QemuImgPath, f.QemuImgErr = hostbin.Find("qemu-img")
 		f.KVM, f.KVMReason = qemu.KVMUsable()
+		f.UserNS = qemu.CheckNamespaces()
 	case "darwin":
 		f.VZ, f.VZDetail = vzAvailable()
 	}
@@ -270,6 +287,9 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
 	metas, _ := ListMeta(s.Layout)
 	for _, m := range metas {
 		f.BoxNames = append(f.BoxNames, m.Name)
+		if m.GitShadowOff {
+			f.GitShadowOff = append(f.GitShadowOff, m.Name)
+		}
 		if r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project}); err == nil && len(r.Config.Config.KeychainEnv) > 0 {
 			f.KeychainUsers = append(f.KeychainUsers, m.Name)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -16,9 +17,11 @@ import (
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
+	"github.com/corral-dev/corral/core/qemu"
 )
 
 // UpOptions tune Up.
@@ -104,6 +107,9 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if haveInst && !exists {
 		return Meta{}, fmt.Errorf("a Lima instance named %s exists but corral has no record of it\nhint: corral rm -f %s removes it", box, box)
 	}
+	if err := checkGitShadow(r); err != nil {
+		return Meta{}, err
+	}
 	if !haveInst {
 		return s.create(ctx, r, opt)
 	}
@@ -158,6 +164,28 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 	}
 	m.LastActivity = s.now()
 	return m, WriteMeta(s.Layout, m)
+}
+
+// checkGitShadow refuses to start the box of a git project on Linux qemu
+// where qemu cannot be given the git directory read-only: the wrapper
+// would refuse too, with the reason only in Lima's ha.stderr.log.
+func checkGitShadow(r Resolved) error {
+	c := r.Config.Config
+	if runtime.GOOS != "linux" || deref(c.VMType) != "qemu" || (c.GitShadow != nil && !*c.GitShadow) {
+		return nil
+	}
+	d, err := gitshadow.Find(r.Project.Dir)
+	if err != nil {
+		return fmt.Errorf("box %s: %w", r.Project.Box, err)
+	}
+	if !d.IsRepo() {
+		return nil
+	}
+	if err := qemu.CheckNamespaces(); err != nil {
+		return fmt.Errorf("box %s: cannot keep the box from writing the host's git directory: %w\nhint: corral doctor says what is missing; git_shadow = false in the box's trusted layer (~/.corral/projects/%s.toml) lets the box write .git (the host guard then reverts changes to what git executes)",
+			r.Project.Box, err, r.Project.Box)
+	}
+	return nil
 }
 
 // followConfig applies the settings that need no rebuild.

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/core/box"
@@ -55,16 +57,39 @@ func TestDoctorHealthy(t *testing.T) {
 	want := `ok    lima: /usr/local/bin/limactl 1.2.2 (the version corral is tested with)
 ok    qemu: /usr/bin/qemu-system-x86_64
 ok    qemu-img: /usr/bin/qemu-img
+ok    git shadow: host-enforced: qemu sees each project's git directory read-only (private user and mount namespace)
 ok    acceleration: KVM
 ok    git host CLIs: gh /usr/bin/gh, glab not installed
 ok    state directory: private (0700, yours)
 ok    socket paths: box names up to 40 bytes fit
 ok    memory budget: running boxes' memory caps 0B of 8GiB host RAM
 ok    keychain: reachable
-all 9 checks passed
+all 10 checks passed
 `
 	if code != 0 || out != want {
 		t.Errorf("code %d\n%s\nwant:\n%s", code, out, want)
+	}
+}
+
+// TestDoctorGitShadow: without user namespaces doctor fails and names the
+// way out; an opted-out box is listed.
+func TestDoctorGitShadow(t *testing.T) {
+	f := healthyFacts()
+	f.UserNS = errors.New("unprivileged user namespaces are not available: unshare: exit status 1")
+	f.GitShadowOff = []string{"api-1"}
+	code, out := runDoctor(t, &fakeDoctor{facts: f})
+	for _, want := range []string{
+		"FAIL  git shadow: qemu cannot get a private user and mount namespace",
+		"fix: allow unprivileged user namespaces",
+		"git_shadow = false",
+		"ok    git shadow opt-out: boxes api-1 may write their project's .git",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("code %d", code)
 	}
 }
 
@@ -80,7 +105,7 @@ func TestDoctorBoxFailure(t *testing.T) {
 	tail := `ok    box web-1: running
 FAIL  unit corral-project.service: corral-project.service is inactive in the box; sessions are refused
       fix: corral stop web-1 && corral start web-1
-1 of 11 checks failed
+1 of 12 checks failed
 `
 	if len(out) < len(tail) || out[len(out)-len(tail):] != tail {
 		t.Errorf("output:\n%s", out)
@@ -91,7 +116,7 @@ FAIL  unit corral-project.service: corral-project.service is inactive in the box
 		t.Fatal(code, err, out)
 	}
 	last := got[len(got)-1]
-	if len(got) != 11 || last["check"] != "unit corral-project.service" || last["ok"] != false || last["fix"] != "corral stop web-1 && corral start web-1" {
+	if len(got) != 12 || last["check"] != "unit corral-project.service" || last["ok"] != false || last["fix"] != "corral stop web-1 && corral start web-1" {
 		t.Errorf("%v", last)
 	}
 	if _, ok := got[0]["fix"]; !ok {
