@@ -55,7 +55,7 @@ func TestHostChecksHealthy(t *testing.T) {
 	for _, c := range cs {
 		names = append(names, c.Check)
 	}
-	want := []string{"lima", "qemu", "qemu-img", "acceleration", "git host CLIs", "state directory", "socket paths", "memory budget", "keychain"}
+	want := []string{"lima", "qemu", "qemu-img", "git shadow", "acceleration", "git host CLIs", "state directory", "socket paths", "memory budget", "keychain"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %v, want %v", names, want)
 	}
