@@ -16,7 +16,7 @@ import (
 var sampleValues = map[string]string{
 	"cpus": "64", "memory": `"64GiB"`, "disk": `"900GiB"`, "image": `"https://example.test/evil.qcow2"`,
 	"vm_type": `"vz"`, "mount_type": `"reverse-sshfs"`, "toolchains": `["go"]`, "packages": `["jq"]`,
-	"hide": `["x"]`, "box_dirs": `["node_modules"]`, "readonly_project": "false", "source": `"mount"`,
+	"hide": `["x"]`, "box_dirs": `["node_modules"]`, "readonly_project": "false", "git_shadow": "true", "source": `"mount"`,
 	"network": `"full"`, "egress": `["*.example.test:*", "10.0.0.0/8"]`, "agent": `"shell"`,
 	"agent_state": `"shared"`, "profile": `"default"`,
 	"mounts":      `[{ location = "/", mount_point = "/host", writable = true }]`,
