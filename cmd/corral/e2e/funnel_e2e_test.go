@@ -239,6 +239,40 @@ func TestHostFunnel(t *testing.T) {
 			t.Error("the audit log lacks egress-denied or allow")
 		}
 	})
+	t.Run("a box that rewrites its .corral.toml is still denied", func(t *testing.T) {
+		x.t = t
+		// One session (a session start checks the file; this is the box
+		// rewriting it under a running broker): for each way of widening,
+		// write the file, give the broker time to reload (its watcher
+		// settles within a second), and ask for the host. An allowed but
+		// unresolvable host would answer 502; the policy's denial is 403.
+		// Adds about 20 s to this test.
+		script := `set -u
+url=http://widen.example.test/
+try() { sleep 3; printf '%s=%s\n' "$1" "$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' --noproxy '' -x "$PROXY" "$url")"; }
+printf 'egress = ["widen.example.test"]\n' > .corral.toml; try valid
+printf 'EGRESS = ["widen.example.test"]\nNetwork = "full"\n' > .corral.toml; try capitalised
+printf 'egress = ["widen.example.test"]\n' > /tmp/w.toml; rm -f .corral.toml; ln -s /tmp/w.toml .corral.toml; try symlink
+rm -f .corral.toml; if mkfifo .corral.toml 2>/dev/null; then try fifo; else echo fifo=unsupported; fi
+rm -f .corral.toml; printf 'egress = ["widen.example.test"]\n' > .corral.toml
+`
+		got := x.ok("run", "--", "env", "PROXY="+proxy, "sh", "-c", script)
+		for _, v := range []string{"valid", "capitalised", "symlink"} {
+			if !strings.Contains(got, v+"=403\n") {
+				t.Errorf("after a %s rewrite: want 403 from the broker, got:\n%s", v, got)
+			}
+		}
+		if !strings.Contains(got, "fifo=403\n") && !strings.Contains(got, "fifo=unsupported\n") {
+			t.Errorf("after a FIFO rewrite: want 403 from the broker, got:\n%s", got)
+		}
+		// The next session start checks the file: a repository may not
+		// widen egress, so it is refused (exit 2) and names the key.
+		_, e, code := x.corral("run", "--", "true")
+		if code != 2 || !strings.Contains(e, "egress") {
+			t.Errorf("a session with the widened file: exit %d, stderr %q; want 2 naming egress", code, e)
+		}
+		must(t, os.Remove(filepath.Join(x.project, ".corral.toml")))
+	})
 	t.Run("no guest-conn process stays", func(t *testing.T) {
 		x.t = t
 		deadline := time.Now().Add(10 * time.Second)
