@@ -63,7 +63,7 @@ func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked [
 			for _, n := range SortedKeys(c.Env) {
 				if why := secretish(n, &base); why != "" {
 					bad("env."+n, strconv.Quote(c.Env[n]), "a repository may not set "+why,
-						trustFix(fmt.Sprintf("[env]\n%s = %s", n, strconv.Quote(c.Env[n]))))
+						trustFix(tomlLine("env", map[string]string{n: c.Env[n]})))
 				}
 			}
 		}

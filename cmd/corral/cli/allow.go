@@ -59,12 +59,12 @@ the config instead, add it to egress = [...] in that file.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.List {
 				if len(args) != 1 {
-					return fmt.Errorf("corral allow --list takes one box, got %d arguments", len(args))
+					return fmt.Errorf("allow --list takes one box, got %d arguments", len(args))
 				}
 				return nil
 			}
 			if len(args) != 2 {
-				return fmt.Errorf("corral allow takes a box and a host, got %d arguments\nhint: corral allow BOX api.example.test", len(args))
+				return fmt.Errorf("allow takes a box and a host, got %d arguments\nhint: corral allow BOX api.example.test", len(args))
 			}
 			return nil
 		},
@@ -81,7 +81,7 @@ the config instead, add it to egress = [...] in that file.`,
 				opts.Scope = approval.ScopeSession
 			}
 			if (opts.List || opts.Revoke) && (once || session || always) {
-				return fmt.Errorf("corral allow: --once, --session and --always go with adding an approval, not with --list or --revoke")
+				return fmt.Errorf("allow: --once, --session and --always go with adding an approval, not with --list or --revoke")
 			}
 			if runF != nil {
 				return runF(opts)

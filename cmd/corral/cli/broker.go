@@ -52,7 +52,7 @@ The broker listens on loopback only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.core().Check(); err != nil {
-				return fmt.Errorf("corral broker: %w", err)
+				return fmt.Errorf("broker: %w", err)
 			}
 			if runF != nil {
 				return runF(opts)

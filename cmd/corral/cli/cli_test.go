@@ -200,3 +200,43 @@ func TestCommandTree(t *testing.T) {
 	}
 	walk(NewCmdRoot(&Factory{IO: io}))
 }
+
+// TestConfigCheckSanitises: repository text with escape sequences and bidi
+// controls reaches the terminal escaped, in config check and in the
+// refusal of a box-acting command.
+func TestConfigCheckSanitises(t *testing.T) {
+	e := setup(t, "\"\\u001b[2J\\u001b[Hok: no problems\" = 1\nnetwork = \"\\u001b[32mok\\u202e\"\n[env]\n\"A\\nok: fine TOKEN\" = \"\\u001b]0;title\\u0007\"\n")
+	for _, args := range [][]string{{"config", "check"}, {"render"}} {
+		code, out, errOut := run(t, e, true, args...)
+		if code != 2 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		all := out + errOut
+		for _, bad := range []string{"\x1b", "\u202e", "\a", "\nok: fine"} {
+			if strings.Contains(all, bad) {
+				t.Errorf("%v: output holds %q raw:\n%s", args, bad, all)
+			}
+		}
+		if !strings.Contains(all, `\x1b[2J`) {
+			t.Errorf("%v: the escaped key is not shown:\n%s", args, all)
+		}
+	}
+}
+
+func TestMalformedFileSanitised(t *testing.T) {
+	e := setup(t, "network = \"ok\x1b[2J\n\x1b[Hok: no problems = \x1b[32m\n")
+	for _, args := range [][]string{{"config", "check"}, {"render"}} {
+		_, out, errOut := run(t, e, true, args...)
+		if strings.Contains(out+errOut, "\x1b") {
+			t.Errorf("%v: output holds ESC raw:\n%q", args, out+errOut)
+		}
+	}
+}
+
+func TestErrorHasOnePrefix(t *testing.T) {
+	e := setup(t, "")
+	code, _, errOut := run(t, e, false, "broker")
+	if code != 1 || !strings.HasPrefix(errOut, "corral: broker: --listen is required") || strings.Count(errOut, "corral") != 1+strings.Count(errOut, "corral broker --") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
 )
 
@@ -48,6 +51,41 @@ type checkProblem struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
+// text renders a problem for a terminal as config.Violation does, with
+// every field sanitised: keys, values and reasons can carry a repository's
+// text, and an escape sequence there could rewrite what the user sees
+// (a forged "ok" line over the real problems).
+func (p checkProblem) text() string {
+	var b strings.Builder
+	b.WriteString(display.Text(p.File, maxLine))
+	if p.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(p.Line))
+	}
+	if p.Key != "" {
+		b.WriteString(": " + display.Text(p.Key, maxLine))
+		if p.Value != "" {
+			b.WriteString(" = " + display.Text(p.Value, maxLine))
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	b.WriteString(display.Text(p.Reason, maxLine))
+	if p.Fix != "" {
+		for i, line := range strings.Split(p.Fix, "\n") {
+			if i == 0 {
+				b.WriteString("\n  fix: " + display.Text(line, maxLine))
+			} else {
+				b.WriteString("\n       " + display.Text(line, maxLine))
+			}
+		}
+	}
+	return b.String()
+}
+
+// maxLine caps one line of repository-derived text in terminal output.
+const maxLine = 1000
+
 func configCheckRun(opts *ConfigCheckOptions) error {
 	f := opts.Factory
 	l, err := f.Layout()
@@ -88,8 +126,8 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 			fmt.Fprintf(opts.IO.Out, "ok: box %s config has no problems\n", r.Project.Box)
 		} else {
 			fmt.Fprintf(opts.IO.Out, "%d problem(s) in the config of box %s:\n", len(problems), r.Project.Box)
-			for _, e := range violations(err) {
-				fmt.Fprintf(opts.IO.Out, "\n%s\n", e)
+			for _, p := range problems {
+				fmt.Fprintf(opts.IO.Out, "\n%s\n", p.text())
 			}
 		}
 	}

@@ -58,7 +58,7 @@ decision log itself, oldest first; when stdout is not a terminal, or with
 				opts.Box = args[0]
 			}
 			if opts.Since <= 0 {
-				return fmt.Errorf("corral egress: --since %s: want a positive duration such as 24h", opts.Since)
+				return fmt.Errorf("egress: --since %s: want a positive duration such as 24h", opts.Since)
 			}
 			if runF != nil {
 				return runF(opts)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 )
 
 // Exit codes.
@@ -44,15 +45,26 @@ func printError(w io.Writer, err error) {
 	if errors.As(err, &ec) {
 		return
 	}
-	msg := err.Error()
+	msg := displayLines(strings.TrimPrefix(err.Error(), "corral: "))
 	if errors.Is(err, config.ErrViolation) {
 		fmt.Fprintf(w, "corral: refusing: the config has problems:\n%s\n", indent(msg))
 		return
 	}
 	fmt.Fprintf(w, "corral: %s\n", msg)
 	for _, h := range hints(err) {
-		fmt.Fprintf(w, "hint: %s\n", h)
+		fmt.Fprintf(w, "hint: %s\n", displayLines(h))
 	}
+}
+
+// displayLines sanitises each line of an error for the terminal: an error
+// can carry text a repository or a box wrote (a config value, a git ref, a
+// guest's message), and only the line structure is corral's own.
+func displayLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = display.Text(l, 4096)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // hints collects the Hint() lines of err and the errors it wraps (all
