@@ -6,8 +6,11 @@
 #   vmlinuz        generic Debian kernel (linux-image-amd64: has 9p, which corral mounts projects with on Linux)
 #   initrd.img     small initramfs (MODULES=list: virtio + ext4 only)
 #   SHA256SUMS     of the three files above
-#   .stamp         hash of this script (and of the guest agent it pre-installs); a later run with the same
-#                  inputs and a complete, intact image does nothing
+#   .stamp         hash of this script (and of the guest agent, the npm pins and npm-fetch.sh); a later run
+#                  with the same inputs and a complete, intact image does nothing
+# The image carries Claude Code (/usr/local/bin/claude-real) from the npm package pinned in core/pins/npm.txt,
+# fetched and verified by npm-fetch.sh into NPM_CACHE (default /var/cache/corral/npm, reused across runs);
+# CLAUDE_CODE=skip builds without it (then no e2e test can run the claude agent).
 # Boot it with direct kernel boot and legacyBIOS (see core/lima/testdata/e2e-template.yaml).
 #
 # Development knobs: KEEP_DEBOOTSTRAP=DIR keeps a pristine copy of the debootstrap tree in DIR and starts from
@@ -24,7 +27,13 @@ SUITE=bookworm
 # (see the guest agent section below). Optional: without it Lima installs the agent at boot as usual.
 GUESTAGENT=${GUESTAGENT:-${PREFIX:-/usr/local}/share/lima/lima-guestagent.Linux-x86_64}
 [ -f "$GUESTAGENT" ] || GUESTAGENT=
-SCRIPT_HASH=$(cat "$0" ${GUESTAGENT:+"$GUESTAGENT"} | sha256sum | cut -d' ' -f1)
+HERE=$(cd "$(dirname "$0")" && pwd)
+PINS=$HERE/../../core/pins/npm.txt
+NPM_CACHE=${NPM_CACHE:-/var/cache/corral/npm}
+CLAUDE_CODE=${CLAUDE_CODE:-pinned}
+hash_inputs=("$0" "$HERE/npm-fetch.sh" ${GUESTAGENT:+"$GUESTAGENT"})
+[ "$CLAUDE_CODE" = skip ] || hash_inputs+=("$PINS")
+SCRIPT_HASH=$(cat "${hash_inputs[@]}" | sha256sum | cut -d' ' -f1)
 FILES=(rootfs.qcow2 vmlinuz initrd.img)
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
@@ -41,7 +50,7 @@ if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$SCRIPT_HASH" ] && [ -f "
 	exit 0
 fi
 
-for tool in debootstrap mkfs.ext4 qemu-img chroot; do
+for tool in debootstrap mkfs.ext4 qemu-img chroot $([ "$CLAUDE_CODE" = skip ] || echo npm); do
 	command -v "$tool" >/dev/null || {
 		log "$tool not found: run packaging/linux/setup-lima.sh first"
 		exit 1
@@ -240,6 +249,23 @@ UNIT
 	ln -sf /etc/systemd/system/lima-guestagent.service "$ROOT/etc/systemd/system/multi-user.target.wants/lima-guestagent.service"
 else
 	log "no Lima guest agent (GUESTAGENT or PREFIX/share/lima); Lima installs it at boot (slow hosts may start DEGRADED)"
+fi
+
+# Claude Code, from the pinned npm platform package (core/pins/npm.txt), verified before use. Provisioning
+# (guest/provision/30-agent.sh) finds claude-real and adds the wrapper; no installer runs in the guest.
+if [ "$CLAUDE_CODE" != skip ]; then
+	case $(chroot "$ROOT" dpkg --print-architecture) in
+	amd64) npm_arch=x64 ;;
+	arm64) npm_arch=arm64 ;;
+	*)
+		log "no Claude Code package for this architecture"
+		exit 1
+		;;
+	esac
+	tgz=$("$HERE/npm-fetch.sh" "@anthropic-ai/claude-code-linux-$npm_arch" "$NPM_CACHE")
+	tar -xzf "$tgz" -O package/claude >"$ROOT/usr/local/bin/claude-real"
+	chmod 0755 "$ROOT/usr/local/bin/claude-real"
+	log "Claude Code $(awk -v n="@anthropic-ai/claude-code-linux-$npm_arch" '$1 == n { print $2 }' "$PINS") from $(basename "$tgz")"
 fi
 
 # Host keys: cloud-init's ssh module creates them on first boot (before ssh.service); this drop-in is the fallback

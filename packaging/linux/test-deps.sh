@@ -11,7 +11,7 @@ apt-get update -q
 apt-get install -y -q --no-install-recommends \
 	shellcheck git curl ca-certificates make iproute2 util-linux \
 	dbus gnome-keyring libsecret-tools xvfb dunst \
-	dpkg-dev desktop-file-utils
+	dpkg-dev desktop-file-utils npm
 
 "$here/setup-lima.sh"
 "$here/build-image.sh"
