@@ -113,6 +113,9 @@ var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 // handleHTTP forwards one absolute-URI request and reports whether the
 // connection may carry another one.
 func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bool {
+	if s.isCredentialRequest(req) {
+		return s.handleCredential(nc, br, req)
+	}
 	if req.URL.User != nil {
 		s.logDecision(authorityDecision(KindHTTP, req.URL.Host, &AuthorityError{Reason: ReasonUserinfo}))
 		s.writeError(nc, http.StatusBadRequest, "corral: userinfo in the request URL is not allowed\n")

@@ -78,6 +78,14 @@ type Config struct {
 	// on any local address whatever its ranges allow. The broker's own
 	// ports and the broker port range are always refused.
 	HostPorts func() []int
+	// Credentials, when set, serves the credential routes (see
+	// [CredentialPrefix]) to origin-form requests and to absolute URIs
+	// naming one of SelfAddrs.
+	Credentials *CredentialBroker
+	// SelfAddrs are the broker's own addresses as the box sees them
+	// ("192.168.5.4:PORT"), for clients that send credential requests
+	// through their proxy setting, i.e. to the broker in absolute form.
+	SelfAddrs []string
 }
 
 // Server is the egress proxy. Create it with [NewServer]; it is safe for
@@ -175,6 +183,9 @@ func NewServer(cfg Config) (*Server, error) {
 		IdleConnTimeout:        90 * time.Second,
 		DisableCompression:     true, // pass Accept-Encoding and bodies through untouched
 		MaxResponseHeaderBytes: 1 << 20,
+	}
+	if cfg.Credentials != nil {
+		cfg.Credentials.policy = s.Policy
 	}
 	p := cfg.Policy
 	if p == nil {
