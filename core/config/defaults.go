@@ -29,6 +29,8 @@ func Defaults(p Platform) Layer {
 		Network:         ptr("broker"),
 		Agent:           ptr("claude"),
 		AgentState:      ptr("seeded"),
+		AgentCreds:      ptr("brokered"),
+		ClaudeInstall:   ptr("official"),
 		Profile:         ptr("default"),
 		Golden:          ptr(true),
 		IdleStop:        &Duration{30 * time.Minute},

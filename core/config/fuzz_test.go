@@ -31,6 +31,10 @@ func wider(eff, base Config) string {
 		return "profile loosened"
 	case rank(SourceOrder, eff.Source) < rank(SourceOrder, base.Source):
 		return "source loosened"
+	case rank(AgentCredentialsOrder, eff.AgentCreds) < rank(AgentCredentialsOrder, base.AgentCreds):
+		return "agent_credentials loosened"
+	case str(eff.ClaudeInstall) != str(base.ClaudeInstall):
+		return "claude_install changed"
 	case base.ReadonlyProject != nil && *base.ReadonlyProject && !*eff.ReadonlyProject:
 		return "project made writable"
 	case base.GitShadow != nil && *base.GitShadow && (eff.GitShadow == nil || !*eff.GitShadow):
@@ -42,7 +46,8 @@ func wider(eff, base Config) string {
 		return "host-only scalar changed"
 	case len(eff.Egress) > len(base.Egress), len(eff.Mounts) > len(base.Mounts),
 		len(eff.ForwardEnv) > len(base.ForwardEnv), len(eff.GitTokens) > len(base.GitTokens),
-		len(eff.EnvFromHost) > len(base.EnvFromHost), len(eff.KeychainEnv) > len(base.KeychainEnv):
+		len(eff.EnvFromHost) > len(base.EnvFromHost), len(eff.KeychainEnv) > len(base.KeychainEnv),
+		len(eff.Credentials) > len(base.Credentials):
 		return "host-only list grew"
 	}
 	if eff.Memory != nil {

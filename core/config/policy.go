@@ -46,6 +46,9 @@ func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked [
 			if name == "egress" {
 				reason = "a repository may request hosts but not allow them"
 			}
+			if name == "credentials" {
+				reason = "a repository may request a credential but not configure one (it names host secrets)"
+			}
 			bad(name, shortValue(field(c, name).Interface()), reason, trustFix(lines))
 		case ClassTighten:
 			checkTighten(name, c, &base, bad, trustFix)
@@ -110,7 +113,8 @@ func checkTighten(name string, c, base *Config, bad func(k, v, r, f string), tru
 		}
 		return
 	}
-	order := map[string][]string{"network": NetworkOrder, "agent_state": AgentStateOrder, "profile": ProfileOrder, "source": SourceOrder}[name]
+	order := map[string][]string{"network": NetworkOrder, "agent_state": AgentStateOrder, "profile": ProfileOrder, "source": SourceOrder,
+		"agent_credentials": AgentCredentialsOrder}[name]
 	v := field(c, name).Interface().(*string)
 	b := field(base, name).Interface().(*string)
 	if b == nil {

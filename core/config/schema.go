@@ -89,7 +89,10 @@ var Schema = []Key{
 	{"env", "table of strings", "{}", ClassEnv, MergeKeys, "Variables set in sessions. A repository may not set names that look like secrets, proxy settings, or agent endpoints."},
 	{"env_from_host", "table of strings", "{}", ClassHost, MergeKeys, "NAME = \"HOST_VAR\": the session's NAME is the host's HOST_VAR. A session refuses to start when HOST_VAR is unset."},
 	{"keychain_env", "table of tables", "{}", ClassHost, MergeKeys, "NAME = { service = \"…\", account = \"…\" }: read from the OS keychain unless NAME is exported. A missing item refuses the session."},
-	{"git_tokens", "list of strings", "[]", ClassHost, MergeUnion, "Hosts (e.g. \"github.com\") whose token is read on the host and offered to git in the box by a credential helper."},
+	{"git_tokens", "list of strings", "[]", ClassHost, MergeUnion, "Hosts (e.g. \"github.com\") whose token is read on the host and put in the session's environment for git's credential helper in the box. The explicit opt-out from brokering: prefer [credentials.NAME], which keeps the token on the host."},
+	{"credentials", "table of tables", "{}", ClassHost, MergeKeys, "NAME = { upstream = \"https://…\", header = \"x-api-key\" | \"authorization\" | \"basic\", keychain = { service, account } or env_from_host = \"HOST_VAR\", ca = \"/path/ca.pem\" }: a secret the box's broker holds. The box reaches the upstream at http://BROKER/corral/credential/NAME/ and never sees the value; git in the box fetches and pushes the upstream's https URLs through it (url.insteadOf). header \"basic\" sends Authorization: Basic x-access-token:SECRET (https git hosts), \"authorization\" sends Bearer. ca adds a private CA for this upstream (verification is never off). Needs network = \"broker\". A repository may request a credential, never set one."},
+	{"agent_credentials", "string", `"brokered"`, ClassTighten, MergeReplace, `How an agent's own key reaches it. "brokered": when the agent's key is configured (keychain_env, env_from_host or the host environment; for claude ANTHROPIC_API_KEY, else CLAUDE_CODE_OAUTH_TOKEN), the broker holds it as [credentials.anthropic] and the session carries only a base URL and a placeholder. "forwarded": the key is put in the session's environment (where any process in the box can read it). Broker mode only; other modes forward. Order: forwarded < brokered.`},
+	{"claude_install", "string", `"official"`, ClassHost, MergeReplace, `How a golden image gets Claude Code: "official" runs the official installer in the golden build (needs its hosts); "npm" installs the npm platform package pinned in core/pins/npm.txt, fetched on the host with the npm client and verified against its integrity hash (the golden build then needs no network for it).`},
 	{"provision", "list of paths", "[]", ClassAdd, MergeUnion, "Repository scripts run in the box after corral's own provisioning. Relative; inside the project."},
 	{"sudo", "boolean", "false", ClassHost, MergeReplace, "Keep passwordless sudo for the box user in broker and offline modes (full mode always has it). Guest root can undo the guest's own nftables rules, so this is only a boundary where the host enforces the funnel (Linux, vm_type qemu). The strict profile refuses it."},
 	{"golden", "boolean", "true", ClassFree, MergeReplace, "Create boxes by cloning a shared golden image of the project-independent setup."},
@@ -142,6 +145,23 @@ type SecretRef struct {
 	Account string `toml:"account" json:"account"`
 }
 
+// Credential is one [credentials.NAME] table: a secret the box's broker
+// holds and adds to requests to Upstream (see core/egress).
+type Credential struct {
+	Upstream    string     `toml:"upstream" json:"upstream"`
+	Header      string     `toml:"header" json:"header"`
+	Keychain    *SecretRef `toml:"keychain" json:"keychain,omitempty"`
+	EnvFromHost string     `toml:"env_from_host" json:"env_from_host,omitempty"`
+	CA          string     `toml:"ca" json:"ca,omitempty"`
+}
+
+// Credential headers and agent credential modes.
+var (
+	CredentialHeaders     = []string{"x-api-key", "authorization", "basic"}
+	AgentCredentialsOrder = []string{"forwarded", "brokered"}
+	ClaudeInstalls        = []string{"official", "npm"}
+)
+
 // Duration is a time.Duration written as "30m" in TOML.
 type Duration struct{ time.Duration }
 
@@ -174,35 +194,38 @@ func (d Duration) MarshalText() ([]byte, error) {
 // Config is one layer, or the effective merge of all layers. Pointer
 // fields distinguish unset from the zero value.
 type Config struct {
-	CPUs            *int                 `toml:"cpus" json:"cpus,omitempty"`
-	Memory          *string              `toml:"memory" json:"memory,omitempty"`
-	Disk            *string              `toml:"disk" json:"disk,omitempty"`
-	Image           *string              `toml:"image" json:"image,omitempty"`
-	VMType          *string              `toml:"vm_type" json:"vm_type,omitempty"`
-	MountType       *string              `toml:"mount_type" json:"mount_type,omitempty"`
-	Toolchains      []string             `toml:"toolchains" json:"toolchains,omitempty"`
-	Packages        []string             `toml:"packages" json:"packages,omitempty"`
-	Hide            []string             `toml:"hide" json:"hide,omitempty"`
-	BoxDirs         []string             `toml:"box_dirs" json:"box_dirs,omitempty"`
-	ReadonlyProject *bool                `toml:"readonly_project" json:"readonly_project,omitempty"`
-	GitShadow       *bool                `toml:"git_shadow" json:"git_shadow,omitempty"`
-	Source          *string              `toml:"source" json:"source,omitempty"`
-	Network         *string              `toml:"network" json:"network,omitempty"`
-	Egress          []string             `toml:"egress" json:"egress,omitempty"`
-	Agent           *string              `toml:"agent" json:"agent,omitempty"`
-	AgentState      *string              `toml:"agent_state" json:"agent_state,omitempty"`
-	Profile         *string              `toml:"profile" json:"profile,omitempty"`
-	Mounts          []Mount              `toml:"mounts" json:"mounts,omitempty"`
-	ForwardEnv      []string             `toml:"forward_env" json:"forward_env,omitempty"`
-	Env             map[string]string    `toml:"env" json:"env,omitempty"`
-	EnvFromHost     map[string]string    `toml:"env_from_host" json:"env_from_host,omitempty"`
-	KeychainEnv     map[string]SecretRef `toml:"keychain_env" json:"keychain_env,omitempty"`
-	GitTokens       []string             `toml:"git_tokens" json:"git_tokens,omitempty"`
-	Provision       []string             `toml:"provision" json:"provision,omitempty"`
-	Sudo            *bool                `toml:"sudo" json:"sudo,omitempty"`
-	Golden          *bool                `toml:"golden" json:"golden,omitempty"`
-	IdleStop        *Duration            `toml:"idle_stop" json:"idle_stop,omitempty"`
-	StopOnExit      *bool                `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
-	Snapshots       *string              `toml:"snapshots" json:"snapshots,omitempty"`
-	SnapshotsKeep   *int                 `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
+	CPUs            *int                  `toml:"cpus" json:"cpus,omitempty"`
+	Memory          *string               `toml:"memory" json:"memory,omitempty"`
+	Disk            *string               `toml:"disk" json:"disk,omitempty"`
+	Image           *string               `toml:"image" json:"image,omitempty"`
+	VMType          *string               `toml:"vm_type" json:"vm_type,omitempty"`
+	MountType       *string               `toml:"mount_type" json:"mount_type,omitempty"`
+	Toolchains      []string              `toml:"toolchains" json:"toolchains,omitempty"`
+	Packages        []string              `toml:"packages" json:"packages,omitempty"`
+	Hide            []string              `toml:"hide" json:"hide,omitempty"`
+	BoxDirs         []string              `toml:"box_dirs" json:"box_dirs,omitempty"`
+	ReadonlyProject *bool                 `toml:"readonly_project" json:"readonly_project,omitempty"`
+	GitShadow       *bool                 `toml:"git_shadow" json:"git_shadow,omitempty"`
+	Source          *string               `toml:"source" json:"source,omitempty"`
+	Network         *string               `toml:"network" json:"network,omitempty"`
+	Egress          []string              `toml:"egress" json:"egress,omitempty"`
+	Agent           *string               `toml:"agent" json:"agent,omitempty"`
+	AgentState      *string               `toml:"agent_state" json:"agent_state,omitempty"`
+	Profile         *string               `toml:"profile" json:"profile,omitempty"`
+	Mounts          []Mount               `toml:"mounts" json:"mounts,omitempty"`
+	ForwardEnv      []string              `toml:"forward_env" json:"forward_env,omitempty"`
+	Env             map[string]string     `toml:"env" json:"env,omitempty"`
+	EnvFromHost     map[string]string     `toml:"env_from_host" json:"env_from_host,omitempty"`
+	KeychainEnv     map[string]SecretRef  `toml:"keychain_env" json:"keychain_env,omitempty"`
+	GitTokens       []string              `toml:"git_tokens" json:"git_tokens,omitempty"`
+	Credentials     map[string]Credential `toml:"credentials" json:"credentials,omitempty"`
+	AgentCreds      *string               `toml:"agent_credentials" json:"agent_credentials,omitempty"`
+	ClaudeInstall   *string               `toml:"claude_install" json:"claude_install,omitempty"`
+	Provision       []string              `toml:"provision" json:"provision,omitempty"`
+	Sudo            *bool                 `toml:"sudo" json:"sudo,omitempty"`
+	Golden          *bool                 `toml:"golden" json:"golden,omitempty"`
+	IdleStop        *Duration             `toml:"idle_stop" json:"idle_stop,omitempty"`
+	StopOnExit      *bool                 `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
+	Snapshots       *string               `toml:"snapshots" json:"snapshots,omitempty"`
+	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
 }

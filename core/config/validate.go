@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -113,6 +114,8 @@ func validate(l Layer) []error {
 	oneOf("agent", c.Agent, Agents)
 	oneOf("agent_state", c.AgentState, AgentStateOrder)
 	oneOf("profile", c.Profile, ProfileOrder)
+	oneOf("agent_credentials", c.AgentCreds, AgentCredentialsOrder)
+	oneOf("claude_install", c.ClaudeInstall, ClaudeInstalls)
 	oneOf("snapshots", c.Snapshots, []string{"auto", "off"})
 	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
 		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
@@ -173,6 +176,9 @@ func validate(l Layer) []error {
 			bad("keychain_env."+n, "", "needs both service and account", `write NAME = { service = "…", account = "…" }`)
 		}
 	}
+	for _, n := range SortedKeys(c.Credentials) {
+		checkCredential(n, c.Credentials[n], bad)
+	}
 	for _, h := range c.GitTokens {
 		if !hostnameRe.MatchString(h) {
 			bad("git_tokens", strconv.Quote(h), "not a host name", `use a host such as "github.com"`)
@@ -216,4 +222,39 @@ func quoteList(xs []string) string {
 		q[i] = strconv.Quote(x)
 	}
 	return strings.Join(q, ", ")
+}
+
+var credNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// checkCredential is the early, file-naming check of a [credentials.NAME]
+// table; core/egress (NewCredentialBroker) is the authority when the broker
+// starts.
+func checkCredential(n string, cr Credential, bad func(key, value, reason, fix string)) {
+	key := "credentials." + n
+	if !credNameRe.MatchString(n) {
+		bad(key, "", "not a credential name", "use lowercase letters, digits, - and _ (it is a URL path segment)")
+	}
+	u, err := url.Parse(cr.Upstream)
+	switch {
+	case cr.Upstream == "":
+		bad(key+".upstream", `""`, "missing", `write upstream = "https://host"`)
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		bad(key+".upstream", strconv.Quote(cr.Upstream), "must be an https:// URL with a host and no userinfo, query or fragment", "")
+	}
+	if !slices.Contains(CredentialHeaders, cr.Header) {
+		bad(key+".header", strconv.Quote(cr.Header), "unknown header", "use one of "+quoteList(CredentialHeaders))
+	}
+	switch {
+	case cr.Keychain == nil && cr.EnvFromHost == "":
+		bad(key, "", "no secret source", `add keychain = { service = "…", account = "…" } or env_from_host = "HOST_VAR"`)
+	case cr.Keychain != nil && cr.EnvFromHost != "":
+		bad(key, "", "both keychain and env_from_host", "keep one")
+	case cr.Keychain != nil && (cr.Keychain.Service == "" || cr.Keychain.Account == ""):
+		bad(key+".keychain", "", "needs both service and account", "")
+	case cr.Keychain == nil && !envNameRe.MatchString(cr.EnvFromHost):
+		bad(key+".env_from_host", strconv.Quote(cr.EnvFromHost), "must name a host variable", "")
+	}
+	if cr.CA != "" && !filepath.IsAbs(cr.CA) && !strings.HasPrefix(cr.CA, "~/") {
+		bad(key+".ca", strconv.Quote(cr.CA), "must be absolute or start with ~/", "")
+	}
 }
