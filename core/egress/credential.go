@@ -114,7 +114,7 @@ type CredentialEvent struct {
 	Name     string
 	Upstream string // host[:port]
 	Method   string
-	Status   int   // 0 when the upstream was not reached
+	Status   int   // what the box got: the upstream's status, or the broker's own 4xx/5xx
 	Bytes    int64 // response body bytes relayed to the box
 	Err      string
 }
@@ -347,25 +347,22 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 		return fail(http.StatusBadGateway, fmt.Sprintf("credential %q holds a line break or NUL; refusing to send it", name))
 	}
 
-	out := req.Clone(req.Context())
-	out.RequestURI = ""
 	u := *c.upstream
 	u.Path, u.RawPath = "", ""
-	// rest was checked clean; join it escaped so the upstream sees the
-	// bytes the box sent.
-	u.Opaque = ""
+	// rest was checked clean; it is joined escaped, so the upstream sees
+	// the bytes the box sent.
 	target := u.String() + c.upstream.EscapedPath() + rest
 	if req.URL.RawQuery != "" {
 		target += "?" + req.URL.RawQuery
 	}
-	out.URL, err = url.Parse(target)
+	tu, err := url.Parse(target)
 	if err != nil {
 		return fail(http.StatusBadRequest, "credential request: bad path")
 	}
+	out := req
+	out.RequestURI = ""
+	out.URL = tu
 	out.Host = c.upstream.Host
-	removeHopHeaders(out.Header)
-	out.Header.Del("Expect")
-	out.Header.Del("Host")
 	for _, h := range strippedHeaders {
 		out.Header.Del(h)
 	}
@@ -377,34 +374,10 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 	case HeaderBasic:
 		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+secret)))
 	}
-	body := &trackedBody{r: req.Body, eof: req.Body == nil || req.Body == http.NoBody}
-	out.Body = body
-	if body.eof {
-		out.Body = http.NoBody
-	}
-	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") && !body.eof {
-		// The body is forwarded as it comes, so let the client send it now.
-		if _, err := io.WriteString(nc, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return false
-		}
-	}
-	resp, err := c.transport.RoundTrip(out)
-	if err != nil {
-		// The transport's error names the upstream, never the header.
-		return fail(http.StatusBadGateway, "forwarding credential "+name+" to "+ev.Upstream+": "+err.Error())
-	}
-	defer resp.Body.Close()
-	ev.Status = resp.StatusCode
-	cb := &countingBody{r: resp.Body}
-	resp.Body = cb
-	keep := !req.Close && !resp.Close
-	ok := s.writeResponse(nc, req, resp, keep)
-	ev.Bytes = cb.n
-	if !ok {
-		ev.Err = "relaying the response to the box failed"
-	}
+	keep, res := s.exchange(nc, br, req, out, c.transport, "credential "+name+" upstream "+ev.Upstream)
+	ev.Status, ev.Bytes, ev.Err = res.status, res.bytes, res.err
 	b.logEvent(ev)
-	return ok && keep && body.eof
+	return keep
 }
 
 type countingBody struct {

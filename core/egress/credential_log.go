@@ -4,7 +4,8 @@ import "time"
 
 // credentialEntry is a credential line of the egress log: kind
 // "credential", the credential's name, the upstream host, the HTTP status
-// (0 when the upstream was not reached), the response bytes relayed to the
+// the box got (the broker's own 4xx/5xx when it refused or could not reach
+// the upstream), the response bytes relayed to the
 // box, and an error text when the request failed. Never the value.
 type credentialEntry struct {
 	Time   time.Time `json:"time"`

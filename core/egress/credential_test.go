@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 const realKey = "sk-real-0123456789abcdef"
@@ -49,6 +50,12 @@ func (u *upstreamRecorder) last(t *testing.T) *http.Request {
 	return u.got[len(u.got)-1]
 }
 
+func (u *upstreamRecorder) all() []*http.Request {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]*http.Request(nil), u.got...)
+}
+
 func (u *upstreamRecorder) pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(u.srv.Certificate())
@@ -66,10 +73,18 @@ func (m *memCredLog) LogCredential(e CredentialEvent) {
 	m.ev = append(m.ev, e)
 }
 
-func (m *memCredLog) all() []CredentialEvent {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]CredentialEvent(nil), m.ev...)
+// all returns the events once there are at least n (the broker logs a
+// request after the client may already have its answer), or after a
+// second.
+func (m *memCredLog) all(n int) []CredentialEvent {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		m.mu.Lock()
+		ev := append([]CredentialEvent(nil), m.ev...)
+		m.mu.Unlock()
+		if len(ev) >= n || time.Now().After(deadline) {
+			return ev
+		}
+	}
 }
 
 func staticSecret(v string) SecretFunc {
@@ -148,7 +163,7 @@ func TestCredentialReplacesWhatTheBoxSent(t *testing.T) {
 			t.Errorf("upstream body %q", b)
 		}
 	}
-	ev := cl.all()
+	ev := cl.all(2)
 	if len(ev) != 2 || ev[0].Name != "anthropic" || ev[0].Status != 200 || ev[0].Bytes != int64(len(sse)) ||
 		ev[0].Upstream != strings.TrimPrefix(up.srv.URL, "https://") {
 		t.Errorf("log = %+v", ev)
@@ -187,10 +202,10 @@ func TestCredentialVerifiesTLS(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "certificate") {
 		t.Errorf("status %d body %q, want 502 naming the certificate", resp.StatusCode, body)
 	}
-	if up.got != nil {
+	if len(up.all()) != 0 {
 		t.Error("the upstream got a request over an unverified connection")
 	}
-	if ev := cl.all(); len(ev) != 1 || ev[0].Status != http.StatusBadGateway || strings.Contains(ev[0].Err, realKey) {
+	if ev := cl.all(2); len(ev) != 1 || ev[0].Status != http.StatusBadGateway || strings.Contains(ev[0].Err, realKey) {
 		t.Errorf("log = %+v", ev)
 	}
 }
@@ -233,8 +248,8 @@ func TestCredentialRefusals(t *testing.T) {
 			t.Errorf("%s: the answer holds the key", tc.target)
 		}
 	}
-	if len(up.got) != 0 {
-		t.Errorf("upstream got %d requests", len(up.got))
+	if n := len(up.all()); n != 0 {
+		t.Errorf("upstream got %d requests", n)
 	}
 }
 

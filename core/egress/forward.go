@@ -145,12 +145,35 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bo
 		return false
 	}
 
+	out := req
+	out.RequestURI = ""
+	out.Host = req.URL.Host                                                 // the absolute URI wins over any Host header
+	out.URL.Host = netip.AddrPortFrom(t.ips[0], uint16(auth.Port)).String() // dial the checked address only
+	keep, _ := s.exchange(nc, br, req, out, s.transport, auth.String())
+	return keep
+}
+
+// exchangeResult is what a forwarded exchange did, for the credential log.
+type exchangeResult struct {
+	status int   // the status the client got (502/503 from the broker when the upstream was not reached)
+	bytes  int64 // response body bytes relayed to the client
+	err    string
+}
+
+// exchange sends out (prepared from req: URL, Host and headers other than
+// the hop-by-hop ones) through rt and relays the response to the client.
+// It owns the request's lifetime: a forwarding slot, a context that ends
+// when the client goes or the broker stops, and the request body, which
+// is detached from the client reader before it returns (see trackedBody).
+// It reports whether the connection may carry another request. dest names
+// the upstream in error messages.
+func (s *Server) exchange(nc net.Conn, br *bufio.Reader, req, out *http.Request, rt http.RoundTripper, dest string) (bool, exchangeResult) {
 	if !s.takeSlot() {
 		s.writeBusy(nc)
 		if req.ContentLength != 0 || br.Buffered() > 0 {
 			lingerClose(nc, br)
 		}
-		return false
+		return false, exchangeResult{status: http.StatusServiceUnavailable, err: "too many requests in flight"}
 	}
 	defer s.slots.Add(-1)
 
@@ -168,36 +191,42 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bo
 			body.detach(nc)
 		}
 	}()
-	out := req.WithContext(ctx)
+	out = out.WithContext(ctx)
 	out.Body = body
 	if !hasBody {
 		out.Body = http.NoBody
 	}
-	out.RequestURI = ""
-	out.Host = req.URL.Host                                                 // the absolute URI wins over any Host header
-	out.URL.Host = netip.AddrPortFrom(t.ips[0], uint16(auth.Port)).String() // dial the checked address only
 	expect := strings.EqualFold(out.Header.Get("Expect"), "100-continue")
 	removeHopHeaders(out.Header)
 	out.Header.Del("Expect")
 	if expect && hasBody {
 		// We forward the body as it comes, so let the client send it now.
 		if _, err := io.WriteString(nc, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return false
+			return false, exchangeResult{err: "client went away"}
 		}
 	}
 	stopWatch := func() {}
 	if !hasBody {
 		stopWatch = watchClient(nc, br, cancel)
 	}
-	resp, err := s.transport.RoundTrip(out)
+	resp, err := rt.RoundTrip(out)
 	if err != nil {
 		stopWatch()
-		s.writeError(nc, http.StatusBadGateway, "corral: forwarding to "+auth.String()+": "+display.Text(err.Error(), 0)+"\n")
-		return false
+		msg := "forwarding to " + dest + ": " + display.Text(err.Error(), 0)
+		s.writeError(nc, http.StatusBadGateway, "corral: "+msg+"\n")
+		return false, exchangeResult{status: http.StatusBadGateway, err: msg}
 	}
 	defer resp.Body.Close()
+	cb := &countingBody{r: resp.Body}
+	resp.Body = cb
+	res := exchangeResult{status: resp.StatusCode}
 	keep := !req.Close && !resp.Close
-	keep = s.writeResponse(nc, req, resp, keep) && keep
+	whole := s.writeResponse(nc, req, resp, keep)
+	keep = whole && keep
+	res.bytes = cb.n
+	if !whole {
+		res.err = "relaying the response was cut short"
+	}
 	stopWatch()
 	bodyDone = true
 	eof := body.detach(nc)
@@ -205,9 +234,9 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bo
 	if !eof {
 		cancel()            // stop sending the rest of the body upstream
 		lingerClose(nc, br) // the client may still be sending it
-		return false
+		return false, res
 	}
-	return keep && ctx.Err() == nil
+	return keep && ctx.Err() == nil, res
 }
 
 // writeResponse relays resp to the client with its own framing: the length
