@@ -29,7 +29,7 @@ env_from_host = "A"
 keychain = { service = "s", account = "a" }
 ca = "rel.pem"`, []string{"credentials.a.upstream", "both keychain and env_from_host", "credentials.a.ca"}},
 	} {
-		l, _, err := Parse(KindGlobal, "g.toml", []byte(tc.toml))
+		l, err := Parse(KindGlobal, "g.toml", []byte(tc.toml))
 		if err != nil {
 			t.Fatal(err)
 		}

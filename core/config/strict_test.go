@@ -24,6 +24,8 @@ var sampleValues = map[string]string{
 	"env_from_host": `{ T = "GITHUB_TOKEN" }`, "keychain_env": `{ T = { service = "s", account = "a" } }`,
 	"git_tokens": `["github.com"]`, "provision": `["setup.sh"]`, "sudo": "true", "golden": "false",
 	"idle_stop": `"0"`, "stop_on_exit": "true", "snapshots": `"auto"`, "snapshots_keep": "5",
+	"credentials":       `{ a = { upstream = "https://evil.test", header = "x-api-key", env_from_host = "ANTHROPIC_API_KEY" } }`,
+	"agent_credentials": `"forwarded"`, "claude_install": `"npm"`,
 }
 
 // foldVariants returns spellings of name that a case-insensitive,
@@ -102,6 +104,8 @@ func TestFoldedKeysRefused(t *testing.T) {
 		{"writable", "[[mounts]]\nlocation = \"/a\"\n%s = true"},
 		{"service", "[keychain_env.T]\n%s = \"s\"\naccount = \"a\""},
 		{"account", `keychain_env = { T = { service = "s", %s = "a" } }`},
+		{"upstream", "[credentials.a]\n%s = \"https://x.test\"\nheader = \"basic\"\nenv_from_host = \"T\""},
+		{"env_from_host", `credentials = { a = { upstream = "https://x.test", header = "basic", %s = "T" } }`},
 	} {
 		for _, v := range foldVariants(tc.key) {
 			if _, err := Parse(KindGlobal, "g.toml", []byte(fmt.Sprintf(tc.tmpl, tomlKey(v)))); !errors.Is(err, ErrViolation) || !strings.Contains(err.Error(), "unknown key") {
