@@ -26,7 +26,7 @@ type upstreamRecorder struct {
 	got []*http.Request
 }
 
-func newUpstream(t *testing.T, h http.HandlerFunc) *upstreamRecorder {
+func newCredUpstream(t *testing.T, h http.HandlerFunc) *upstreamRecorder {
 	u := &upstreamRecorder{}
 	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -128,7 +128,7 @@ func rawRequest(t *testing.T, addr, req string) (*http.Response, string) {
 const sse = "event: message_start\ndata: {}\n\nevent: message_stop\ndata: {}\n\n"
 
 func TestCredentialReplacesWhatTheBoxSent(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, sse)
 	})
@@ -176,7 +176,7 @@ func TestCredentialReplacesWhatTheBoxSent(t *testing.T) {
 }
 
 func TestCredentialHeaders(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	p, _ := startCredProxy(t, []Credential{
 		{Name: "oauth", Upstream: up.srv.URL, Header: HeaderAuthorization, Secret: staticSecret("tok"), RootCAs: up.pool()},
 		{Name: "git", Upstream: up.srv.URL + "/base/", Header: HeaderBasic, Secret: staticSecret("ghp_x"), RootCAs: up.pool()},
@@ -195,7 +195,7 @@ func TestCredentialHeaders(t *testing.T) {
 }
 
 func TestCredentialVerifiesTLS(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	// No RootCAs: the system roots, which do not know the test CA.
 	p, cl := startCredProxy(t, []Credential{{Name: "a", Upstream: up.srv.URL, Header: HeaderAPIKey, Secret: staticSecret(realKey)}})
 	resp, body := rawRequest(t, p.addr, "GET /corral/credential/a/v1/models HTTP/1.1\r\nHost: b\r\n\r\n")
@@ -211,7 +211,7 @@ func TestCredentialVerifiesTLS(t *testing.T) {
 }
 
 func TestCredentialRefusals(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	creds := []Credential{
 		{Name: "a", Upstream: up.srv.URL + "/base", Header: HeaderAPIKey, Secret: staticSecret(realKey), RootCAs: up.pool()},
 		{Name: "nl", Upstream: up.srv.URL, Header: HeaderAPIKey, Secret: staticSecret("x\r\nEvil: 1"), RootCAs: up.pool()},
