@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,8 +23,14 @@ import (
 
 	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
 )
 
 // The tests re-execute the test binary as the app (app.Run with a fake
@@ -162,8 +170,15 @@ func runChild() error {
 	sweep, _ := time.ParseDuration(os.Getenv("CORRAL_APPTEST_SWEEP")) // "": the default
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	var backend app.Backend = &fileBackend{dir: dir}
+	if home := os.Getenv("CORRAL_APPTEST_HOME"); home != "" {
+		// The real backend over a state dir, with a fake limactl.
+		svc, _ := boxtest.Service(paths.Layout{Home: home}, time.Now(), audit.ActorApp)
+		svc.Now = time.Now
+		backend = app.NewCoreBackend(svc)
+	}
 	return app.Run(ctx, app.Options{
-		Backend:         &fileBackend{dir: dir},
+		Backend:         backend,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		CorralPath:      "/opt/corral/bin/corral",
 		StateDir:        filepath.Join(dir, "state"),
@@ -612,4 +627,77 @@ func TestAppSweepsOnTimer(t *testing.T) {
 	h.writeState(app.State{Boxes: []menu.BoxView{web}})
 	h.start(time.Second)
 	h.waitCall(call{Op: "stop-idle"})
+}
+
+// TestNotifiesDenialsOfBoxesCreatedLater: the app starts with no boxes; a
+// box is created, its real broker denies a request, and the notification
+// arrives (the denial watcher follows the set of boxes as it changes).
+func TestNotifiesDenialsOfBoxesCreatedLater(t *testing.T) {
+	h := newHarness(t)
+	conn := coredt.Conn(t, h.addr)
+	w, err := desktoptest.StartWatcher(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notifyd, err := desktoptest.StartFakeNotifyd(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "home")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CORRAL_APPTEST_HOME", l.Home)
+	h.start(200 * time.Millisecond)
+	item := openItem(t, conn, w)
+	waitMenu(t, item, menu.Build(app.State{}, menu.UI{}, menu.Limits{}).Text())
+
+	// corral up: the box's metadata, then its broker.
+	proj := filepath.Join(t.TempDir(), "web")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proj, _ = filepath.EvalSymlinks(proj)
+	p, err := project.Resolve(proj, l.LimaHome())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := box.WriteMeta(l, box.Meta{Name: p.Box, Project: proj, Network: "broker", Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- broker.Run(ctx, broker.Options{Layout: l, Box: p.Box, Listen: "127.0.0.1:0",
+			Listening: func(a net.Addr) { addrc <- a.String() }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("broker: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("broker did not listen")
+	}
+	// A denied request: the broker refuses the name before resolving it.
+	conn2, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn2, "CONNECT blocked.example.test:443 HTTP/1.1\r\nHost: blocked.example.test:443\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn2), nil)
+	conn2.Close()
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("CONNECT through the broker: %v %v", resp, err)
+	}
+
+	n, err := notifyd.WaitPosted(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(n.Summary, p.Box) || !strings.Contains(n.Summary, "blocked.example.test") {
+		t.Errorf("notification %+v", n)
+	}
 }

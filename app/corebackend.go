@@ -163,25 +163,96 @@ func (b *coreBackend) EgressLogPath(name string) string { return b.svc.Layout.Eg
 
 func (b *coreBackend) ConfigPath() string { return b.svc.Layout.GlobalConfig() }
 
-// WatchDenials follows every box's egress log and reports new denials.
+// boxesPoll is how often WatchDenials looks for boxes created or removed
+// since it started. A box found late loses no denial: its log is read from
+// the box's creation on.
+const boxesPoll = 2 * time.Second
+
+// WatchDenials follows the egress log of every box, including boxes created
+// after it started, and reports new denials.
 func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d DeniedHost)) error {
-	metas, err := box.ListMeta(b.svc.Layout)
-	if err != nil && len(metas) == 0 {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type follower struct {
+		cancel  context.CancelFunc
+		created time.Time
+	}
+	following := map[string]follower{}
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	follow := func(name string, since time.Time, fromStart bool) context.CancelFunc {
+		fctx, fcancel := context.WithCancel(ctx)
+		report := func(e egress.Entry) {
+			if e.IsDecision() && !e.Allowed && !e.Time.Before(since) {
+				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: 1, Last: e.Time})
+			}
+		}
+		wg.Go(func() {
+			f := egress.Follow
+			if fromStart {
+				f = egress.FollowAll
+			}
+			if err := f(fctx, b.svc.Layout.EgressLog(name), report); err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		})
+		return fcancel
+	}
+	first := true
+	rescan := func() error {
+		metas, err := box.ListMeta(b.svc.Layout)
+		switch {
+		case err != nil && first && len(metas) == 0:
+			return err
+		case err != nil && !first:
+			return nil // a box's metadata half-read or unreadable: keep what is followed, retry next tick
+		}
+		seen := map[string]bool{}
+		for _, m := range metas {
+			seen[m.Name] = true
+			if f, ok := following[m.Name]; ok && f.created.Equal(m.Created) {
+				continue
+			} else if ok {
+				f.cancel() // removed and created again under the same name
+			}
+			// Boxes there at the start are followed from now on; a box
+			// that appeared later from its creation, as its broker may
+			// have logged before this saw it (older lines in a reused log
+			// belong to an earlier box of that name).
+			var since time.Time
+			if !first {
+				since = m.Created
+			}
+			following[m.Name] = follower{cancel: follow(m.Name, since, !first), created: m.Created}
+		}
+		for name, f := range following {
+			if !seen[name] {
+				f.cancel()
+				delete(following, name)
+			}
+		}
+		first = false
+		return nil
+	}
+	if err := rescan(); err != nil {
 		return err
 	}
-	errc := make(chan error, len(metas))
-	for _, m := range metas {
-		go func(name string) {
-			errc <- egress.Follow(ctx, b.svc.Layout.EgressLog(name), func(e egress.Entry) {
-				if e.IsDecision() && !e.Allowed {
-					fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: 1, Last: e.Time})
-				}
-			})
-		}(m.Name)
+	tick := time.NewTicker(boxesPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			return err
+		case <-tick.C:
+			if err := rescan(); err != nil {
+				return err
+			}
+		}
 	}
-	if len(metas) == 0 {
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	return <-errc
 }

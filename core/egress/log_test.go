@@ -209,6 +209,23 @@ func TestFollow(t *testing.T) {
 	}
 }
 
+func TestFollowAllReadsWhatIsThere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "egress.jsonl")
+	os.WriteFile(path, []byte(`{"kind":"connect","host":"before.test"}`+"\n"), 0o600) //nolint:errcheck
+	got := make(chan Entry, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go FollowAll(ctx, path, func(e Entry) { got <- e }) //nolint:errcheck
+	select {
+	case e := <-got:
+		if e.Host != "before.test" {
+			t.Errorf("first entry %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("FollowAll did not deliver the line already in the log")
+	}
+}
+
 func TestDecisionLogSessions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "egress.jsonl")
 	l, err := OpenLog(path, "box1", nil)

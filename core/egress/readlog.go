@@ -113,6 +113,17 @@ const followPoll = 2 * time.Second
 // one from its beginning. The log need not exist yet. It returns nil when ctx
 // is cancelled.
 func Follow(ctx context.Context, path string, fn func(Entry)) error {
+	return follow(ctx, path, true, fn)
+}
+
+// FollowAll is Follow from the beginning of the log as it is now: for a
+// log whose writer started before its follower did, such as the log of a
+// box created while the app ran.
+func FollowAll(ctx context.Context, path string, fn func(Entry)) error {
+	return follow(ctx, path, false, fn)
+}
+
+func follow(ctx context.Context, path string, atEnd bool, fn func(Entry)) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("following egress log %s: %w", path, err)
@@ -124,7 +135,10 @@ func Follow(ctx context.Context, path string, fn func(Entry)) error {
 	}
 	t := &tail{path: path, fn: fn}
 	defer t.close()
-	t.reopen(true)
+	t.reopen(atEnd)
+	if !atEnd && t.f != nil {
+		t.drain()
+	}
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
 	for {

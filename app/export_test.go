@@ -1,0 +1,7 @@
+package app
+
+import "github.com/corral-dev/corral/core/box"
+
+// NewCoreBackend is the app's Backend over svc, for tests that run the app
+// over a real state directory.
+func NewCoreBackend(svc *box.Service) Backend { return &coreBackend{svc: svc} }
