@@ -64,6 +64,9 @@ type Backend interface {
 	// Rebuild deletes and recreates box's VM; the app asks for a second
 	// click first.
 	Rebuild(ctx context.Context, box string) error
+	// Pull fetches box's new commits into its project's host repository
+	// (corral pull); Snapshot reports their count as BoxView.NewCommits.
+	Pull(ctx context.Context, box string) error
 	EgressLogPath(box string) string
 	ConfigPath() string
 	// WatchDenials calls fn for each connection the egress proxy refuses,

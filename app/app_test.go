@@ -134,6 +134,9 @@ func (f *fileBackend) Allow(ctx context.Context, box, host string, scope app.All
 func (f *fileBackend) Rebuild(ctx context.Context, box string) error {
 	return f.record(call{Op: "rebuild", Box: box})
 }
+func (f *fileBackend) Pull(ctx context.Context, box string) error {
+	return f.record(call{Op: "pull", Box: box})
+}
 func (f *fileBackend) EgressLogPath(box string) string {
 	return "/var/log/corral/" + box + ".egress.log"
 }

@@ -23,6 +23,48 @@ type coreBackend struct {
 
 	mu     sync.Mutex
 	denied map[string]deniedCache // box -> denials summarised from its egress log
+	counts map[string]commitCount // box -> commits not pulled yet
+}
+
+// commitCount is a box's unpulled commits as of one ssh round trip.
+// Snapshot never waits for one: it shows the last count and, when that is
+// older than commitCountTTL, asks again in the background.
+type commitCount struct {
+	n       int
+	at      time.Time
+	pending bool
+}
+
+const commitCountTTL = time.Minute
+
+// newCommits returns the last known count of box's unpulled commits and
+// refreshes it off the caller's goroutine when stale.
+func (b *coreBackend) newCommits(s box.Status, now time.Time) int {
+	if s.State != menu.StateRunning {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.counts == nil {
+		b.counts = map[string]commitCount{}
+	}
+	c := b.counts[s.Name]
+	if !c.pending && now.Sub(c.at) >= commitCountTTL {
+		c.pending = true
+		b.counts[s.Name] = c
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			n, err := b.svc.NewCommits(ctx, s.Name)
+			if err != nil {
+				n = 0 // not a repository, box busy: nothing to offer
+			}
+			b.mu.Lock()
+			b.counts[s.Name] = commitCount{n: n, at: time.Now()}
+			b.mu.Unlock()
+		}()
+	}
+	return c.n
 }
 
 // deniedCache is a box's denied hosts as of one read of its egress log.
@@ -112,6 +154,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
 		}
 		v.Denied = b.deniedHosts(s.Name, now)
+		v.NewCommits = b.newCommits(s, now)
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
 	}
@@ -119,6 +162,20 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 }
 
 func (b *coreBackend) Start(ctx context.Context, name string) error { return b.svc.Start(ctx, name) }
+
+// Pull is `corral pull` for box; the count it leaves is 0 until the next
+// refresh asks the box again.
+func (b *coreBackend) Pull(ctx context.Context, name string) error {
+	_, err := b.svc.Pull(ctx, name, box.PullOptions{})
+	if err == nil {
+		b.mu.Lock()
+		if b.counts != nil {
+			b.counts[name] = commitCount{at: time.Now()}
+		}
+		b.mu.Unlock()
+	}
+	return err
+}
 
 func (b *coreBackend) Stop(ctx context.Context, name string) error {
 	return b.svc.Stop(ctx, name, audit.KindStop)

@@ -190,6 +190,8 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		l.boxOp(ctx, a.Box, "Starting", "start", l.b.Start)
 	case menu.ActStop:
 		l.boxOp(ctx, a.Box, "Stopping", "stop", l.b.Stop)
+	case menu.ActPull:
+		l.boxOp(ctx, a.Box, "Pulling", "pull", l.b.Pull)
 	case menu.ActAllow:
 		l.allow(ctx, a.Box, a.Host, a.Scope)
 	case menu.ActStopIdle:

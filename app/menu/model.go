@@ -30,6 +30,7 @@ const (
 	ActOpenConfig                      // open the config file
 	ActDismissError                    // clear the error line
 	ActQuit                            // quit the app
+	ActPull                            // fetch Box's new commits into the host repository (corral pull)
 )
 
 // Action is the effect of clicking an item. Only the fields the kind needs
@@ -306,12 +307,34 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			{Key: k + "/session", Title: "Open Claude session", Disabled: broken, Action: Action{Kind: ActOpenSession, Box: b.Name}},
 			{Key: k + "/shell", Title: "Open shell", Disabled: broken, Action: Action{Kind: ActOpenShell, Box: b.Name}},
 			startStop,
+			pullItem(k, b, ui),
 			deniedItem(k, b, ui.Now, lim),
 			{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
 			reveal,
 			rebuild,
 		},
 	}
+}
+
+// pullItem is "Pull N new commits" for a running box whose repository has
+// commits the host has not pulled; hidden otherwise, so the submenu keeps
+// its slots.
+func pullItem(k string, b BoxView, ui UI) Item {
+	it := Item{Key: k + "/pull", Hidden: true}
+	if !b.Running() || b.NewCommits <= 0 {
+		return it
+	}
+	it.Hidden = false
+	it.Title = fmt.Sprintf("Pull %d new commits", b.NewCommits)
+	if b.NewCommits == 1 {
+		it.Title = "Pull 1 new commit"
+	}
+	it.Tooltip = "Fetch the box's branches into refs/remotes/corral/" + b.Name + "/ for review (corral pull)"
+	it.Action = Action{Kind: ActPull, Box: b.Name}
+	if _, busy := ui.Busy[b.Name]; busy {
+		it.Disabled = true
+	}
+	return it
 }
 
 func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {

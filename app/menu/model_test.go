@@ -182,14 +182,55 @@ func TestShapeStableAcrossStates(t *testing.T) {
 	var shapes []string
 	for _, st := range []string{StateRunning, StateStopped, StateBroken, StateStarting} {
 		for _, ui := range []UI{{}, {LastError: "x", ConfirmRebuild: "b", Busy: map[string]string{"b": "Starting"}}} {
-			m := Build(State{Boxes: []BoxView{{Name: "b", State: st, Denied: d, Err: "e"}}}, ui, Limits{})
-			shapes = append(shapes, shape(m))
+			for _, n := range []int{0, 3} {
+				m := Build(State{Boxes: []BoxView{{Name: "b", State: st, Denied: d, Err: "e", NewCommits: n}}}, ui, Limits{})
+				shapes = append(shapes, shape(m))
+			}
 		}
 	}
 	for _, s := range shapes[1:] {
 		if s != shapes[0] {
 			t.Fatalf("shape changed with state:\n%s\n%s", shapes[0], s)
 		}
+	}
+}
+
+// TestPullItem: "Pull N new commits" shows for a running box with commits
+// the host has not pulled, and only then.
+func TestPullItem(t *testing.T) {
+	tests := []struct {
+		name  string
+		box   BoxView
+		ui    UI
+		title string // "" = hidden
+		off   bool
+	}{
+		{"nothing new", BoxView{Name: "web", State: StateRunning}, UI{}, "", false},
+		{"one", BoxView{Name: "web", State: StateRunning, NewCommits: 1}, UI{}, "Pull 1 new commit", false},
+		{"several", BoxView{Name: "web", State: StateRunning, NewCommits: 12}, UI{}, "Pull 12 new commits", false},
+		{"stopped box (count is stale)", BoxView{Name: "web", State: StateStopped, NewCommits: 4}, UI{}, "", false},
+		{"busy", BoxView{Name: "web", State: StateRunning, NewCommits: 2}, UI{Busy: map[string]string{"web": "Pulling"}}, "Pull 2 new commits", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Build(State{Boxes: []BoxView{tt.box}}, tt.ui, Limits{})
+			it, ok := m.Find("box/web/pull")
+			if !ok {
+				t.Fatalf("no pull slot in\n%s", m.Text())
+			}
+			if tt.title == "" {
+				if !it.Hidden {
+					t.Errorf("shown: %+v", it)
+				}
+				return
+			}
+			if it.Hidden || it.Title != tt.title || it.Disabled != tt.off {
+				t.Errorf("item %+v, want %q disabled=%v", it, tt.title, tt.off)
+			}
+			if it.Action != (Action{Kind: ActPull, Box: "web"}) {
+				t.Errorf("action %+v", it.Action)
+			}
+		})
 	}
 }
 

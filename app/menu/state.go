@@ -44,6 +44,10 @@ type BoxView struct {
 	// box is due to be stopped, and "Stop idle boxes" stops it.
 	IdleDue bool
 
+	// NewCommits are commits on the box's branches the host has not
+	// pulled yet (corral pull); 0 when none or unknown.
+	NewCommits int
+
 	Denied []DeniedHost // hosts the egress proxy refused, any order
 	Err    string       // last lifecycle error for this box, shown in its submenu
 }
