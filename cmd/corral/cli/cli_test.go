@@ -240,3 +240,19 @@ func TestErrorHasOnePrefix(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestGroupCommandsRefuseUnknownSubcommands(t *testing.T) {
+	e := setup(t, "")
+	for _, group := range []string{"config", "golden", "snapshot", "secret", "completion"} {
+		code, out, errOut := run(t, e, false, group, "bogus")
+		if code == 0 || out != "" || !strings.HasPrefix(errOut, "corral: unknown command \"bogus\" for \"corral "+group+"\"\nhint: ") {
+			t.Errorf("%s bogus: exit %d, out %q, err %q", group, code, out, errOut)
+		}
+		if code, out, _ := run(t, e, false, group); code != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("%s alone: exit %d, out %q", group, code, out)
+		}
+	}
+	if _, _, errOut := run(t, e, false, "config", "chek"); !strings.Contains(errOut, "hint: did you mean corral config check?") {
+		t.Errorf("no suggestion: %q", errOut)
+	}
+}

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -118,5 +119,42 @@ the hosts the host side allows.`,
 		NewCmdAudit(f, nil),
 		NewCmdPull(f, nil),
 	)
+	// completion is cobra's own group; made now so that the walk below
+	// covers it too.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Example = "  corral completion bash > ~/.local/share/bash-completion/completions/corral"
+			for _, sh := range c.Commands() {
+				sh.Example = "  corral completion " + sh.Name()
+			}
+		}
+	}
+	strictGroups(root)
 	return root
+}
+
+// strictGroups makes every group command (one with subcommands and no
+// action of its own: config, golden, snapshot, secret, completion) fail on
+// an unknown subcommand. cobra would print the group's help and exit 0, so
+// a mistyped `corral secret rm` in a script would look like success.
+func strictGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
+	}
+	if c == c.Root() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			return withHint(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))
+		}
+		return withHint(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))
+	}
 }

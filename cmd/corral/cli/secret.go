@@ -29,6 +29,8 @@ func NewCmdSecret(f *Factory) *cobra.Command {
 Service on Linux), addressed by a service and an account. Config names them
 in keychain_env, and git tokens use service "corral-git" with the host as
 the account; corral reads them when a session starts.`,
+		Example: `  corral secret set corral-git github.com
+  corral secret rm corral-git github.com`,
 	}
 	cmd.AddCommand(
 		NewCmdSecretSet(f, nil),
