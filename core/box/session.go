@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/lima"
@@ -146,6 +147,24 @@ func (s *Service) beginSession(m *Meta, id string, opt SessionOptions) {
 	}
 	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: opt.EnvNames, Fields: map[string]any{"session": id, "agent": opt.Agent}})
 	s.sessionsLog(SessionRecord{Time: s.now(), Event: "start", Box: m.Name, Session: id, Agent: opt.Agent})
+	s.egressMarker(*m, id, (*egress.DecisionLog).StartSession)
+}
+
+// egressMarker appends a session marker to the egress log of a broker box,
+// so that `corral egress --session ID` can slice one run's traffic out of
+// it. The log is shared with the broker process (core/jsonl appends are
+// safe across processes). A failure only warns: the session runs anyway.
+func (s *Service) egressMarker(m Meta, id string, mark func(*egress.DecisionLog, string) error) {
+	if m.Network != "broker" {
+		return
+	}
+	dl, err := egress.OpenLog(s.Layout.EgressLog(m.Name), m.Name, s.Logger)
+	if err == nil {
+		err = errors.Join(mark(dl, id), dl.Close())
+	}
+	if err != nil {
+		s.Logger.Warn("writing a session marker to the egress log", "box", m.Name, "session", id, "err", err)
+	}
 }
 
 func (s *Service) recordExit(box, id, agent string, code int) {
@@ -173,6 +192,7 @@ func (s *Service) endSession(box, id, agent string) {
 	cur.LastActivity = s.now()
 	_ = WriteMeta(s.Layout, cur)
 	lock.Unlock()
+	s.egressMarker(cur, id, (*egress.DecisionLog).EndSession)
 	if cur.StopOnExit && len(keep) == 0 {
 		s.progress("stopping box %s (stop_on_exit)", box)
 		_ = s.Stop(context.Background(), box, audit.KindStop)

@@ -25,10 +25,11 @@ type EgressOptions struct {
 	IO      *IOStreams
 	Factory *Factory
 
-	Box   string
-	Log   bool
-	Since time.Duration
-	JSON  bool
+	Box     string
+	Log     bool
+	Since   time.Duration
+	Session string // "": the whole --since window
+	JSON    bool
 
 	// Now is the clock; nil means time.Now. Times are shown in its location.
 	Now func() time.Time
@@ -47,10 +48,16 @@ with counts and when last seen), and the latest denials.
 
 BOX defaults to the box of the current project (-C). --log prints the
 decision log itself, oldest first; when stdout is not a terminal, or with
---json, as JSON lines.`,
+--json, as JSON lines.
+
+--session ID shows only what the box did during one session (the IDs are
+in "corral egress --log" and "corral audit"); "last" is the latest. The
+log has no session per connection, so other sessions of the box running
+at the same time are included. Without --since it searches the whole log.`,
 		Example: `  corral egress
   corral egress web-3f2a1c --since 1h
   corral egress --log --since 10m
+  corral egress --session last
   corral egress --json | jq '.destinations[] | select(.allowed == false)'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,6 +67,9 @@ decision log itself, oldest first; when stdout is not a terminal, or with
 			if opts.Since <= 0 {
 				return fmt.Errorf("egress: --since %s: want a positive duration such as 24h", opts.Since)
 			}
+			if opts.Session != "" && !cmd.Flags().Changed("since") {
+				opts.Since = 0 // the whole log
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -68,6 +78,7 @@ decision log itself, oldest first; when stdout is not a terminal, or with
 	}
 	cmd.Flags().BoolVar(&opts.Log, "log", false, "print the decision log lines in order")
 	cmd.Flags().DurationVar(&opts.Since, "since", 24*time.Hour, "show decisions of this last `duration`")
+	cmd.Flags().StringVar(&opts.Session, "session", "", "show only session `ID` (or \"last\")")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd
 }
@@ -96,10 +107,21 @@ func egressRun(opts *EgressOptions) error {
 	if opts.Now != nil {
 		now = opts.Now()
 	}
-	since := now.Add(-opts.Since)
+	var since time.Time
+	if opts.Since > 0 {
+		since = now.Add(-opts.Since)
+	}
 	entries, err := egress.ReadLog(l.EgressLog(name), since)
 	if err != nil {
 		return err
+	}
+	session := ""
+	if opts.Session != "" {
+		var ok bool
+		if entries, ok = egress.SessionSlice(entries, opts.Session); !ok {
+			return fmt.Errorf("egress: no session %q in the egress log of box %s\nhint: corral egress %s --log lists the session markers", opts.Session, name, name)
+		}
+		session = entries[0].Session
 	}
 	if opts.Log {
 		return printEgressLog(opts, entries, now.Location())
@@ -130,10 +152,14 @@ func egressRun(opts *EgressOptions) error {
 		if denials == nil {
 			denials = []egress.Entry{}
 		}
+		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules,
+			"destinations": dests, "recent_denials": denials}
+		if session != "" {
+			out["session"] = session
+		}
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"box": name, "since": since.UTC(), "allow_list": rules,
-			"destinations": dests, "recent_denials": denials})
+		return enc.Encode(out)
 	case !opts.IO.OutTTY:
 		w := opts.IO.Out
 		for _, r := range rules {
@@ -161,7 +187,11 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintln(tw, "  none: every destination is denied")
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\ndestinations in the last %s:\n", shortDuration(opts.Since))
+	if session != "" {
+		fmt.Fprintf(w, "\ndestinations in session %s:\n", safeText(session))
+	} else {
+		fmt.Fprintf(w, "\ndestinations in the last %s:\n", shortDuration(opts.Since))
+	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range summary {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\tlast %s ago", verdict(s.Allowed), hostPort(s.Host, s.Port), s.Count, shortDuration(now.Sub(s.LastSeen)))

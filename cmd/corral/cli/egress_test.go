@@ -261,3 +261,56 @@ func diffLines(got, want string) string {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestEgressSession(t *testing.T) {
+	e := setup(t, "")
+	l := paths.Layout{Home: e.home}
+	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(d time.Duration) time.Time { return fixedNow.Add(-d) }
+	dl := egress.NewDecisionLog(e.box, w, nil)
+	deny := func(ago time.Duration, host string) {
+		dl.LogDecision(egress.Decision{Time: at(ago), Kind: egress.KindConnect, Host: host, Port: 443, Reason: egress.ReasonHostNotAllowed})
+	}
+	mark := func(ago time.Duration, k egress.Kind, id string) {
+		if err := w.Append(egress.Entry{Time: at(ago), Box: e.box, Kind: k, Session: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two days ago: beyond the default --since, which --session lifts.
+	mark(48*time.Hour, egress.KindSessionStart, "s1")
+	deny(47*time.Hour, "one.example.test")
+	mark(46*time.Hour, egress.KindSessionEnd, "s1")
+	deny(time.Hour, "between.example.test")
+	mark(30*time.Minute, egress.KindSessionStart, "s2")
+	deny(20*time.Minute, "two.example.test")
+	w.Close()
+
+	code, out, errOut := runEgressAt(e, true, fixedNow, "--log", "--session", "s1")
+	want := "" +
+		"2026-05-04 12:00:00  session-start  s1\n" +
+		"2026-05-04 13:00:00  denied         connect  one.example.test:443  host-not-allowed\n" +
+		"2026-05-04 14:00:00  session-end    s1\n"
+	if code != 0 || out != want || errOut != "" {
+		t.Errorf("--session s1: code %d err %q\n%s", code, errOut, diffLines(out, want))
+	}
+	code, out, _ = runEgressAt(e, false, fixedNow, "--json", "--session", "last")
+	var got struct {
+		Session      string `json:"session"`
+		Destinations []struct {
+			Host string `json:"host"`
+		} `json:"destinations"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("--json --session last: %d %v\n%s", code, err, out)
+	}
+	if got.Session != "s2" || len(got.Destinations) != 1 || got.Destinations[0].Host != "two.example.test" {
+		t.Errorf("--session last: %+v", got)
+	}
+	code, _, errOut = runEgressAt(e, true, fixedNow, "--session", "nope")
+	if code != 1 || !strings.Contains(errOut, `no session "nope" in the egress log of box `+e.box) {
+		t.Errorf("unknown session: %d %q", code, errOut)
+	}
+}
