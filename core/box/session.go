@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,9 +37,14 @@ type SessionOptions struct {
 	// environment (never its argv); EnvNames are their names for the audit.
 	Environ  []string
 	EnvNames []string
-	Stdin    io.Reader
-	Stdout   io.Writer
-	Stderr   io.Writer
+	// BrokerEnv, when set and the box is in broker mode, adds entries
+	// (CORRAL_FWD_ form, and their names) that depend on where the guest
+	// reaches its broker, given as "http://HOST:PORT": the base URLs of
+	// brokered credentials. Called once the box is up. None is a secret.
+	BrokerEnv func(broker string) (environ, names []string)
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
 }
 
 // ExitError carries a session's exit code.
@@ -92,6 +100,11 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	}
 	argv = append(argv, "--", strings.Join(remote, " "))
 
+	if opt.BrokerEnv != nil && m.Network == "broker" {
+		env, names := opt.BrokerEnv("http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Config.Config), strconv.Itoa(m.BrokerPort)))
+		opt.Environ = append(slices.Clip(opt.Environ), env...)
+		opt.EnvNames = append(slices.Clip(opt.EnvNames), names...)
+	}
 	id := newSessionID()
 	s.beginSession(&m, id, opt)
 	defer func() { s.endSession(m.Name, id, opt.Agent) }()

@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/secret"
 )
 
 // Options say what a broker serves.
@@ -43,6 +44,10 @@ type Options struct {
 
 	// Listening is called once the listener is open, with its address.
 	Listening func(addr net.Addr)
+
+	// Secrets is the keychain brokered credentials are read from; nil:
+	// secret.Default().
+	Secrets secret.Store
 
 	// Test hooks, never set from flags or config.
 	Resolver    egress.Resolver // nil: the system resolver
@@ -151,8 +156,13 @@ func runBox(ctx context.Context, o Options) error {
 	}
 	defer auditLog.Close()
 	decisions := newDenialAudit(decisionLog, auditLog.Record, o.Box, logger)
+	creds, err := boxCredentials(o, bp, m, decisionLog)
+	if err != nil {
+		return err
+	}
 	srv, err := egress.NewServer(egress.Config{Listen: o.Listen, Box: o.Box, Policy: policy,
-		Log: decisions, Resolver: o.Resolver, Logger: logger})
+		Log: decisions, Resolver: o.Resolver, Logger: logger,
+		Credentials: creds, SelfAddrs: selfAddrs(m.BrokerPort)})
 	if err != nil {
 		return err
 	}

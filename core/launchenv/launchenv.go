@@ -26,6 +26,9 @@
 //     session.
 //  8. box identity: CORRAL_BOX and CORRAL_PROJECT.
 //
+// Names in Input.Withhold are skipped by every stage: the box's broker
+// holds those secrets (core/credential) and the session never reads them.
+//
 // # Override rule
 //
 // The first stage that sets a name wins: the stages are ordered from the
@@ -135,6 +138,10 @@ type Input struct {
 	Terminal *Terminal
 	// Logger gets debug lines (names, never values); nil discards.
 	Logger *slog.Logger
+	// Withhold names variables the box's broker holds instead of the box
+	// (core/credential): env_from_host, keychain_env and passthrough skip
+	// them, so their values never reach the session.
+	Withhold []string
 }
 
 // Var is one session variable.
@@ -304,8 +311,13 @@ func (a *assembler) fail(key string, err error, hint string) {
 	a.errs = append(a.errs, &Error{Key: key, Err: err, hint: hint})
 }
 
-// set adds v unless an earlier stage set the name (the first stage wins).
+// set adds v unless an earlier stage set the name (the first stage wins)
+// or the broker holds it (Input.Withhold).
 func (a *assembler) set(v Var) {
+	if slices.Contains(a.in.Withhold, v.Name) {
+		a.log.Debug("session variable withheld: the broker holds it", "name", v.Name, "stage", v.Source)
+		return
+	}
 	if old, ok := a.vars[v.Name]; ok {
 		a.log.Debug("session variable already set by an earlier stage", "name", v.Name, "kept", old.Source, "dropped", v.Source)
 		return
@@ -358,6 +370,9 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 			a.fail(key, fmt.Errorf("keychain_env.%s sets the same variable", name), "keep one of env_from_host."+name+" and keychain_env."+name)
 			continue
 		}
+		if slices.Contains(in.Withhold, name) {
+			continue // brokered: the broker reads it, the session never does
+		}
 		hv := c.EnvFromHost[name]
 		val, ok := a.getenv(hv)
 		if !ok {
@@ -375,6 +390,9 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 		}
 		if _, dup := c.EnvFromHost[name]; dup {
 			continue // reported above
+		}
+		if slices.Contains(in.Withhold, name) {
+			continue // brokered: the broker reads the keychain, the session never does
 		}
 		if val, ok := a.getenv(name); ok && val != "" {
 			a.set(Var{Name: name, Source: StageKeychain, From: "host $" + name, value: val})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/launchenv"
 	"golang.org/x/term"
 )
@@ -22,9 +23,13 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 	if f.Getenv != nil {
 		lookup = func(n string) (string, bool) { v := f.Getenv(n); return v, v != "" }
 	}
+	if err := credential.Check(r.Config.Config); err != nil {
+		return nil, nil, err
+	}
 	in := launchenv.Input{
 		Config: r.Config.Config, Agent: a, Getenv: lookup,
 		Box: r.Project.Box, Project: r.Project.Dir, Logger: f.Logger,
+		Withhold: credential.Withheld(credential.Plan(r.Config.Config, lookup)),
 	}
 	if f.SecretStore != nil {
 		in.Secrets = f.SecretStore()
@@ -39,4 +44,26 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 		return nil, nil, err
 	}
 	return env.SSHEnviron(), env.Names(), nil
+}
+
+// brokerEnv returns the session variables of the box's brokered
+// credentials (core/credential: base URLs, placeholders, git's insteadOf),
+// for box.SessionOptions.BrokerEnv; none holds a secret.
+func brokerEnv(f *Factory, r box.Resolved, agentName string) func(string) ([]string, []string) {
+	lookup := func(n string) (string, bool) { return os.LookupEnv(n) }
+	if f.Getenv != nil {
+		lookup = func(n string) (string, bool) { v := f.Getenv(n); return v, v != "" }
+	}
+	specs := credential.Plan(r.Config.Config, lookup)
+	if len(specs) == 0 {
+		return nil
+	}
+	return func(broker string) ([]string, []string) {
+		var env, names []string
+		for _, v := range credential.SessionVars(specs, agentName, broker) {
+			env = append(env, launchenv.ForwardPrefix+v.Name+"="+v.Value)
+			names = append(names, v.Name)
+		}
+		return env, names
+	}
 }
