@@ -503,7 +503,7 @@ func guestChecks(w guestWant, kv map[string]string) []Check {
 		out = append(out, pass("provisioned", guest.ProvisionedMarker+" present"))
 	} else {
 		out = append(out, fail("provisioned", guest.ProvisionedMarker+" is missing: provisioning did not finish",
-			"corral rebuild (the boot log is in the box's serial.log)"))
+			"corral rebuild (the boot log is the box's console log: serial.log, serialv.log on vz)"))
 	}
 	for _, u := range w.Units {
 		state := kv["unit."+u]

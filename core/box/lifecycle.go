@@ -139,7 +139,7 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
 	m.ProvisionError = ""
 	if rerr == nil {
-		if err := s.provisionFailure(box, rendered); err != nil {
+		if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
 			m.ProvisionError = err.Error()
 			_ = WriteMeta(s.Layout, m)
 			return m, err
@@ -268,11 +268,11 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	s.progress("starting box %s (provisioning)", box)
 	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
-		return m, fmt.Errorf("starting box %s: %w\nhint: the provisioning log is in the box's serial log: %s", box, err,
-			filepath.Join(s.Layout.LimaHome(), box, "serial.log"))
+		return m, fmt.Errorf("starting box %s: %w\nhint: the provisioning log is in the box's console log: %s", box, err,
+			lima.ConsoleLog(s.Layout.LimaHome(), box, m.VMType))
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
-	if err := s.provisionFailure(box, rendered); err != nil {
+	if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
 		s.audit(audit.Event{Kind: audit.KindStart, Box: box, Fields: map[string]any{"provision_error": err.Error()}})
 		return m, err
 	}

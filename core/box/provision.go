@@ -4,18 +4,19 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 
+	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
 )
 
 // Lima runs every provision script even after one fails, logs
 // "Failed to execute /mnt/lima-cidata/provision.<mode>/<index>" on the
-// serial console, and still reports the box as ready. corral reads the
-// console log of the current boot (qemu truncates it at every start) and
-// refuses a box whose provisioning failed.
+// guest console, and still reports the box as ready. corral reads the
+// console log of the current boot (lima.ConsoleLog: each driver writes its
+// own and truncates it at every start) and refuses a box whose
+// provisioning failed.
 var failedRe = regexp.MustCompile(`Failed to execute /mnt/lima-cidata/provision\.(system|user)/(\d+)`)
 
 // ProvisionError names a provision script that failed in the box.
@@ -28,12 +29,12 @@ func (e *ProvisionError) Error() string {
 }
 
 // provisionFailure reports the first failed provision script of the
-// current boot, or nil.
-func (s *Service) provisionFailure(box string, r limayaml.Rendered) error {
-	log := filepath.Join(s.Layout.LimaHome(), box, "serial.log")
+// current boot of box under the VM driver vmType, or nil.
+func (s *Service) provisionFailure(box, vmType string, r limayaml.Rendered) error {
+	log := lima.ConsoleLog(s.Layout.LimaHome(), box, vmType)
 	f, err := os.Open(log)
 	if err != nil {
-		return nil // no console log (vz): nothing to read
+		return nil // no console log: nothing to read
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

@@ -20,17 +20,45 @@ func TestProvisionFailureNamesTheScript(t *testing.T) {
 	r := limayaml.Rendered{Provision: []string{"/usr/local/bin/corral-launch", "guest/provision/00-base.sh", "guest/provision/40-network.sh"}}
 	log := "[  1.0] cloud-init[445]: LIMA 2026| Executing /mnt/lima-cidata/provision.system/00000002\n" +
 		"[  2.0] cloud-init[445]: LIMA 2026| WARNING: Failed to execute /mnt/lima-cidata/provision.system/00000002\n"
-	if err := s.provisionFailure("web-123456", r); err != nil {
+	if err := s.provisionFailure("web-123456", "qemu", r); err != nil {
 		t.Fatalf("no log yet: %v", err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, "serial.log"), []byte(log), 0o600)
-	err := s.provisionFailure("web-123456", r)
+	err := s.provisionFailure("web-123456", "qemu", r)
 	var pe *ProvisionError
 	if !errors.As(err, &pe) || pe.Script != "guest/provision/40-network.sh" {
 		t.Fatalf("err = %v", err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, "serial.log"), []byte("Executing /mnt/lima-cidata/provision.system/00000002\n"), 0o600)
-	if err := s.provisionFailure("web-123456", r); err != nil {
+	if err := s.provisionFailure("web-123456", "qemu", r); err != nil {
 		t.Fatalf("healthy boot reported: %v", err)
+	}
+}
+
+// TestProvisionFailureReadsEachDriversConsole: qemu's console is
+// serial.log, vz's is serialv.log (Lima's pkg/store/filenames); a failure
+// logged by one driver is found for that driver only.
+func TestProvisionFailureReadsEachDriversConsole(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	s := &Service{Layout: l}
+	r := limayaml.Rendered{Provision: []string{"a.sh", "b.sh"}}
+	failed := "LIMA| WARNING: Failed to execute /mnt/lima-cidata/provision.system/00000001\n"
+	for _, c := range []struct{ vmType, file string }{{"qemu", "serial.log"}, {"vz", "serialv.log"}} {
+		box := c.vmType + "-123456"
+		dir := filepath.Join(l.LimaHome(), box)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.file), []byte(failed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var pe *ProvisionError
+		if err := s.provisionFailure(box, c.vmType, r); !errors.As(err, &pe) || pe.Script != "b.sh" || pe.Log != filepath.Join(dir, c.file) {
+			t.Errorf("%s: err = %v", c.vmType, err)
+		}
+		other := map[string]string{"qemu": "vz", "vz": "qemu"}[c.vmType]
+		if err := s.provisionFailure(box, other, r); err != nil {
+			t.Errorf("%s's log read for %s: %v", c.file, other, err)
+		}
 	}
 }

@@ -18,6 +18,28 @@ const (
 	driverPIDSufix = ".pid" // "<vmType>.pid": qemu.pid, vz.pid, krunkit.pid
 )
 
+// Guest console logs in an instance directory (Lima's pkg/store/filenames).
+// Each driver truncates its log at every start, so it holds the current boot.
+const (
+	// fileSerialLog is qemu's default serial port: ttyS0 on x86_64, ttyAMA0
+	// on aarch64, the console of the cloud images Lima boots.
+	fileSerialLog = "serial.log"
+	// fileSerialVirtioLog is the virtio console (hvc0): the only console of
+	// vz, which attaches it with VZFileSerialPortAttachment (append false).
+	fileSerialVirtioLog = "serialv.log"
+)
+
+// ConsoleLog is the path of the log that holds the boot messages (cloud-init's
+// output, with Lima's "Failed to execute" line for a failed provision script)
+// of instance name under the VM driver vmType.
+func ConsoleLog(limaHome, name, vmType string) string {
+	file := fileSerialLog
+	if vmType == "vz" {
+		file = fileSerialVirtioLog
+	}
+	return filepath.Join(limaHome, name, file)
+}
+
 // driverTypes are the VM drivers whose pid file ReadInstanceDir looks for, in order.
 var driverTypes = []string{"qemu", "vz", "krunkit"}
 
