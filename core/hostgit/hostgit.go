@@ -26,12 +26,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/corral-dev/corral/core/gitshadow"
 )
 
 // ErrNotRepository means the project is not a git repository.
@@ -46,46 +47,21 @@ type Repo struct {
 	WorkTree string
 }
 
-// Open finds the git directory of projectDir without running git: .git is
-// either the directory itself or a file "gitdir: PATH" (worktrees and
-// submodules), as gitrepository-layout describes.
+// Open finds the git directory of projectDir without running git, by
+// core/gitshadow's rule (a .git directory, or a "gitdir:" file for
+// worktrees and submodules; size-capped, links resolved).
 func Open(projectDir string) (Repo, error) {
-	dot := filepath.Join(projectDir, ".git")
-	st, err := os.Lstat(dot)
-	if errors.Is(err, os.ErrNotExist) {
-		return Repo{}, fmt.Errorf("%w: %s (no .git)", ErrNotRepository, projectDir)
-	}
+	d, err := gitshadow.Find(projectDir)
 	if err != nil {
 		return Repo{}, fmt.Errorf("opening the repository of %s: %w", projectDir, err)
 	}
-	dir := dot
-	switch {
-	case st.IsDir():
-	case st.Mode().IsRegular():
-		b, err := readCapped(dot, 4096)
-		if err != nil {
-			return Repo{}, fmt.Errorf("reading %s: %w", dot, err)
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		target, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
-		if !ok || target == "" {
-			return Repo{}, fmt.Errorf("%w: %s is not a gitdir file", ErrNotRepository, dot)
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(projectDir, target)
-		}
-		dir = filepath.Clean(target)
-	default:
-		return Repo{}, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", ErrNotRepository, dot)
+	if !d.IsRepo() {
+		return Repo{}, fmt.Errorf("%w: %s (no .git)", ErrNotRepository, projectDir)
 	}
-	if st, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || !st.Mode().IsRegular() {
-		return Repo{}, fmt.Errorf("%w: %s has no HEAD", ErrNotRepository, dir)
+	if st, err := os.Stat(filepath.Join(d.GitDir, "HEAD")); err != nil || !st.Mode().IsRegular() {
+		return Repo{}, fmt.Errorf("%w: %s has no HEAD", ErrNotRepository, d.GitDir)
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return Repo{}, err
-	}
-	return Repo{GitDir: abs, WorkTree: projectDir}, nil
+	return Repo{GitDir: d.GitDir, WorkTree: d.Project}, nil
 }
 
 // hardening are the -c settings every git process gets; they override the
@@ -201,13 +177,3 @@ var oidRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
 // ValidOID reports whether s is a full hex object name (SHA-1 or SHA-256).
 func ValidOID(s string) bool { return oidRE.MatchString(s) }
-
-// readCapped reads at most max bytes of a file.
-func readCapped(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
-}
