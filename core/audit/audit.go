@@ -2,7 +2,8 @@
 // log (~/.corral/logs/audit.jsonl, paths.Layout.AuditLog) shared by the CLI, the menu-bar
 // app and the idle sweeper, which may write at the same time from different
 // processes. It sits on package jsonl, which keeps lines whole and rotates the
-// file at MaxBytes keeping one older generation.
+// file at MaxBytes keeping one older generation, plus every event but egress
+// denials for [Retention] (see [Keep]).
 //
 // The log must never hold secret values. Session starts record the names of
 // forwarded environment variables in Event.EnvNames; there is deliberately no
@@ -79,10 +80,29 @@ type Log struct {
 	now func() time.Time
 }
 
+// Retention is how long an event other than an egress denial survives
+// rotation of the audit log, however many denials any box floods it with.
+const Retention = 14 * 24 * time.Hour
+
+// Keep is the jsonl keep rule of the audit log: every event younger than
+// [Retention] except egress denials (each box's egress log has those). So
+// one box's flood of denials cannot rotate another box's (or its own)
+// lifecycle, session and approval events out.
+func Keep(line []byte, now time.Time) bool {
+	var ev struct {
+		Time time.Time `json:"time"`
+		Kind Kind      `json:"kind"`
+	}
+	if json.Unmarshal(line, &ev) != nil {
+		return false
+	}
+	return ev.Kind != KindEgressDenied && now.Sub(ev.Time) < Retention
+}
+
 // Open opens the audit log at path for appending, creating it (mode 0600,
 // parent directory 0700) if needed.
 func Open(path string) (*Log, error) {
-	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: MaxBytes})
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: MaxBytes, Keep: Keep})
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}

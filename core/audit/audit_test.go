@@ -1,12 +1,15 @@
 package audit
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/jsonl"
 )
 
 func TestRecordAndRead(t *testing.T) {
@@ -131,5 +134,33 @@ func TestLineFormat(t *testing.T) {
 	want := `{"time":"2026-01-01T00:00:00Z","kind":"session-start","box":"demo","actor":"cli","env_names":["GH_TOKEN"]}` + "\n"
 	if string(b) != want {
 		t.Errorf("line = %s\nwant   %s", b, want)
+	}
+}
+
+// One box's flood of egress denials never rotates another box's events out.
+func TestFloodKeepsOtherBoxesEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: 16 << 10, Keep: Keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l := &Log{w: w, now: time.Now}
+	for i := range 10 {
+		if err := l.Record(Event{Kind: KindSessionStart, Box: "victim", Fields: map[string]any{"i": i}}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 300 {
+			if err := l.Record(Event{Kind: KindEgressDenied, Box: "flooder", Fields: map[string]any{"host": fmt.Sprintf("h%d-%d.test", i, j)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	evs, err := Read(path, Filter{Box: "victim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 10 {
+		t.Fatalf("%d victim events after the flood, want 10", len(evs))
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corral-dev/corral/core/jsonl"
 )
@@ -37,7 +39,13 @@ type Entry struct {
 	Allowed bool      `json:"allowed"`
 	Reason  Reason    `json:"reason"`
 	Session string    `json:"session,omitempty"`
+	// Count is how many identical denials this line stands for (see
+	// [DecisionLog]); 0 or absent means one.
+	Count int `json:"count,omitempty"`
 }
+
+// N is the number of decisions the entry stands for: Count, at least 1.
+func (e Entry) N() int { return max(e.Count, 1) }
 
 // IsDecision reports whether e is a connect or http decision line.
 func (e Entry) IsDecision() bool { return e.Kind == KindConnect || e.Kind == KindHTTP }
@@ -49,6 +57,9 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		type plain Entry // no methods: no recursion
 		p := plain(e)
 		p.Session = ""
+		if p.Count == 1 {
+			p.Count = 0
+		}
 		return json.Marshal(p)
 	}
 	return json.Marshal(struct {
@@ -65,12 +76,47 @@ type Appender interface {
 }
 
 // DecisionLog turns decisions into log [Entry] lines for one box.
+//
+// Denials are aggregated so that a box cannot flood the log: the first
+// denial of a destination (kind, host, port, reason) in an interval is
+// written at once, repeats within [DenyInterval] are counted, and the count
+// is written as one line when the interval ends. Requests whose target did
+// not parse are one destination per kind and reason, whatever their text.
+// Allowed decisions are always written one by one.
 type DecisionLog struct {
 	box    string
 	out    Appender
 	logger *slog.Logger
 	now    func() time.Time
 	closer io.Closer
+
+	mu      sync.Mutex
+	pending map[denyKey]*pendingDeny
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// DenyInterval is the aggregation interval of repeated denials.
+const DenyInterval = 10 * time.Second
+
+// maxPending bounds the destinations aggregated at once; past it denials
+// of new destinations are written one by one (still capped in length).
+const maxPending = 4096
+
+// MaxLoggedHost caps the request text written in a log line.
+const MaxLoggedHost = 128
+
+type denyKey struct {
+	kind   Kind
+	host   string
+	port   int
+	reason Reason
+}
+
+type pendingDeny struct {
+	first Entry
+	count int // repeats after the first line
+	last  time.Time
 }
 
 var (
@@ -85,12 +131,54 @@ func NewDecisionLog(box string, out Appender, logger *slog.Logger) *DecisionLog 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &DecisionLog{box: box, out: out, logger: logger, now: time.Now}
+	return &DecisionLog{box: box, out: out, logger: logger, now: time.Now, pending: map[denyKey]*pendingDeny{}}
 }
 
-// LogDecision appends one decision line.
+// startFlusher writes aggregated counts every DenyInterval until Close.
+func (l *DecisionLog) startFlusher() {
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(DenyInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				l.Flush(false)
+			case <-l.stop:
+				l.Flush(true)
+				return
+			}
+		}
+	}()
+}
+
+// Flush writes the counts of aggregated denials whose interval ended (all
+// of them with force) as one line each.
+func (l *DecisionLog) Flush(force bool) {
+	now := l.now()
+	var out []Entry
+	l.mu.Lock()
+	for k, p := range l.pending {
+		if !force && now.Sub(p.first.Time) < DenyInterval {
+			continue
+		}
+		delete(l.pending, k)
+		if p.count > 0 {
+			e := p.first
+			e.Time, e.Count = p.last, p.count
+			out = append(out, e)
+		}
+	}
+	l.mu.Unlock()
+	for _, e := range out {
+		l.write(e)
+	}
+}
+
+// LogDecision appends one decision line, or counts a repeated denial.
 func (l *DecisionLog) LogDecision(d Decision) {
-	e := Entry{Time: d.Time, Box: l.box, Kind: d.Kind, Host: d.Host, Port: d.Port,
+	e := Entry{Time: d.Time, Box: l.box, Kind: d.Kind, Host: capText(d.Host), Port: d.Port,
 		Allowed: d.Allowed, Reason: d.Reason}
 	if e.Time.IsZero() {
 		e.Time = l.now()
@@ -98,8 +186,53 @@ func (l *DecisionLog) LogDecision(d Decision) {
 	if d.IP.IsValid() {
 		e.IP = d.IP.String()
 	}
+	if !e.Allowed && l.pending != nil {
+		k := denyKey{e.Kind, e.Host, e.Port, e.Reason}
+		if e.Reason == ReasonMalformedAuthority || e.Reason == ReasonUserinfo {
+			k.host, k.port = "", 0
+		}
+		l.mu.Lock()
+		if p := l.pending[k]; p != nil && e.Time.Sub(p.first.Time) < DenyInterval {
+			p.count++
+			p.last = e.Time
+			l.mu.Unlock()
+			return
+		} else if p != nil && p.count > 0 {
+			// The interval ended without a flush: write its count first.
+			c := p.first
+			c.Time, c.Count = p.last, p.count
+			delete(l.pending, k)
+			l.mu.Unlock()
+			l.write(c)
+			l.mu.Lock()
+		}
+		if len(l.pending) < maxPending {
+			l.pending[k] = &pendingDeny{first: e, last: e.Time}
+		}
+		l.mu.Unlock()
+	}
+	l.write(e)
+}
+
+// capText cuts request text for a log line at MaxLoggedHost bytes, on a
+// UTF-8 boundary.
+func capText(s string) string {
+	if len(s) <= MaxLoggedHost {
+		return s
+	}
+	s = s[:MaxLoggedHost]
+	for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 && s[len(s)-1] >= 0x80 { // a cut multi-byte rune
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func (l *DecisionLog) write(e Entry) {
 	var v any = e
-	if plainJSON(e.Host) && plainJSON(e.Box) {
+	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 {
 		// Pre-encoded: the deny path is hot and reflection is not free.
 		v = json.RawMessage(appendDecisionJSON(make([]byte, 0, 192), e))
 	}
@@ -153,21 +286,55 @@ func (l *DecisionLog) EndSession(id string) error {
 // DefaultLogMaxBytes is the size at which the egress log rotates to ".1".
 const DefaultLogMaxBytes = 16 << 20
 
+// Retention is how long an allowed decision survives rotation of the
+// egress log however many denials follow it (it moves to the ".kept" file).
+const Retention = 14 * 24 * time.Hour
+
+// KeepAllowed is the jsonl keep rule of the egress log: allowed decisions
+// and session markers younger than [Retention].
+func KeepAllowed(line []byte, now time.Time) bool {
+	var e struct {
+		Time    time.Time `json:"time"`
+		Kind    Kind      `json:"kind"`
+		Allowed bool      `json:"allowed"`
+	}
+	if json.Unmarshal(line, &e) != nil {
+		return false
+	}
+	important := e.Allowed || e.Kind == KindSessionStart || e.Kind == KindSessionEnd
+	return important && now.Sub(e.Time) < Retention
+}
+
 // OpenLog opens (creating with mode 0600) the egress decision log of box at
 // path with the shared JSONL writer (one write per line, rotation to ".1" at
-// [DefaultLogMaxBytes]). Close the returned log when done.
+// [DefaultLogMaxBytes], allowed decisions kept for [Retention]). Denials are
+// aggregated (see [DecisionLog]). Close the returned log when done.
 func OpenLog(path, box string, logger *slog.Logger) (*DecisionLog, error) {
-	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: DefaultLogMaxBytes, Mode: 0o600})
+	return OpenLogSize(path, box, DefaultLogMaxBytes, logger)
+}
+
+// OpenLogSize is [OpenLog] with another rotation size (tests).
+func OpenLogSize(path, box string, maxBytes int64, logger *slog.Logger) (*DecisionLog, error) {
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: maxBytes, Mode: 0o600, Keep: KeepAllowed})
 	if err != nil {
 		return nil, fmt.Errorf("opening egress log: %w", err)
 	}
 	l := NewDecisionLog(box, w, logger)
 	l.closer = w
+	l.startFlusher()
 	return l, nil
 }
 
-// Close closes the underlying writer if the log was opened by [OpenLog].
+// Close writes pending denial counts and closes the underlying writer if
+// the log was opened by [OpenLog].
 func (l *DecisionLog) Close() error {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+		l.stop = nil
+	} else {
+		l.Flush(true)
+	}
 	if l.closer == nil {
 		return nil
 	}

@@ -75,7 +75,7 @@ func TestConcurrentLogWriters(t *testing.T) {
 			for i := range per {
 				host := fmt.Sprintf("h%d-%d.test", g, i)
 				if i%10 == 0 {
-					host = "weird\"<host>\n" // slow path with escaping
+					host = fmt.Sprintf("weird\"<host>\n%d-%d", g, i) // slow path with escaping; unique, so not aggregated
 				}
 				l.LogDecision(Decision{Kind: KindConnect, Host: host, Port: 443,
 					IP: netip.MustParseAddr("127.0.0.1"), Reason: ReasonHostNotAllowed})

@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -9,44 +8,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/corral-dev/corral/core/jsonl"
 )
 
-// ReadLog reads the decision log at path, including its rotated generation
-// path+".1", oldest first, and returns the entries at or after since. Lines
-// that do not parse (a torn last line) are skipped. A missing log is empty.
+// ReadLog reads the decision log at path with its kept and rotated
+// generations (see [jsonl.Generations]), oldest first, and returns the
+// entries at or after since. Lines that do not parse are skipped, and a good
+// line glued onto a torn one is recovered (see package jsonl). A missing log
+// is empty.
 func ReadLog(path string, since time.Time) ([]Entry, error) {
 	var out []Entry
-	for _, p := range []string{path + ".1", path} {
-		f, err := os.Open(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+	err := jsonl.ReadAll(path, func(line []byte) error {
+		var e Entry
+		if json.Unmarshal(line, &e) != nil {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading egress log: %w", err)
+		if !e.Time.Before(since) {
+			out = append(out, e)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var e Entry
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				continue
-			}
-			if !e.Time.Before(since) {
-				out = append(out, e)
-			}
-		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("reading egress log %s: %w", p, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading egress log: %w", err)
 	}
 	return out, nil
 }
@@ -85,7 +75,7 @@ func Summarize(entries []Entry) []HostSummary {
 			out = append(out, HostSummary{Host: e.Host, Port: e.Port, Allowed: e.Allowed})
 		}
 		s := &out[i]
-		s.Count++
+		s.Count += e.N()
 		if !e.Time.Before(s.LastSeen) {
 			s.LastSeen, s.Reason = e.Time, e.Reason
 		}

@@ -11,7 +11,21 @@
 // rotate only once.
 //
 // Rotation renames path to path.1 (replacing any older path.1): one generation
-// is kept, so lines older than that are dropped on purpose.
+// is kept, so lines older than that are dropped on purpose, except the lines
+// Options.Keep marks: before path.1 is replaced, its kept lines are moved to
+// path.kept (rewritten atomically; Keep is asked again about every line there,
+// so lines past their retention leave it). A flood of unimportant lines can
+// thus rotate the log as often as it likes without erasing an important one.
+//
+// Torn lines. A short write (disk full, a file-size limit) must never leave a
+// fragment that the next line glues onto. The writer terminates a fragment
+// with a newline at once (O_APPEND puts it right after the fragment unless
+// another process appended in between) and never truncates: a truncate could
+// cut a line another process appended meanwhile without the lock. Readers
+// recover a good line glued onto a fragment (the longest suffix that starts
+// with '{' and is valid JSON), skip lines that are not JSON, and skip lines
+// longer than the read cap instead of giving up, so no good line is lost
+// because of a torn neighbour.
 //
 // Locking is Unix-only (flock); corral runs on macOS and Linux.
 package jsonl
@@ -27,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +53,14 @@ type Options struct {
 	MaxBytes int64
 	// Mode is the permission of newly created files; 0 means 0600.
 	Mode os.FileMode
+	// Keep, if set, is asked at rotation about every line of the generation
+	// about to be dropped (and every line already in path.kept): lines it
+	// keeps go to path.kept instead of being dropped. It is called under
+	// the file lock with the time of the rotation.
+	Keep func(line []byte, now time.Time) bool
+	// KeepMaxBytes bounds path.kept; beyond it the oldest kept lines go.
+	// Zero means 256 MiB. It is a disk safety net, not a retention rule.
+	KeepMaxBytes int64
 }
 
 // Writer appends JSON lines to one file. It is safe for concurrent use by
@@ -57,6 +80,10 @@ type Writer struct {
 
 // RotatedSuffix is appended to path to name the single rotated generation.
 const RotatedSuffix = ".1"
+
+// KeptSuffix names the file of lines Options.Keep saved from rotation. It is
+// read before the rotated generation.
+const KeptSuffix = ".kept"
 
 // lockSuffix names the lock file beside path. A separate lock file is used
 // because the data file is renamed by rotation and a lock on it would not
@@ -135,13 +162,18 @@ func (w *Writer) Append(v any) error {
 	}
 	if err != nil {
 		if n > 0 {
-			// A partial line (disk full) would glue the next line onto
-			// it; we hold the lock, so cut it off again.
-			_ = w.f.Truncate(size)
+			w.terminate()
 		}
 		return fmt.Errorf("appending to %s: %w", w.path, err)
 	}
 	return nil
+}
+
+// terminate ends a fragment left by a short write with a newline, so that
+// the next line starts a line of its own (see the package comment: no
+// truncation). Best effort: if it fails too, readers recover the next line.
+func (w *Writer) terminate() {
+	w.f.Write([]byte{'\n'}) //nolint:errcheck
 }
 
 // current makes w.f refer to the file now at w.path (another process may
@@ -173,7 +205,15 @@ func (w *Writer) current() (int64, error) {
 }
 
 // rotate renames path to path.1 and opens a fresh path. Caller holds the lock.
+// With Options.Keep, the kept lines of the old path.1 move to path.kept
+// first; if that fails the rotation does not happen (the log grows past
+// MaxBytes rather than lose a kept line).
 func (w *Writer) rotate() error {
+	if w.opt.Keep != nil {
+		if err := w.saveKept(); err != nil {
+			return fmt.Errorf("rotating %s: keeping lines: %w", w.path, err)
+		}
+	}
 	if err := os.Rename(w.path, w.path+RotatedSuffix); err != nil {
 		return fmt.Errorf("rotating %s: %w", w.path, err)
 	}
@@ -184,6 +224,65 @@ func (w *Writer) rotate() error {
 	w.f.Close()
 	w.f = f
 	return nil
+}
+
+// saveKept rewrites path.kept as the lines of path.kept and path.1 (in that
+// order) that Keep keeps, capped at KeepMaxBytes from the newest end.
+// Caller holds the lock.
+func (w *Writer) saveKept() error {
+	now := time.Now()
+	kept := w.path + KeptSuffix
+	var lines [][]byte
+	var total int64
+	for _, p := range []string{kept, w.path + RotatedSuffix} {
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = readFile(f, func(line []byte) error {
+			if w.opt.Keep(line, now) {
+				l := append(bytes.Clone(line), '\n')
+				lines = append(lines, l)
+				total += int64(len(l))
+			}
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	limit := w.opt.KeepMaxBytes
+	if limit <= 0 {
+		limit = 256 << 20
+	}
+	for total > limit && len(lines) > 0 {
+		total -= int64(len(lines[0]))
+		lines = lines[1:]
+	}
+	if len(lines) == 0 {
+		if err := os.Remove(kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(w.path), filepath.Base(kept)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	bw := bufio.NewWriter(tmp)
+	for _, l := range lines {
+		bw.Write(l) //nolint:errcheck // surfaces at Flush
+	}
+	err = errors.Join(bw.Flush(), tmp.Chmod(w.opt.Mode), tmp.Sync(), tmp.Close())
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), kept)
 }
 
 // Close closes the file. Further appends return ErrClosed.
@@ -216,8 +315,8 @@ func flock(f *os.File, how int) error {
 // maxLine bounds a single line when reading; longer lines are an error.
 const maxLine = 16 << 20
 
-// ReadAll calls fn for each non-empty line of path.1 and then path, oldest
-// first. Missing files are skipped. The slice passed to fn is only valid
+// ReadAll calls fn for each non-empty line of path.kept, path.1 and then
+// path, oldest first. Missing files are skipped. The slice passed to fn is only valid
 // during the call. If fn returns an error, ReadAll stops and returns it.
 //
 // Both files are opened under a shared lock, so a concurrent rotation cannot
@@ -243,6 +342,12 @@ func ReadAll(path string, fn func(line []byte) error) error {
 	return nil
 }
 
+// Generations are the files of the log at path, oldest first: the lines
+// kept from rotation, the rotated generation, the current file.
+func Generations(path string) []string {
+	return []string{path + KeptSuffix, path + RotatedSuffix, path}
+}
+
 // openGenerations opens path.1 and path, whichever exist, under a shared
 // lock when a lock file exists.
 func openGenerations(path string) ([]*os.File, error) {
@@ -254,7 +359,7 @@ func openGenerations(path string) ([]*os.File, error) {
 		defer flock(lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
 	}
 	var files []*os.File
-	for _, p := range []string{path + RotatedSuffix, path} {
+	for _, p := range Generations(path) {
 		f, err := os.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -274,12 +379,18 @@ func readFile(f *os.File, fn func(line []byte) error) error {
 	path := f.Name()
 	r := bufio.NewReaderSize(f, 64<<10)
 	var long []byte
+	tooLong := false
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if tooLong {
+				continue
+			}
 			long = append(long, chunk...)
 			if len(long) > maxLine {
-				return fmt.Errorf("reading %s: line longer than %d bytes", path, maxLine)
+				// Skip it to its newline: one bad line must not
+				// hide the good lines after it.
+				tooLong, long = true, nil
 			}
 			continue
 		}
@@ -290,12 +401,20 @@ func readFile(f *os.File, fn func(line []byte) error) error {
 			}
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
+		if tooLong {
+			tooLong = false
+			continue
+		}
 		line := chunk
 		if long != nil {
 			long = append(long, chunk...)
 			line = long
 		}
-		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > maxLine+2 { // +2: the line end
+			long = nil
+			continue
+		}
+		line = Recover(bytes.TrimRight(line, "\r\n"))
 		if len(line) > 0 {
 			if err := fn(line); err != nil {
 				return err
@@ -303,6 +422,33 @@ func readFile(f *os.File, fn func(line []byte) error) error {
 		}
 		long = nil
 	}
+}
+
+// maxRecover bounds the lines Recover searches (quadratic in the worst case);
+// corral's own lines are far shorter.
+const maxRecover = 1 << 20
+
+// Recover returns line if it is valid JSON, else the longest suffix of it
+// that starts with '{' and is valid JSON (a good line glued onto the
+// fragment of a torn write), else nil.
+func Recover(line []byte) []byte {
+	if json.Valid(line) {
+		return line
+	}
+	if len(line) > maxRecover {
+		return nil
+	}
+	for i := 1; i < len(line); i++ {
+		j := bytes.IndexByte(line[i:], '{')
+		if j < 0 {
+			break
+		}
+		i += j
+		if json.Valid(line[i:]) {
+			return line[i:]
+		}
+	}
+	return nil
 }
 
 // appendFast writes a line without taking the file lock when the path
@@ -338,14 +484,7 @@ func (w *Writer) appendFast(b []byte) (bool, error) {
 		err = fmt.Errorf("short write %d of %d bytes", n, len(b))
 	}
 	if n > 0 {
-		// A partial line (disk full): under the lock, cut it off if
-		// nothing was appended after it.
-		if end, serr := w.f.Seek(0, io.SeekCurrent); serr == nil && flock(w.lock, unix.LOCK_EX) == nil {
-			if st, serr := w.f.Stat(); serr == nil && st.Size() == end {
-				_ = w.f.Truncate(end - int64(n))
-			}
-			_ = flock(w.lock, unix.LOCK_UN)
-		}
+		w.terminate()
 	}
 	return true, fmt.Errorf("appending to %s: %w", w.path, err)
 }
