@@ -24,6 +24,13 @@ type rec struct {
 }
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(shortWriteEnv); spec != "" {
+		if err := runShortWriter(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "short writer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if spec := os.Getenv(writerEnv); spec != "" {
 		if err := runWriter(spec); err != nil {
 			fmt.Fprintln(os.Stderr, "writer:", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -33,50 +34,72 @@ func readAny(t *testing.T, path string) []rec {
 	return out
 }
 
+// shortWriteEnv makes the test binary a writer that hits a file-size limit
+// mid-line: "path|maxBytes". It runs in a child process because
+// RLIMIT_FSIZE applies to every file the process writes.
+const shortWriteEnv = "CORRAL_JSONL_TEST_SHORT_WRITE"
+
+func runShortWriter(spec string) error {
+	path, mb, _ := strings.Cut(spec, "|")
+	var maxBytes int64
+	fmt.Sscan(mb, &maxBytes)       //nolint:errcheck
+	signal.Ignore(syscall.SIGXFSZ) // the write fails with EFBIG instead
+	w, err := Open(path, Options{MaxBytes: maxBytes})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	for i := range 10 {
+		if err := w.Append(rec{I: i, Pad: strings.Repeat("p", 100)}); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+		return err
+	}
+	lim := old
+	lim.Cur = uint64(st.Size()) + 50 // room for half a line
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+		return err
+	}
+	err = w.Append(rec{I: 100, Pad: strings.Repeat("t", 100)})
+	if rerr := unix.Setrlimit(unix.RLIMIT_FSIZE, &old); rerr != nil {
+		return rerr
+	}
+	if err == nil {
+		return fmt.Errorf("append past RLIMIT_FSIZE succeeded")
+	}
+	for i := 10; i < 200; i++ { // enough to rotate when maxBytes is set
+		if err := w.Append(rec{I: i, Pad: strings.Repeat("p", 100)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // A short write (here: RLIMIT_FSIZE, as a full disk would) leaves a
 // fragment; the next good line must not be lost by gluing onto it, with and
 // without rotation.
 func TestShortWriteNeverGlues(t *testing.T) {
-	signal.Ignore(syscall.SIGXFSZ) // the write fails with EFBIG instead
 	for _, maxBytes := range []int64{0, 4096} {
 		t.Run(fmt.Sprint("maxBytes=", maxBytes), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "x.jsonl")
-			w, err := Open(path, Options{MaxBytes: maxBytes})
-			if err != nil {
-				t.Fatal(err)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d", shortWriteEnv, path, maxBytes))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("writer: %v\n%s", err, out)
 			}
-			defer w.Close()
 			var want []int
-			for i := range 10 {
-				if err := w.Append(rec{I: i, Pad: strings.Repeat("p", 100)}); err != nil {
-					t.Fatal(err)
-				}
+			for i := range 200 {
 				want = append(want, i)
 			}
-			st, _ := os.Stat(path)
-			var old unix.Rlimit
-			if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
-				t.Fatal(err)
-			}
-			lim := old
-			lim.Cur = uint64(st.Size()) + 50 // room for half a line
-			if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
-				t.Skip("cannot lower RLIMIT_FSIZE:", err)
-			}
-			err = w.Append(rec{I: 100, Pad: strings.Repeat("t", 100)})
-			unix.Setrlimit(unix.RLIMIT_FSIZE, &old) //nolint:errcheck
-			if err == nil {
-				t.Fatal("append past RLIMIT_FSIZE succeeded")
-			}
-			for i := 10; i < 200; i++ { // enough to rotate when maxBytes is set
-				if err := w.Append(rec{I: i, Pad: strings.Repeat("p", 100)}); err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, i)
-			}
-			got := readAny(t, path)
 			var gotI []int
-			for _, r := range got {
+			for _, r := range readAny(t, path) {
 				gotI = append(gotI, r.I)
 			}
 			if maxBytes > 0 { // one generation: the oldest lines are gone on purpose
@@ -84,6 +107,10 @@ func TestShortWriteNeverGlues(t *testing.T) {
 			}
 			if fmt.Sprint(gotI) != fmt.Sprint(want) {
 				t.Fatalf("read %v\nwant %v", gotI, want)
+			}
+			raw, _ := os.ReadFile(path)
+			if maxBytes == 0 && !bytes.Contains(raw, []byte("tttt")) {
+				t.Fatal("no fragment in the file: the limit did not cut the line")
 			}
 		})
 	}
