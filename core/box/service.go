@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/qemu"
 )
 
 // QemuShimName is the name under which the corral binary acts as Lima's
@@ -65,6 +66,16 @@ func NewService(l paths.Layout, exe string, logger *slog.Logger, actor audit.Act
 		}
 		env = append(env, "QEMU_SYSTEM_"+strings.ToUpper(qemuArch())+"="+shim)
 	}
+	if runtime.GOOS == "darwin" {
+		// Lima finds UEFI firmware next to the qemu it runs, which is the
+		// shim: point run/share/qemu at the real qemu's. Without a qemu
+		// (vz users) there is nothing to link.
+		if real, err := qemu.FindQemu(""); err == nil {
+			if err := linkQemuShare(l.RunDir(), qemu.FirmwareDir(real)); err != nil {
+				logger.Warn("qemu firmware link", "err", err)
+			}
+		}
+	}
 	// Lima starts qemu-img, ssh and qemu from its PATH: give it the same
 	// search list corral uses (Finder gives an app no Homebrew on PATH).
 	env = append(env, "PATH="+hostbin.SearchPath(os.Getenv("PATH"), hostbin.Dirs))
@@ -86,6 +97,19 @@ func findLimactl(override string) string {
 	return name
 }
 
+// linkQemuShare makes runDir/share/qemu a link to target, the real qemu's
+// share/qemu (see qemu.FirmwareDir); an empty target leaves things alone.
+func linkQemuShare(runDir, target string) error {
+	if target == "" {
+		return nil
+	}
+	link := filepath.Join(runDir, "share", "qemu")
+	if err := replaceLink(link, target); err != nil {
+		return fmt.Errorf("linking qemu firmware %s: %w", link, err)
+	}
+	return nil
+}
+
 func qemuArch() string {
 	if runtime.GOARCH == "arm64" {
 		return "aarch64"
@@ -97,26 +121,32 @@ func qemuArch() string {
 // Lima runs corral as its qemu (the wrapper picks TCG or KVM and, in
 // future, adds the host-enforced funnel).
 func (s *Service) qemuShim() (string, error) {
-	dir := filepath.Join(s.Layout.RunDir(), "bin")
-	link := filepath.Join(dir, QemuShimName+qemuArch())
 	if s.Exe == "" {
 		return "", errors.New("qemu shim: unknown corral executable")
 	}
-	if cur, err := os.Readlink(link); err == nil && cur == s.Exe {
-		return link, nil
-	}
-	if err := os.MkdirAll(dir, atomicfile.DirMode); err != nil {
-		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
-	tmp := link + ".tmp"
-	_ = os.Remove(tmp)
-	if err := os.Symlink(s.Exe, tmp); err != nil {
-		return "", fmt.Errorf("linking the qemu shim: %w", err)
-	}
-	if err := os.Rename(tmp, link); err != nil {
+	link := filepath.Join(s.Layout.RunDir(), "bin", QemuShimName+qemuArch())
+	if err := replaceLink(link, s.Exe); err != nil {
 		return "", fmt.Errorf("linking the qemu shim: %w", err)
 	}
 	return link, nil
+}
+
+// replaceLink makes link a symbolic link to target, atomically (a new link
+// renamed over the old one), creating link's directory 0700. A link that
+// already points at target is left alone.
+func replaceLink(link, target string) error {
+	if cur, err := os.Readlink(link); err == nil && cur == target {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(link), atomicfile.DirMode); err != nil {
+		return err
+	}
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
 }
 
 func (s *Service) progress(format string, args ...any) {

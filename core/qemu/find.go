@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -56,4 +57,25 @@ func findQemu(arch, pathEnv, self string, fallback []string) (string, error) {
 			name, ErrQemuNotFound, strings.Join(fallback, ", "))
 	}
 	return p, nil
+}
+
+// FirmwareDir is the share/qemu directory that belongs to the real qemu at
+// qemuPath, or "" when there is none. Lima looks for UEFI firmware in
+// dir(dir(qemu))/share/qemu (pkg/driver/qemu getFirmware, 1.2 and 2.2),
+// and with corral's shim that is ~/.corral/run/share/qemu: the lifecycle
+// service links it here. Homebrew's bin/qemu-system-* is a link into the
+// Cellar, and both prefixes have share/qemu; the link's own prefix is
+// tried first, then the resolved one.
+func FirmwareDir(qemuPath string) string {
+	cands := []string{qemuPath}
+	if r, err := filepath.EvalSymlinks(qemuPath); err == nil && r != qemuPath {
+		cands = append(cands, r)
+	}
+	for _, p := range cands {
+		d := filepath.Join(filepath.Dir(filepath.Dir(p)), "share", "qemu")
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return ""
 }

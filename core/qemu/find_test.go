@@ -78,3 +78,35 @@ func TestQemuArch(t *testing.T) {
 		}
 	}
 }
+
+// Homebrew: bin/qemu-system-aarch64 links into the Cellar; share/qemu is
+// found beside the link's prefix, or beside the resolved binary's.
+func TestFirmwareDir(t *testing.T) {
+	d := t.TempDir()
+	cellar := filepath.Join(d, "Cellar", "qemu", "10.1", "bin", "qemu-system-aarch64")
+	writeExe(t, cellar)
+	link := filepath.Join(d, "bin", "qemu-system-aarch64")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cellar, link); err != nil {
+		t.Fatal(err)
+	}
+	if got := FirmwareDir(link); got != "" {
+		t.Errorf("no share dir anywhere: FirmwareDir = %q", got)
+	}
+	cellarShare := filepath.Join(d, "Cellar", "qemu", "10.1", "share", "qemu")
+	if err := os.MkdirAll(cellarShare, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := FirmwareDir(link); got != cellarShare {
+		t.Errorf("FirmwareDir = %q, want the resolved prefix %q", got, cellarShare)
+	}
+	share := filepath.Join(d, "share", "qemu")
+	if err := os.MkdirAll(share, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := FirmwareDir(link); got != share {
+		t.Errorf("FirmwareDir = %q, want the link's prefix %q", got, share)
+	}
+}
