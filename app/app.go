@@ -89,6 +89,9 @@ type Options struct {
 	Notifier notify.Notifier
 	Launcher terminal.Launcher
 	Opener   opener.Opener
+	// Terminal returns the terminal config key at each Open ("" for the
+	// platform's default); nil means the default.
+	Terminal func() string
 	// Argv builds the command a terminal runs for an action; default
 	// DefaultArgv.
 	Argv func(corral string, a menu.Action) []string
@@ -144,7 +147,7 @@ func (o *Options) fill() error {
 		o.CorralPath = "corral"
 	}
 	if o.Launcher == nil {
-		o.Launcher = terminal.New(o.StateDir, o.Logger)
+		o.Launcher = terminal.New(o.StateDir, o.Terminal, o.Logger)
 	}
 	if o.Opener == nil {
 		o.Opener = opener.New()
@@ -201,4 +204,12 @@ func Run(ctx context.Context, opts Options) error {
 	return nil
 }
 
-func errorText(op string, err error) string { return fmt.Sprintf("%s: %v", op, err) }
+// errorText is the menu's error line: the failed operation, the error and,
+// on its own line, the error's hint when it has one.
+func errorText(op string, err error) string {
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		return fmt.Sprintf("%s: %v\n%s", op, err, h.Hint())
+	}
+	return fmt.Sprintf("%s: %v", op, err)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -122,7 +123,25 @@ func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) 
 		CorralPath: exe,
 		StateDir:   l.RunDir(),
 		Argv:       b.argv,
+		Terminal:   func() string { return terminalApp(l.GlobalConfig(), logger) },
 	})
+}
+
+// terminalApp reads the terminal key of the global config at each use, so
+// an edit applies to the next session without restarting the app. A file
+// that does not load gives the default, and a warning in the app log.
+func terminalApp(globalConfig string, logger *slog.Logger) string {
+	l, err := config.LoadFile(config.KindGlobal, globalConfig)
+	if err != nil {
+		if logger != nil {
+			logger.Warn("reading the terminal key", "err", err)
+		}
+		return ""
+	}
+	if l.Config.Terminal == nil || !config.ValidTerminal(*l.Config.Terminal) {
+		return ""
+	}
+	return *l.Config.Terminal
 }
 
 // argv maps a menu action to the CLI command a terminal runs.

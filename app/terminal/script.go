@@ -38,22 +38,21 @@ func CommandScript(argv []string) []byte {
 }
 
 // WriteCommandScript writes CommandScript(argv) to a new file
-// dir/run/<random>.command with mode 0700 (dir/run is created 0700) and
-// returns its path. The random name keeps the path free of characters that
-// need quoting beyond dir itself.
+// dir/corral-<random>.command with mode 0700 (dir is created 0700; the app
+// passes ~/.corral/run) and returns its path. The random name keeps the
+// path free of characters that need quoting beyond dir itself.
 func WriteCommandScript(dir string, argv []string) (string, error) {
 	if len(argv) == 0 {
 		return "", fmt.Errorf("writing terminal script: empty command")
 	}
-	run := filepath.Join(dir, "run")
-	if err := os.MkdirAll(run, 0o700); err != nil {
-		return "", fmt.Errorf("creating script directory %s: %w", run, err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating script directory %s: %w", dir, err)
 	}
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", fmt.Errorf("naming terminal script: %w", err)
 	}
-	p := filepath.Join(run, "corral-"+hex.EncodeToString(rnd[:])+".command")
+	p := filepath.Join(dir, "corral-"+hex.EncodeToString(rnd[:])+".command")
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
 	if err != nil {
 		return "", fmt.Errorf("writing terminal script %s: %w", p, err)
@@ -85,4 +84,62 @@ func ITermScript(path string) string {
 		"\tset w to (create window with default profile)\n" +
 		"\ttell current session of w to write text " + AppleScriptString("exec "+ShellQuote(path)) + "\n" +
 		"end tell\n"
+}
+
+// Terminal apps with their own way in on macOS; any other name is opened
+// like Terminal, with `open -a NAME script.command`.
+const (
+	AppTerminal = "Terminal"
+	AppITerm    = "iTerm2"
+	AppGhostty  = "Ghostty"
+)
+
+// Invocation is the one child process that opens a terminal window: its
+// argv, and the text for its stdin (the AppleScript osascript reads).
+type Invocation struct {
+	Argv  []string
+	Stdin string
+}
+
+// MacInvocation is how the app opens the script at path in app (the
+// config key terminal; "" means Terminal). Every way is a child process,
+// never NSAppleScript in the app: the Automation prompt that the first
+// Apple Event raises blocks the thread that sent it, and the menu's main
+// thread must never wait on a person.
+//
+//   - Terminal, and any app not listed: LaunchServices opens the document
+//     (`open -a APP script.command`). No Apple Event, so no Automation
+//     prompt and no entitlement.
+//   - iTerm2: AppleScript (create window, write text) run by
+//     /usr/bin/osascript, read from stdin so nothing is quoted twice on a
+//     command line.
+//   - Ghostty: `open -na Ghostty --args -e script`; Ghostty's command line
+//     cannot open a window in a running instance, so -n starts one per
+//     session.
+func MacInvocation(app, path string) Invocation {
+	switch strings.ToLower(strings.TrimSuffix(app, ".app")) {
+	case "", "terminal":
+		return Invocation{Argv: []string{"/usr/bin/open", "-a", AppTerminal, path}}
+	case "iterm2", "iterm":
+		return Invocation{Argv: []string{"/usr/bin/osascript", "-"}, Stdin: ITermScript(path)}
+	case "ghostty":
+		return Invocation{Argv: []string{"/usr/bin/open", "-na", AppGhostty, "--args", "-e", path}}
+	}
+	return Invocation{Argv: []string{"/usr/bin/open", "-a", app, path}}
+}
+
+// MacHint maps what a failed invocation printed to the one thing the user
+// can do about it.
+func MacHint(app, output string) string {
+	if app == "" {
+		app = AppTerminal
+	}
+	switch {
+	case strings.Contains(output, "-1743"), strings.Contains(output, "Not authorized to send Apple events"):
+		return "allow Corral to control " + app + " in System Settings › Privacy & Security › Automation, or set terminal = \"Terminal\" in ~/.corral/config.toml"
+	case strings.Contains(output, "Unable to find application"), strings.Contains(output, "-10814"),
+		strings.Contains(output, "-1728"), strings.Contains(output, "Can’t get application"), strings.Contains(output, "Can't get application"):
+		return app + " is not installed: install it, or set terminal = \"Terminal\" in ~/.corral/config.toml"
+	}
+	return "set terminal in ~/.corral/config.toml to an installed terminal app (\"Terminal\", \"iTerm2\", \"Ghostty\")"
 }

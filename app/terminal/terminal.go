@@ -1,12 +1,12 @@
 // Package terminal opens a command in a new terminal window.
 //
-// Linux picks the first available of $TERMINAL, xdg-terminal-exec,
-// x-terminal-emulator, gnome-terminal, konsole and xterm, and passes the
-// command as separate arguments (never as one shell string). macOS writes
-// the command into a 0700 ".command" script with every argument
-// shell-quoted and opens it with Terminal through LaunchServices
-// ("open -a Terminal"), which sends no Apple Events; with
-// CORRAL_TERMINAL=iterm it asks iTerm2 through NSAppleScript instead.
+// The config key terminal picks the app. Linux tries it first, then
+// $TERMINAL, xdg-terminal-exec, x-terminal-emulator, gnome-terminal,
+// konsole and xterm, and passes the command as separate arguments (never
+// as one shell string). macOS writes the command into a 0700 ".command"
+// script with every argument shell-quoted and opens it with one child
+// process (MacInvocation): Terminal through LaunchServices ("open -a
+// Terminal"), which sends no Apple Events; iTerm2 through osascript.
 package terminal
 
 import (
@@ -35,12 +35,16 @@ type Candidate struct {
 }
 
 // LinuxCandidates lists, in order of preference, the terminals tried on
-// Linux. $TERMINAL is a user override (an informal convention of i3/sway
+// Linux. configured is the terminal config key ("" for none), a command
+// that takes -e. $TERMINAL is a user override (an informal convention of i3/sway
 // users) and takes "-e"; xdg-terminal-exec is the proposed freedesktop
 // standard and takes the command directly; x-terminal-emulator is the
 // Debian alternative, for which policy requires "-e cmd args".
-func LinuxCandidates(getenv func(string) string) []Candidate {
+func LinuxCandidates(configured string, getenv func(string) string) []Candidate {
 	var cs []Candidate
+	if configured != "" {
+		cs = append(cs, Candidate{Path: configured, Prefix: []string{"-e"}})
+	}
 	if t := strings.TrimSpace(getenv("TERMINAL")); t != "" {
 		cs = append(cs, Candidate{Path: t, Prefix: []string{"-e"}})
 	}
@@ -88,3 +92,13 @@ func start(argv []string) error {
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
+
+// hintError carries a hint for the user beside the error (Hint()).
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (h *hintError) Error() string { return h.err.Error() }
+func (h *hintError) Unwrap() error { return h.err }
+func (h *hintError) Hint() string  { return h.hint }

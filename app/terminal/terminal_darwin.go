@@ -9,37 +9,45 @@ import (
 	"strings"
 )
 
-// Darwin opens commands in Terminal.app through a .command script, or in
-// iTerm2 when CORRAL_TERMINAL=iterm.
+// Darwin opens commands in the terminal app the config names (see
+// MacInvocation), through a .command script and one child process.
 type Darwin struct {
-	StateDir string // scripts go in StateDir/run
+	StateDir string        // scripts go here (~/.corral/run)
+	App      func() string // the terminal config key, read per Open; nil means Terminal
 	Log      *slog.Logger
 }
 
 var _ Launcher = (*Darwin)(nil)
 
-// New returns the platform's Launcher; scripts are written under stateDir.
-func New(stateDir string, log *slog.Logger) Launcher { return &Darwin{StateDir: stateDir, Log: log} }
+// New returns the platform's Launcher; scripts are written in stateDir,
+// and app (may be nil) names the terminal app at each Open.
+func New(stateDir string, app func() string, log *slog.Logger) Launcher {
+	return &Darwin{StateDir: stateDir, App: app, Log: log}
+}
 
-// Open writes argv into a 0700 .command script and opens it.
+// Open writes argv into a 0700 .command script and opens it in the app.
 func (d *Darwin) Open(ctx context.Context, argv []string) error {
+	app := ""
+	if d.App != nil {
+		app = d.App()
+	}
 	p, err := WriteCommandScript(d.StateDir, argv)
 	if err != nil {
 		return err
 	}
-	if strings.EqualFold(os.Getenv("CORRAL_TERMINAL"), "iterm") {
-		if err := runAppleScript(ITermScript(p)); err != nil {
-			os.Remove(p)
-			return fmt.Errorf("opening iTerm2: %w\nallow Corral under System Settings › Privacy & Security › Automation, or unset CORRAL_TERMINAL", err)
-		}
-		return nil
+	inv := MacInvocation(app, p)
+	cmd := exec.CommandContext(ctx, inv.Argv[0], inv.Argv[1:]...)
+	if inv.Stdin != "" {
+		cmd.Stdin = strings.NewReader(inv.Stdin)
 	}
-	// LaunchServices opens the document with Terminal: no Apple Events, so
-	// no Automation prompt and no entitlement.
-	out, err := exec.CommandContext(ctx, "/usr/bin/open", "-a", "Terminal", p).CombinedOutput()
+	if d.Log != nil {
+		d.Log.Info("opening terminal", "app", app, "argv", inv.Argv)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(p)
-		return fmt.Errorf("opening Terminal with %s: %w: %s", p, err, strings.TrimSpace(string(out)))
+		msg := strings.TrimSpace(string(out))
+		return &hintError{err: fmt.Errorf("opening %s: %w: %s", inv.Argv[0], err, msg), hint: MacHint(app, msg)}
 	}
 	return nil
 }

@@ -13,12 +13,17 @@ import (
 func TestResolve(t *testing.T) {
 	argv := []string{"/opt/corral", "shell", "web box", "it's"}
 	tests := []struct {
-		name     string
-		env      map[string]string
-		onPath   []string
-		want     []string
-		wantNone bool
+		name       string
+		configured string
+		env        map[string]string
+		onPath     []string
+		want       []string
+		wantNone   bool
 	}{
+		{name: "config wins", configured: "alacritty", env: map[string]string{"TERMINAL": "kitty"}, onPath: []string{"alacritty", "kitty"},
+			want: []string{"/bin/alacritty", "-e", "/opt/corral", "shell", "web box", "it's"}},
+		{name: "config missing falls through", configured: "Terminal", onPath: []string{"xterm"},
+			want: []string{"/bin/xterm", "-e", "/opt/corral", "shell", "web box", "it's"}},
 		{name: "TERMINAL wins", env: map[string]string{"TERMINAL": "kitty"}, onPath: []string{"kitty", "xterm"},
 			want: []string{"/bin/kitty", "-e", "/opt/corral", "shell", "web box", "it's"}},
 		{name: "TERMINAL missing falls through", env: map[string]string{"TERMINAL": "nope"}, onPath: []string{"xdg-terminal-exec", "xterm"},
@@ -41,7 +46,7 @@ func TestResolve(t *testing.T) {
 				}
 				return "", exec.ErrNotFound
 			}
-			got, err := Resolve(LinuxCandidates(func(k string) string { return tc.env[k] }), look, argv)
+			got, err := Resolve(LinuxCandidates(tc.configured, func(k string) string { return tc.env[k] }), look, argv)
 			if tc.wantNone {
 				if !errors.Is(err, ErrNoTerminal) {
 					t.Fatalf("err = %v, want ErrNoTerminal", err)
@@ -81,13 +86,17 @@ func TestCommandScriptRoundTrip(t *testing.T) {
 	if err := os.WriteFile(printer, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := WriteCommandScript(dir, append([]string{printer}, args...))
+	run := filepath.Join(dir, "run") // the app passes ~/.corral/run
+	p, err := WriteCommandScript(run, append([]string{printer}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(p)
 	if err != nil || fi.Mode().Perm() != 0o700 || !strings.HasSuffix(p, ".command") {
 		t.Fatalf("script %s: mode %v, %v", p, fi.Mode(), err)
+	}
+	if filepath.Dir(p) != run {
+		t.Errorf("script %s is not directly in %s", p, run)
 	}
 	if di, _ := os.Stat(filepath.Dir(p)); di.Mode().Perm() != 0o700 {
 		t.Errorf("run dir mode %v, want 0700", di.Mode().Perm())
@@ -112,5 +121,43 @@ func TestITermScriptGolden(t *testing.T) {
 		"end tell\n"
 	if got != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestMacInvocation(t *testing.T) {
+	const p = "/Users/a b/.corral/run/corral-00.command"
+	for _, tc := range []struct {
+		app   string
+		argv  []string
+		stdin bool
+	}{
+		{"", []string{"/usr/bin/open", "-a", "Terminal", p}, false},
+		{"Terminal", []string{"/usr/bin/open", "-a", "Terminal", p}, false},
+		{"terminal.app", []string{"/usr/bin/open", "-a", "Terminal", p}, false},
+		{"iTerm2", []string{"/usr/bin/osascript", "-"}, true},
+		{"iTerm", []string{"/usr/bin/osascript", "-"}, true},
+		{"Ghostty", []string{"/usr/bin/open", "-na", "Ghostty", "--args", "-e", p}, false},
+		{"WezTerm", []string{"/usr/bin/open", "-a", "WezTerm", p}, false},
+	} {
+		inv := MacInvocation(tc.app, p)
+		if !reflect.DeepEqual(inv.Argv, tc.argv) || (inv.Stdin != "") != tc.stdin {
+			t.Errorf("%q: %+v, want argv %q stdin %v", tc.app, inv, tc.argv, tc.stdin)
+		}
+		if tc.stdin && inv.Stdin != ITermScript(p) {
+			t.Errorf("%q: stdin is not the iTerm2 script", tc.app)
+		}
+	}
+}
+
+func TestMacHint(t *testing.T) {
+	for _, tc := range []struct{ app, out, want string }{
+		{"iTerm2", "execution error: Not authorized to send Apple events to iTerm2. (-1743)", "Privacy & Security › Automation"},
+		{"Ghostty", "Unable to find application named 'Ghostty'", "Ghostty is not installed"},
+		{"iTerm2", "execution error: Can’t get application \"iTerm2\". (-1728)", "iTerm2 is not installed"},
+		{"", "something else", `set terminal in ~/.corral/config.toml`},
+	} {
+		if got := MacHint(tc.app, tc.out); !strings.Contains(got, tc.want) {
+			t.Errorf("MacHint(%q, %q) = %q, want %q in it", tc.app, tc.out, got, tc.want)
+		}
 	}
 }

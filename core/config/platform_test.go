@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,30 @@ func TestMountTypesForAreKnown(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestTerminalKey(t *testing.T) {
+	for _, v := range []string{"Terminal", "iTerm2", "Ghostty", "WezTerm", "kitty", "x-terminal-emulator", "Visual Studio Code"} {
+		l, err := Parse(KindGlobal, "g.toml", []byte("terminal = "+strconv.Quote(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := validate(l); len(errs) != 0 {
+			t.Errorf("%q refused: %v", v, errs)
+		}
+	}
+	for _, v := range []string{"", "/bin/sh", "-e", "../Terminal", "Term\ninal", "a;b", "$(id)", strings.Repeat("x", 65)} {
+		l, err := Parse(KindGlobal, "g.toml", []byte("terminal = "+strconv.Quote(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := validate(l); len(errs) != 1 || !strings.Contains(errs[0].Error(), "terminal") {
+			t.Errorf("%q: %v, want one violation on terminal", v, errs)
+		}
+	}
+	proj := newProject(t, []byte(`terminal = "iTerm2"`))
+	if _, err := Load(request(proj, "")); err == nil {
+		t.Error("a repository chose the host's terminal app")
 	}
 }

@@ -100,6 +100,7 @@ var Schema = []Key{
 	{"stop_on_exit", "boolean", "false", ClassFree, MergeReplace, "Stop the box when its last session ends."},
 	{"snapshots", "string", `"off"`, ClassFree, MergeReplace, `"auto" snapshots the box before every start; "off" only on request.`},
 	{"snapshots_keep", "integer", "3", ClassFree, MergeReplace, "How many automatic snapshots to keep."},
+	{"terminal", "string", `"Terminal" on macOS; on Linux the first terminal found`, ClassHost, MergeReplace, `The terminal app the menu opens sessions and shells in. macOS: "Terminal" (a .command script opened through LaunchServices, no Automation prompt), "iTerm2" (AppleScript run by osascript: allow Corral under System Settings › Privacy & Security › Automation), "Ghostty", or the name of another app that opens .command scripts. Linux: a terminal command that takes -e, tried before $TERMINAL.`},
 }
 
 // Toolchains corral knows how to install.
@@ -228,4 +229,5 @@ type Config struct {
 	StopOnExit      *bool                 `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
 	Snapshots       *string               `toml:"snapshots" json:"snapshots,omitempty"`
 	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
+	Terminal        *string               `toml:"terminal" json:"terminal,omitempty"`
 }

@@ -78,6 +78,8 @@ var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([KMGTkmgtBb]?)(?:i?[B
 var (
 	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	hostnameRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	// terminalRe: an app name for `open -a` or a command name, never a path or options.
+	terminalRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,63}$`)
 	pkgRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
 )
 
@@ -119,6 +121,9 @@ func validate(l Layer) []error {
 	oneOf("snapshots", c.Snapshots, []string{"auto", "off"})
 	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
 		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
+	}
+	if c.Terminal != nil && !ValidTerminal(*c.Terminal) {
+		bad("terminal", strconv.Quote(*c.Terminal), "not an app or command name", `use a name such as "Terminal", "iTerm2" or "Ghostty"`)
 	}
 	if c.Image != nil && strings.TrimSpace(*c.Image) == "" {
 		bad("image", `""`, "must not be empty", "remove the key to use the default image")
@@ -186,6 +191,10 @@ func validate(l Layer) []error {
 	}
 	return errs
 }
+
+// ValidTerminal reports whether name may be the terminal key: an app name
+// for `open -a` or a command name, never a path, an option or shell text.
+func ValidTerminal(name string) bool { return terminalRe.MatchString(name) }
 
 // CheckEgressEntry validates the syntax of an allow-list entry:
 // host, *.suffix, host:port, host:* or a CIDR range (a config-only entry
