@@ -9,7 +9,7 @@ BIN     := bin/corral
 PREFIX  ?= /usr/local
 GO      ?= go
 
-.PHONY: help build test test-e2e test-all lint vet shellcheck deptest darwin-check fuzz docs docs-check clean
+.PHONY: help build test test-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz docs docs-check clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ test-e2e: build ## end-to-end tests on real Lima VMs (needs packaging/linux/test
 test-all: export CORRAL_REQUIRE_DESKTOP := 1
 test-all: lint test test-e2e ## everything CI runs
 
-lint: vet shellcheck deptest darwin-check docs-check ## go vet, shellcheck, dependency test, darwin type check, docs drift
+lint: vet shellcheck shfmt deptest darwin-check docs-check ## go vet, shellcheck, shfmt, dependency test, darwin type check, docs drift
 
 vet: ## go vet and gofmt
 	$(GO) vet ./...
@@ -37,6 +37,9 @@ vet: ## go vet and gofmt
 
 shellcheck: ## shellcheck every shell script
 	shellcheck -x $$(git ls-files '*.sh' 2>/dev/null || find guest packaging -name '*.sh') .ci/run
+
+shfmt: ## shfmt -d (tabs, the default style) on every shell script
+	shfmt -d $$(git ls-files '*.sh' 2>/dev/null || find guest packaging -name '*.sh') .ci/run
 
 deptest: ## core and the CLI must not import systray or darwinkit
 	$(GO) test -count=1 -run TestDependencies ./cmd/corral/cli/

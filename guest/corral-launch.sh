@@ -32,7 +32,10 @@ while IFS= read -r fwd; do
 	unset "$fwd"
 done < <(compgen -e)
 
-cd "$workdir" || { echo "corral: no such directory in the box: $workdir" >&2; exit 125; }
+cd "$workdir" || {
+	echo "corral: no such directory in the box: $workdir" >&2
+	exit 125
+}
 if [ $# -eq 0 ]; then
 	exec bash -l
 fi

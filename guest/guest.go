@@ -27,6 +27,15 @@ var repo string
 //go:embed corral-git-shadow.sh
 var gitShadow string
 
+//go:embed corral-unit.sh
+var unit string
+
+//go:embed apply-network.sh
+var applyNetwork string
+
+//go:embed apply-project.sh
+var applyProject string
+
 // Script is one provision script.
 type Script struct {
 	Name    string // file name, e.g. "40-network.sh"
@@ -86,6 +95,28 @@ func GitShadow() string { return gitShadow }
 // GitShadowPath is where the git shadow script is installed in the guest;
 // provision/44-git-shadow.sh names the same path.
 const GitShadowPath = "/usr/local/lib/corral/git-shadow"
+
+// Unit returns corral-unit, the helper that writes, enables and starts the
+// systemd units of the provision scripts.
+func Unit() string { return unit }
+
+// UnitPath is where corral-unit is installed in the guest; the provision
+// scripts call it by this path.
+const UnitPath = "/usr/local/lib/corral/unit"
+
+// ApplyNetwork returns the script that applies the network mode (the
+// nftables funnel), run by the corral-network unit (provision/40-network.sh).
+func ApplyNetwork() string { return applyNetwork }
+
+// ApplyNetworkPath is where ApplyNetwork is installed in the guest.
+const ApplyNetworkPath = "/usr/local/lib/corral/apply-network"
+
+// ApplyProject returns the script that mounts the project paths (hide,
+// box_dirs), run by the corral-project unit (provision/50-project.sh).
+func ApplyProject() string { return applyProject }
+
+// ApplyProjectPath is where ApplyProject is installed in the guest.
+const ApplyProjectPath = "/usr/local/lib/corral/apply-project"
 
 // ProvisionedMarker holds the template hash once provisioning finished.
 const ProvisionedMarker = "/etc/corral/provisioned"

@@ -3,6 +3,7 @@ package guest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,65 @@ func TestGitProvisionIdempotent(t *testing.T) {
 	out, err := cmd.Output()
 	if err != nil || string(out) != GitCredentialPath+"\n" {
 		t.Errorf("credential.helper = %q, %v", out, err)
+	}
+}
+
+// TestUnitHelper runs corral-unit with a fake systemctl: the whole unit
+// file it writes is compared, and the unit is reloaded, enabled and
+// (re)started in that order.
+func TestUnitHelper(t *testing.T) {
+	dir, bin := t.TempDir(), t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	fake := "#!/bin/sh\necho \"$*\" >>" + calls + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", Unit(), "corral-unit", "corral-project", "corral project paths (hide, box_dirs)",
+		"local-fs.target remote-fs.target", ApplyProjectPath)
+	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "CORRAL_UNIT_DIR=" + dir}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("corral-unit: %v %s", err, out)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "corral-project.service"))
+	want := `[Unit]
+Description=corral project paths (hide, box_dirs)
+After=local-fs.target remote-fs.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/lib/corral/apply-project
+[Install]
+WantedBy=multi-user.target
+`
+	if string(got) != want {
+		t.Errorf("unit file:\n%s\nwant:\n%s", got, want)
+	}
+	if b, _ := os.ReadFile(calls); string(b) != "daemon-reload\nenable corral-project.service\nrestart corral-project.service\n" {
+		t.Errorf("systemctl calls:\n%s", b)
+	}
+	cmd = exec.Command("sh", "-c", Unit(), "corral-unit", "only-a-name")
+	if err := cmd.Run(); err == nil {
+		t.Error("corral-unit with one argument succeeded")
+	}
+}
+
+// TestUnitsComeFromTheHelper: every unit corral-launch requires is written
+// by a provision script through corral-unit, and no provision script
+// writes a unit file or an executable by itself (they are real files:
+// guest/*.sh, installed by Lima's data provisioning).
+func TestUnitsComeFromTheHelper(t *testing.T) {
+	all := ""
+	for _, s := range Provision() {
+		all += s.Content
+		for _, bad := range []string{"/etc/systemd/system/", "install -m 0755 /dev/stdin"} {
+			if strings.Contains(s.Content, bad) {
+				t.Errorf("%s writes %q itself", s.Name, bad)
+			}
+		}
+	}
+	for _, u := range Units {
+		if !strings.Contains(all, UnitPath+" "+strings.TrimSuffix(u, ".service")+" ") {
+			t.Errorf("no provision script runs %s %s", UnitPath, u)
+		}
 	}
 }

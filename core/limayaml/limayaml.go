@@ -241,7 +241,11 @@ func Render(in Input) (Rendered, error) {
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RepoPath, Permissions: "755", Content: guest.Repo()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitShadowPath, Permissions: "755", Content: guest.GitShadow()})
-	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.GitShadowPath)
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.UnitPath, Permissions: "755", Content: guest.Unit()})
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyNetworkPath, Permissions: "755", Content: guest.ApplyNetwork()})
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyProjectPath, Permissions: "755", Content: guest.ApplyProject()})
+	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.GitShadowPath,
+		guest.UnitPath, guest.ApplyNetworkPath, guest.ApplyProjectPath)
 	for _, s := range guest.Provision() {
 		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
 		names = append(names, "guest/provision/"+s.Name)

@@ -13,7 +13,10 @@ for t in $tcs; do
 	node) want="$want nodejs npm" ;;
 	python) want="$want python3 python3-pip python3-venv" ;;
 	rust) want="$want rustc cargo" ;;
-	*) echo "corral: unknown toolchain $t" >&2; exit 1 ;;
+	*)
+		echo "corral: unknown toolchain $t" >&2
+		exit 1
+		;;
 	esac
 done
 

@@ -23,17 +23,5 @@ quote() {
 	printf 'GIT_SHADOW_DIRS=%s\n' "$(quote "${PARAM_GIT_SHADOW_DIRS:-}")"
 } >/etc/corral/git-shadow.env
 
-cat >/etc/systemd/system/corral-git-shadow.service <<'UNIT'
-[Unit]
-Description=corral git shadow (the box's git writes stay on its disk)
-After=local-fs.target remote-fs.target
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/usr/local/lib/corral/git-shadow
-[Install]
-WantedBy=multi-user.target
-UNIT
-systemctl daemon-reload
-systemctl enable corral-git-shadow.service >/dev/null 2>&1
-systemctl restart corral-git-shadow.service
+/usr/local/lib/corral/unit corral-git-shadow "corral git shadow (the box's git writes stay on its disk)" \
+	"local-fs.target remote-fs.target" /usr/local/lib/corral/git-shadow

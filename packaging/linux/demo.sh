@@ -15,7 +15,10 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: run as root (it builds the image and drops to user $user)" >&2
 	exit 2
 fi
-[ -x "$corral" ] || { echo "demo: corral not found; run packaging/linux/install.sh first" >&2; exit 1; }
+[ -x "$corral" ] || {
+	echo "demo: corral not found; run packaging/linux/install.sh first" >&2
+	exit 1
+}
 "$here/build-image.sh" "$image"
 CORRAL_E2E_USER=$user "$here/create-test-user.sh"
 

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
-	shellcheck git curl ca-certificates make iproute2 util-linux \
+	shellcheck shfmt git curl ca-certificates make iproute2 util-linux \
 	dbus gnome-keyring libsecret-tools xvfb dunst \
 	dpkg-dev desktop-file-utils npm
 

@@ -294,12 +294,21 @@ func TestBoxLifecycle(t *testing.T) {
 		must(t, os.WriteFile(trusted, []byte("idle_stop = \"2s\"\n"), 0o600))
 		defer os.Remove(trusted)
 		x.ok("up") // picks up the new idle_stop
-		time.Sleep(3 * time.Second)
-		x.ok("ls") // every command sweeps first
-		for _, e := range x.ls() {
-			if e.Name == x.box && e.State != "Stopped" {
-				t.Errorf("idle box not stopped: %+v", e)
+		// Every command sweeps first: poll with ls until the sweep stops
+		// the box (a loaded TCG host may be slow to get there), or fail
+		// at the deadline.
+		for deadline := time.Now().Add(2 * time.Minute); ; {
+			stopped := false
+			for _, e := range x.ls() {
+				stopped = stopped || (e.Name == x.box && e.State == "Stopped")
 			}
+			if stopped {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("idle box not stopped within 2m of idle_stop = 2s: %+v", x.ls())
+			}
+			time.Sleep(time.Second)
 		}
 		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
 		if !strings.Contains(string(audit), `"kind":"idle-stop"`) {

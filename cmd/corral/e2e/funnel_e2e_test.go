@@ -314,9 +314,19 @@ rm -f .corral.toml; printf 'egress = ["widen.example.test"]\n' > .corral.toml
 		if got := x.ok("run", "--", "sh", "-c", "ip -6 route show default; ip -6 addr show scope global"); strings.TrimSpace(got) != "" {
 			t.Errorf("IPv6 present in the box: %q", got)
 		}
-		// A guest listener does not appear on host loopback.
+		// A guest listener does not appear on host loopback. It must be
+		// up first (answering inside the guest), or the check proves nothing.
 		x.ok("run", "--", "sudo", "sh", "-c", "nohup python3 -m http.server 18777 --bind 0.0.0.0 >/dev/null 2>&1 &")
-		time.Sleep(3 * time.Second)
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			_, _, code := x.corral("run", "--", "curl", "-s", "-o", "/dev/null", "--noproxy", "*", "--max-time", "5", "http://127.0.0.1:18777/")
+			if code == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the guest listener never answered inside the guest")
+			}
+			time.Sleep(time.Second)
+		}
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:18777", 2*time.Second); err == nil {
 			c.Close()
 			t.Error("a guest listener is reachable on host loopback")

@@ -1,0 +1,28 @@
+#!/bin/sh
+# apply-project: the project paths, run by the corral-project unit
+# (provision/50-project.sh) at every boot. HIDE covers paths with an empty
+# read-only tmpfs; BOX_DIRS bind-mounts box-local directories over project
+# paths.
+set -eu
+
+# shellcheck disable=SC1091 # written by provision/50-project.sh
+. /etc/corral/project.env
+[ -n "$PROJECT" ] || exit 0
+for p in $HIDE; do
+	t="$PROJECT/$p"
+	mountpoint -q "$t" && continue
+	if [ -d "$t" ]; then
+		mount -t tmpfs -o ro,size=4k,mode=0500 corral-hide "$t"
+	elif [ -e "$t" ]; then
+		mount --bind -o ro /dev/null "$t"
+	fi
+done
+for p in $BOX_DIRS; do
+	t="$PROJECT/$p"
+	src="/var/lib/corral/box-dirs/$(printf '%s' "$p" | tr '/' '_')"
+	mountpoint -q "$t" && continue
+	install -d -m 0755 "$src"
+	chown "$(stat -c %u:%g "$PROJECT")" "$src"
+	[ -d "$t" ] || mkdir -p "$t" 2>/dev/null || continue
+	mount --bind "$src" "$t"
+done

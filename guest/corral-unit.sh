@@ -1,0 +1,32 @@
+#!/bin/sh
+# corral-unit NAME DESCRIPTION AFTER EXEC: the one systemd unit shape of the
+# provision scripts. It writes the oneshot unit NAME.service that runs EXEC
+# at every boot after the units AFTER (space-separated), enables it, and
+# (re)starts it now. corral-launch refuses a session while a unit of
+# guest.Units is not active, so a failed EXEC fails closed.
+# Installed by Lima's data provisioning, which runs before the provision
+# scripts that call it.
+set -eu
+
+if [ $# -ne 4 ]; then
+	echo "usage: corral-unit NAME DESCRIPTION AFTER EXEC" >&2
+	exit 2
+fi
+name=$1 description=$2 after=$3 exec=$4
+dir=${CORRAL_UNIT_DIR:-/etc/systemd/system} # tests write elsewhere
+umask 022
+
+cat >"$dir/$name.service" <<UNIT
+[Unit]
+Description=$description
+After=$after
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=$exec
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable "$name.service" >/dev/null 2>&1
+systemctl restart "$name.service"

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Sudo by network mode (PARAM_SUDO: lima|all). Runs after 40-network.sh, so
+# the funnel is in place before the user loses the means to undo it, and
+# at every boot, since a box may be cloned from a golden image built in
+# another mode.
+set -eu
+
+# No blanket sudo outside full mode: root could undo the funnel. Lima's host
+# agent still needs a few fixed root reads to see that the box is ready
+# (pkg/hostagent/requirements.go in Lima 1.2.2), so the user keeps exactly
+# those and nothing else (PARAM_SUDO=lima). PARAM_SUDO=all (full mode, or
+# the sudo key) (re)grants sudo, since a box may be cloned from a golden
+# image built in another mode.
+user=${PARAM_USER:?the Lima user name (param USER) is missing}
+tmp=$(mktemp)
+if [ "${PARAM_SUDO:-lima}" != all ]; then
+	cat >"$tmp" <<SUDO
+# corral: no blanket sudo in this box; only Lima's readiness checks.
+Cmnd_Alias CORRAL_LIMA = /usr/bin/cat /mnt/lima-cidata/param.env, \\
+	/usr/bin/diff -q /run/lima-ssh-ready /mnt/lima-cidata/meta-data, \\
+	/usr/bin/diff -q /run/lima-boot-done /mnt/lima-cidata/meta-data, \\
+	/usr/bin/grep -q ^user_allow_other /etc/fuse.conf, \\
+	/usr/sbin/nft list table inet corral
+$user ALL=(root) NOPASSWD: CORRAL_LIMA
+SUDO
+	for f in /etc/sudoers.d/*; do
+		[ -e "$f" ] && [ "$f" != /etc/sudoers.d/README ] && rm -f "$f"
+	done
+	for g in sudo wheel admin; do
+		for u in $(getent group "$g" | cut -d: -f4 | tr , " "); do gpasswd -d "$u" "$g" >/dev/null 2>&1 || true; done
+	done
+else
+	printf '# corral: full network mode keeps sudo\n%s ALL=(ALL) NOPASSWD:ALL\n' "$user" >"$tmp"
+fi
+visudo -cq -f "$tmp"
+install -m 0440 "$tmp" /etc/sudoers.d/90-corral
+rm -f "$tmp"
