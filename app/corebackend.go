@@ -201,8 +201,10 @@ func (b *coreBackend) Stop(ctx context.Context, name string) error {
 }
 
 // StopIdle is the sweep of `corral stop --idle`: it stops the boxes whose
-// Snapshot says IdleDue.
+// Snapshot says IdleDue. The git guard runs first, as it does before every
+// CLI command (reverts are in the audit log).
 func (b *coreBackend) StopIdle(ctx context.Context) ([]string, error) {
+	b.svc.GuardGit()
 	return b.svc.Sweep(ctx)
 }
 

@@ -41,6 +41,9 @@ const (
 	KindGC           Kind = "gc"
 	KindSnapshot     Kind = "snapshot"
 	KindRestore      Kind = "restore"
+	// KindGitGuard: the host guard reverted a change to what git executes
+	// from a box's project (core/gitshadow).
+	KindGitGuard Kind = "git-guard"
 	KindPull         Kind = "pull"
 )
 

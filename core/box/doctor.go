@@ -367,6 +367,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	}
 
 	out = append(out, agentStateCheck(m, opt.Resolved))
+	out = append(out, s.gitGuardCheck(m))
 
 	if st.State != string(lima.StatusRunning) {
 		return out

@@ -105,6 +105,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		opt.Environ = append(slices.Clip(opt.Environ), env...)
 		opt.EnvNames = append(slices.Clip(opt.EnvNames), names...)
 	}
+	s.armGitGuard(m)
 	id := newSessionID()
 	s.beginSession(&m, id, opt)
 	defer func() { s.endSession(m.Name, id, opt.Agent) }()

@@ -109,6 +109,10 @@ func (l Layout) AppLog() string { return filepath.Join(l.LogsDir(), "app.log") }
 // SnapshotsDir holds copy-on-write disk snapshots of a box.
 func (l Layout) SnapshotsDir(box string) string { return filepath.Join(l.Home, "snapshots", box) }
 
+// GitGuardDir holds a box's git guard: the fingerprint of what git would
+// execute from its project, and copies to revert from (core/gitshadow).
+func (l Layout) GitGuardDir(box string) string { return filepath.Join(l.Home, "git-guard", box) }
+
 // RunDir holds locks and sockets.
 func (l Layout) RunDir() string { return filepath.Join(l.Home, "run") }
 

@@ -2,8 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/display"
 
 	"github.com/spf13/cobra"
 )
@@ -29,10 +35,31 @@ func sweepIdle(f *Factory, cmd *cobra.Command) {
 	if err != nil {
 		return
 	}
+	// The git guard first: a change to what git executes must be reverted
+	// before this command (or the user's next git) can trip over it.
+	for _, rep := range s.GuardGit() {
+		printGitGuard(f.IO.ErrOut, rep)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stopped, _ := s.Sweep(ctx) // failures only delay the housekeeping
 	for _, b := range stopped {
 		f.Logger.Info("stopped idle box", "box", b)
 	}
+}
+
+// printGitGuard reports a git guard revert on stderr. The paths come from
+// a directory the box could write: sanitised for the terminal.
+func printGitGuard(w io.Writer, rep box.GitGuardReport) {
+	var list []string
+	for _, c := range rep.Changes {
+		list = append(list, string(c.Kind)+" "+display.Text(c.Path, 200))
+	}
+	if rep.Err != nil {
+		fmt.Fprintf(w, "corral: WARNING: box %s changed what git executes in its project and corral could not revert all of it: %s\n  %s\nhint: do not run git in that project until corral doctor %s passes\n",
+			rep.Box, display.Text(rep.Err.Error(), 300), strings.Join(list, "\n  "), rep.Box)
+		return
+	}
+	fmt.Fprintf(w, "corral: box %s changed what git executes in its project; reverted from the copy recorded at session start:\n  %s\n",
+		rep.Box, strings.Join(list, "\n  "))
 }

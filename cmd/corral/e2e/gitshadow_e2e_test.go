@@ -1,0 +1,162 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// hostGit runs the host's git in dir with no user or system config, as
+// the user reviewing the box's work would (plus a fixed identity).
+func hostGit(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=host", "GIT_AUTHOR_EMAIL=host@example.test", "GIT_COMMITTER_NAME=host", "GIT_COMMITTER_EMAIL=host@example.test")
+	b, err := cmd.CombinedOutput()
+	return string(b), err
+}
+
+// snapshotGitDir reads every file under dir (path -> content).
+func snapshotGitDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	must(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		m[strings.TrimPrefix(p, dir)] = string(b)
+		return err
+	}))
+	return m
+}
+
+// TestGitShadow runs one box on a git project (network full, so the box
+// user has sudo: guest root) and proves that nothing in the box can change
+// what the host's git executes. One box for every subtest; it adds about
+// one TCG boot (plus the golden image's when run alone).
+func TestGitShadow(t *testing.T) {
+	base := setup(t)
+	proj := filepath.Join(filepath.Dir(base.project), "projg")
+	must(t, os.MkdirAll(proj, 0o755))
+	x := &h{t: t, bin: base.bin, home: base.home, project: proj, env: base.env}
+	out := x.ok("config", "show", "--json")
+	var cfg struct{ Box string }
+	must(t, json.Unmarshal([]byte(out), &cfg))
+	x.box = cfg.Box
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "start"}} {
+		if o, err := hostGit(t, proj, args...); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, o)
+		}
+	}
+	gitDir := filepath.Join(proj, ".git")
+	before := snapshotGitDir(t, gitDir)
+	marker := filepath.Join(filepath.Dir(proj), "git-shadow-pwned")
+	hostile := "touch " + marker + "; false"
+	defer x.corral("rm", "-f")
+
+	x.ok("up")
+	pidB, err := os.ReadFile(filepath.Join(x.home, "lima", x.box, "qemu.pid"))
+	must(t, err)
+	pid := strings.TrimSpace(string(pidB))
+
+	t.Run("qemu runs with .git read-only, no capabilities, as the user", func(t *testing.T) {
+		x.t = t
+		mi, err := os.ReadFile("/proc/" + pid + "/mountinfo")
+		must(t, err)
+		found := false
+		for _, line := range strings.Split(string(mi), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 5 && f[4] == gitDir {
+				found = strings.HasPrefix(f[5], "ro")
+			}
+		}
+		if !found {
+			t.Errorf("no read-only mount at %s in qemu's mount namespace", gitDir)
+		}
+		st, err := os.ReadFile("/proc/" + pid + "/status")
+		must(t, err)
+		if !strings.Contains(string(st), "CapEff:\t0000000000000000") {
+			t.Errorf("qemu has capabilities:\n%s", st)
+		}
+		var s syscall.Stat_t
+		must(t, syscall.Stat("/proc/"+pid, &s))
+		if int(s.Uid) != os.Getuid() {
+			t.Errorf("qemu runs as uid %d, want %d", s.Uid, os.Getuid())
+		}
+		if !strings.Contains(x.qemuCmdline(x.box), "qemu-system") {
+			t.Errorf("qemu.pid does not name qemu: %s", x.qemuCmdline(x.box))
+		}
+	})
+	t.Run("git in the box works and writes only the shadow", func(t *testing.T) {
+		x.t = t
+		script := `set -e
+git config core.fsmonitor "$1"
+printf '#!/bin/sh\n%s\n' "$1" > .git/hooks/pre-commit
+chmod +x .git/hooks/pre-commit
+git -c core.fsmonitor= -c core.hooksPath=/dev/null -c user.name=box -c user.email=box@example.test commit -q --allow-empty -m "from the box"
+git branch feature
+git stash list >/dev/null
+echo made-in-box > box.txt
+git log --oneline | wc -l`
+		if got := x.ok("run", "--", "sh", "-c", script, "sh", hostile); strings.TrimSpace(got) != "2" {
+			t.Errorf("box log has %q commits, want 2", got)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the hostile command ran")
+		}
+		var s syscall.Stat_t
+		must(t, syscall.Stat(filepath.Join(proj, "box.txt"), &s))
+		if int(s.Uid) != os.Getuid() {
+			t.Errorf("a file the box wrote is owned by uid %d, want %d", s.Uid, os.Getuid())
+		}
+	})
+	t.Run("guest root who unmounts the shadow still cannot write .git", func(t *testing.T) {
+		x.t = t
+		script := `umount -l "$1/.git" || true
+umount -l /run/corral/git-lower/project || true
+mount -o remount,rw "$1" || true
+for f in config hooks/pre-commit info/attributes; do
+	if (echo "[core]
+	fsmonitor = $2" >> "$1/.git/$f") 2>/dev/null; then echo "WROTE $f"; fi
+done
+if mv "$1/.git" "$1/.git-moved" 2>/dev/null; then echo "MOVED"; fi
+findmnt -n -o FSTYPE --mountpoint "$1/.git" || echo "no mount at .git"`
+		out, errOut, code := x.corral("run", "--", "sudo", "sh", "-c", script, "sh", proj, hostile)
+		if strings.Contains(out, "WROTE") || strings.Contains(out, "MOVED") || code != 0 {
+			t.Errorf("guest root: code %d\n%s%s", code, out, errOut)
+		}
+		t.Logf("after unmounting in the guest: %s", strings.TrimSpace(out))
+	})
+	t.Run("the host's .git is unchanged and host git runs nothing", func(t *testing.T) {
+		x.t = t
+		after := snapshotGitDir(t, gitDir)
+		for p, v := range after {
+			if before[p] != v && !volatile(p) {
+				t.Errorf("host .git%s changed: %q", p, v)
+			}
+		}
+		for _, args := range [][]string{{"status"}, {"add", "box.txt"}, {"commit", "-q", "-m", "host commit"}} {
+			if o, err := hostGit(t, proj, args...); err != nil {
+				t.Errorf("host git %v: %v %s", args, err, o)
+			}
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("host git ran a command from the box")
+		}
+	})
+}
+
+// volatile are the files the host's own git rewrites (index, logs, refs of
+// its own commits): the guest never could, but the test's host git does.
+func volatile(p string) bool {
+	return p == "/index" || strings.HasPrefix(p, "/logs/") || strings.HasPrefix(p, "/refs/") || strings.HasPrefix(p, "/objects/") || p == "/COMMIT_EDITMSG" || p == "/ORIG_HEAD"
+}
