@@ -44,7 +44,7 @@ const (
 	// KindGitGuard: the host guard reverted a change to what git executes
 	// from a box's project (core/gitshadow).
 	KindGitGuard Kind = "git-guard"
-	KindPull         Kind = "pull"
+	KindPull     Kind = "pull"
 )
 
 // Actor says which part of corral acted.
