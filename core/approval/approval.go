@@ -223,6 +223,13 @@ func (s *Store) Active(now time.Time) ([]string, error) {
 // that was allowed "always" narrows it). Expired approvals are dropped from
 // the file on the way.
 func (s *Store) Add(entry string, scope Scope, actor audit.Actor) (Approval, error) {
+	return s.add(entry, scope, actor, nil)
+}
+
+// add is Add with a record step: record (when not nil) runs under the file
+// lock after the approval is made and before it is written, and a failure
+// stops the write, so an approval is never in force without its record.
+func (s *Store) add(entry string, scope Scope, actor audit.Actor, record func(Approval) error) (Approval, error) {
 	canon, err := Canonical(entry)
 	if err != nil {
 		return Approval{}, err
@@ -232,9 +239,14 @@ func (s *Store) Add(entry string, scope Scope, actor audit.Actor) (Approval, err
 	}
 	now := s.now()
 	a := Approval{Entry: canon, Scope: scope, Added: now.UTC(), Expires: scope.expiry(now.UTC()), Actor: actor}
-	err = s.update(func(list []Approval) []Approval {
+	err = s.update(func(list []Approval) ([]Approval, error) {
+		if record != nil {
+			if err := record(a); err != nil {
+				return nil, err
+			}
+		}
 		list = slices.DeleteFunc(list, func(x Approval) bool { return x.Entry == canon || !x.ActiveAt(now) })
-		return append(list, a)
+		return append(list, a), nil
 	})
 	if err != nil {
 		return Approval{}, fmt.Errorf("allowing %s for box %s: %w", canon, s.box, err)
@@ -252,14 +264,14 @@ func (s *Store) Remove(entry string) (Approval, error) {
 	now := s.now()
 	var removed Approval
 	found := false
-	err = s.update(func(list []Approval) []Approval {
+	err = s.update(func(list []Approval) ([]Approval, error) {
 		return slices.DeleteFunc(list, func(x Approval) bool {
 			if x.Entry == canon && x.ActiveAt(now) {
 				removed, found = x, true
 				return true
 			}
 			return !x.ActiveAt(now)
-		})
+		}), nil
 	})
 	if err != nil {
 		return Approval{}, fmt.Errorf("revoking %s for box %s: %w", canon, s.box, err)
@@ -274,8 +286,8 @@ func (s *Store) Remove(entry string) (Approval, error) {
 // lifecycle calls it when the box stops.
 func (s *Store) ClearSession() error {
 	now := s.now()
-	err := s.update(func(list []Approval) []Approval {
-		return slices.DeleteFunc(list, func(x Approval) bool { return x.Scope == ScopeSession || !x.ActiveAt(now) })
+	err := s.update(func(list []Approval) ([]Approval, error) {
+		return slices.DeleteFunc(list, func(x Approval) bool { return x.Scope == ScopeSession || !x.ActiveAt(now) }), nil
 	})
 	if err != nil {
 		return fmt.Errorf("clearing session approvals of box %s: %w", s.box, err)
@@ -284,9 +296,10 @@ func (s *Store) ClearSession() error {
 }
 
 // update runs fn on the stored approvals under the file lock and writes the
-// result atomically. The file is not written when fn changes nothing, so a
-// no-op does not wake the broker's watcher.
-func (s *Store) update(fn func([]Approval) []Approval) error {
+// result atomically; an error from fn writes nothing. The file is not
+// written when fn changes nothing, so a no-op does not wake the broker's
+// watcher.
+func (s *Store) update(fn func([]Approval) ([]Approval, error)) error {
 	unlock, err := lockFile(s.path + ".lock")
 	if err != nil {
 		return err
@@ -296,7 +309,10 @@ func (s *Store) update(fn func([]Approval) []Approval) error {
 	if err != nil {
 		return err
 	}
-	next := fn(slices.Clone(old))
+	next, err := fn(slices.Clone(old))
+	if err != nil {
+		return err
+	}
 	if slices.Equal(old, next) {
 		return nil
 	}
@@ -342,21 +358,21 @@ func Allow(l paths.Layout, box, entry string, scope Scope, actor audit.Actor) (A
 	if err != nil {
 		return Approval{}, err
 	}
-	a, err := s.Add(entry, scope, actor)
-	if err != nil {
-		return Approval{}, err
-	}
-	expires := "never"
-	if !a.Expires.IsZero() {
-		expires = a.Expires.Format(time.RFC3339)
-	}
-	if err := recordAudit(l, audit.Event{Time: a.Added, Kind: audit.KindAllow, Box: box, Actor: actor,
-		Fields: map[string]any{"entry": a.Entry, "scope": string(a.Scope), "expires": expires}}); err != nil {
-		// The approval is in force; say that the record is missing rather
-		// than pretending the grant failed.
-		return a, fmt.Errorf("allowed %s for box %s, but %w", a.Entry, box, err)
-	}
-	return a, nil
+	// The record is written first, under the approvals lock: if it cannot
+	// be written, the approval is not either. (A record whose write then
+	// fails says "allow" for a grant that did not happen; that is the safe
+	// side of the two.)
+	return s.add(entry, scope, actor, func(a Approval) error {
+		expires := "never"
+		if !a.Expires.IsZero() {
+			expires = a.Expires.Format(time.RFC3339)
+		}
+		if err := recordAudit(l, audit.Event{Time: a.Added, Kind: audit.KindAllow, Box: box, Actor: actor,
+			Fields: map[string]any{"entry": a.Entry, "scope": string(a.Scope), "expires": expires}}); err != nil {
+			return fmt.Errorf("recording the approval in the audit log (nothing was allowed): %w", err)
+		}
+		return nil
+	})
 }
 
 // Revoke removes the approval of entry from box. The audit log has no event

@@ -371,3 +371,31 @@ func TestAllowList(t *testing.T) {
 		t.Error("unknown agent accepted")
 	}
 }
+
+// TestAllowNeedsItsAuditRecord: when the audit log cannot be written, the
+// approval is not saved either.
+func TestAllowNeedsItsAuditRecord(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	if err := os.MkdirAll(l.AuditLog(), 0o700); err != nil { // a directory: the log cannot open
+		t.Fatal(err)
+	}
+	if _, err := Allow(l, "web-3f2a1c", "api.example.test", ScopeAlways, audit.ActorCLI); err == nil {
+		t.Fatal("Allow succeeded without its audit record")
+	}
+	s, err := Open(l, "web-3f2a1c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, err := s.All(); err != nil || len(all) != 0 {
+		t.Errorf("approvals after a failed record: %v, %v", all, err)
+	}
+	if err := os.Remove(l.AuditLog()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Allow(l, "web-3f2a1c", "api.example.test", ScopeAlways, audit.ActorCLI); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := s.All(); len(all) != 1 {
+		t.Errorf("approvals %v", all)
+	}
+}

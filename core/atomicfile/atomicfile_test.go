@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestWriteFileReplacesAndSetsModes(t *testing.T) {
@@ -57,5 +58,39 @@ func TestWriteFileFailureLeavesOldContent(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 2 {
 		t.Errorf("temp files left behind: %v", ents)
+	}
+}
+
+// TestNextWriteRemovesOrphans: a temp left by a killed writer is removed by
+// the next write of the same file once it is older than OrphanAge; a fresh
+// temp (a concurrent writer) and other files' temps stay.
+func TestNextWriteRemovesOrphans(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state.json")
+	old := time.Now().Add(-2 * OrphanAge)
+	mk := func(name string, mtime time.Time) string {
+		q := filepath.Join(dir, name)
+		if err := os.WriteFile(q, []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(q, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	orphan := mk(".state.json.tmp-111", old)
+	fresh := mk(".state.json.tmp-222", time.Now())
+	other := mk(".other.json.tmp-333", old)
+	notTemp := mk(".state.json.tmp-", old)
+	if err := WriteFile(p, []byte("x"), FileMode); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]bool{orphan: false, fresh: true, other: true, notTemp: true} {
+		if _, err := os.Stat(q); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", filepath.Base(q), err == nil, want)
+		}
+	}
+	if got := RemoveOrphans(dir, "", time.Now()); len(got) != 1 || got[0] != other {
+		t.Errorf("RemoveOrphans = %v, want the other file's orphan", got)
 	}
 }

@@ -219,3 +219,28 @@ func TestGoldenNameIgnoresProject(t *testing.T) {
 		t.Error("two projects with the same toolchains need different goldens")
 	}
 }
+
+// TestRebuildChecksLimaFirst: when limactl does not work, rebuild removes
+// nothing (the box and its metadata stay).
+func TestRebuildChecksLimaFirst(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	if _, err := s.Up(context.Background(), r, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.fail["--version"] = "broken"
+	if _, err := s.Rebuild(context.Background(), r, UpOptions{}); err == nil {
+		t.Fatal("rebuild succeeded with a broken limactl")
+	}
+	if _, ok := f.insts[r.Project.Box]; !ok {
+		t.Error("the instance was removed")
+	}
+	if _, err := ReadMeta(s.Layout, r.Project.Box); err != nil {
+		t.Errorf("the metadata was removed: %v", err)
+	}
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "delete") || strings.HasPrefix(c, "stop") {
+			t.Errorf("limactl %s ran", c)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -38,6 +39,7 @@ const (
 	GCGolden    GCKind = "golden"    // a golden image no box was cloned from
 	GCLog       GCKind = "log"       // an egress or broker log of a deleted box
 	GCApprovals GCKind = "approvals" // the approvals of a deleted box
+	GCTemp      GCKind = "temp"      // an atomic-write temp file left by a killed writer
 )
 
 // GCItem is one thing gc removes.
@@ -92,6 +94,9 @@ type GCState struct {
 	BrokersUnknown string
 	Logs           []GCFile // in the logs directory
 	Projects       []GCFile // in the projects directory
+	// Temps are atomic-write temp files in corral's own state directories
+	// (not in agents, seeds, snapshots or Lima's directory).
+	Temps []GCFile
 	// Goldens removes unused golden images (--goldens).
 	Goldens bool
 }
@@ -179,6 +184,12 @@ func PlanGC(st GCState) GCPlan {
 			p.Items = append(p.Items, GCItem{Kind: GCApprovals, Box: box, Path: f.Path, Reason: "approvals of a deleted box"})
 		}
 	}
+	for _, f := range sortedFiles(st.Temps) {
+		if age := st.Now.Sub(f.ModTime); age >= atomicfile.OrphanAge {
+			p.Items = append(p.Items, GCItem{Kind: GCTemp, Path: f.Path,
+				Reason: fmt.Sprintf("temp file of an interrupted write, %s old", age.Round(time.Minute))})
+		}
+	}
 	return p
 }
 
@@ -257,6 +268,13 @@ func (s *Service) GCState(goldens bool) (GCState, error) {
 	}
 	st.Logs = listFiles(s.Layout.LogsDir())
 	st.Projects = listFiles(s.Layout.ProjectsDir())
+	for _, dir := range []string{s.Layout.Home, s.Layout.BoxesDir(), s.Layout.ProjectsDir(), s.Layout.LogsDir(), s.Layout.RunDir()} {
+		for _, f := range listFiles(dir) {
+			if atomicfile.IsTemp(filepath.Base(f.Path)) {
+				st.Temps = append(st.Temps, f)
+			}
+		}
+	}
 	return st, nil
 }
 
@@ -341,8 +359,15 @@ func (s *Service) GC(ctx context.Context, plan GCPlan) ([]GCItem, error) {
 var errGCSkip = errors.New("no longer garbage")
 
 func (s *Service) gcItem(ctx context.Context, it GCItem) error {
-	if it.Kind == GCGolden {
+	switch it.Kind {
+	case GCGolden:
 		return s.RemoveGolden(ctx, it.Box, false)
+	case GCTemp:
+		// Rechecked: a temp that is younger now is another write's.
+		if !atomicfile.RemoveOrphan(it.Path, s.now()) {
+			return errGCSkip
+		}
+		return nil
 	}
 	lock, err := s.LockBox(ctx, it.Box)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/paths"
 )
 
 func TestPlanGC(t *testing.T) {
@@ -185,5 +186,45 @@ func TestGCRemoves(t *testing.T) {
 	evs, _ := audit.Read(s.Layout.AuditLog(), audit.Filter{})
 	if last := evs[len(evs)-1]; last.Kind != audit.KindGC || len(last.Fields["removed"].([]any)) != 3 {
 		t.Errorf("audit %+v", last)
+	}
+}
+
+func TestPlanGCTemps(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	p := PlanGC(GCState{Now: now, Temps: []GCFile{
+		{Path: "/b/.web.json.tmp-1", ModTime: now.Add(-time.Hour)},
+		{Path: "/b/.web.json.tmp-2", ModTime: now.Add(-time.Minute)}, // a write in progress
+	}})
+	if len(p.Items) != 1 || p.Items[0].Kind != GCTemp || p.Items[0].Path != "/b/.web.json.tmp-1" {
+		t.Errorf("items %+v", p.Items)
+	}
+}
+
+// TestGCStateFindsTemps: temps in corral's state dirs are found; the agents
+// directory (the agent's own files) is not looked at.
+func TestGCStateFindsTemps(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		filepath.Join(l.BoxesDir(), ".web.json.tmp-1"),
+		filepath.Join(l.ProjectsDir(), ".web.approvals.json.tmp-2"),
+		filepath.Join(l.AgentDir("claude"), ".settings.json.tmp-3"),
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Service{Layout: l}
+	st, err := s.GCState(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Temps) != 2 {
+		t.Errorf("temps %+v, want the boxes and projects ones", st.Temps)
 	}
 }

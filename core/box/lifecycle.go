@@ -431,6 +431,11 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 // trusted config and approvals (they live outside the instance).
 func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
 	box := r.Project.Box
+	// Lima must work before anything is removed: a rebuild that removes the
+	// box and then cannot create one leaves the user with nothing.
+	if _, err := s.Lima.CheckVersion(ctx); err != nil {
+		return Meta{}, fmt.Errorf("rebuilding box %s: %w", box, err)
+	}
 	if _, err := ReadMeta(s.Layout, box); err == nil {
 		if err := s.Remove(ctx, box, true); err != nil {
 			return Meta{}, err
