@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
+	"github.com/corral-dev/corral/core/pins"
 	"github.com/corral-dev/corral/core/qemu"
 )
 
@@ -302,7 +303,8 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
 	c := g.Config.Config
 	net := "offline"
-	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || (c.Agent != nil && *c.Agent == "claude") {
+	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
+	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude {
 		net = "full" // apt, toolchains and the agent's installer download once, here
 	}
 	c.Network = &net
@@ -315,6 +317,9 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 // project-independent template: created, started to finish provisioning,
 // then stopped.
 func (s *Service) EnsureGolden(ctx context.Context, r Resolved) (string, error) {
+	if err := s.fetchNPM(ctx, r); err != nil {
+		return "", err
+	}
 	yaml, err := goldenTemplate(s, r)
 	if err != nil {
 		return "", err
@@ -446,4 +451,23 @@ func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta,
 		s.audit(audit.Event{Kind: audit.KindRebuild, Box: box})
 	}
 	return m, err
+}
+
+// fetchNPM puts the pinned Claude Code tarball into the host's npm cache
+// (verified against its pin) when the golden build installs from it
+// (claude_install = "npm"). The npm client's own registry setting decides
+// where it comes from; the pin decides what is accepted.
+func (s *Service) fetchNPM(ctx context.Context, r Resolved) error {
+	c := r.Config.Config
+	if c.Agent == nil || *c.Agent != "claude" || c.ClaudeInstall == nil || *c.ClaudeInstall != "npm" {
+		return nil
+	}
+	pin, err := pins.ClaudeCode(r.Platform.Arch)
+	if err != nil {
+		return err
+	}
+	if _, err := (pins.Fetcher{Dir: s.Layout.NPMCacheDir()}).Fetch(ctx, pin); err != nil {
+		return fmt.Errorf("claude_install = \"npm\": %w\nhint: install the npm client, or set claude_install = \"official\"", err)
+	}
+	return nil
 }

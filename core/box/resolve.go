@@ -103,6 +103,7 @@ func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.R
 		BrokerHost:    BrokerGuestHostFor(r.Platform, c),
 		BrokerPort:    brokerPort,
 		Golden:        golden,
+		NPMDir:        l.NPMCacheDir(),
 		User:          limaUser(),
 	})
 	if err != nil {

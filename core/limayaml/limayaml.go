@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/pins"
 	"github.com/corral-dev/corral/guest"
 	"go.yaml.in/yaml/v3"
 )
@@ -46,7 +47,14 @@ type Input struct {
 	// Golden renders the project-independent part only: base, packages,
 	// toolchains and agent; no mounts and no project parameters.
 	Golden bool
+	// NPMDir is the host directory of verified pinned npm tarballs
+	// (paths.NPMCacheDir); a golden build with claude_install = "npm"
+	// shares it read-only at NPMMount and installs Claude Code from it.
+	NPMDir string
 }
+
+// NPMMount is where a golden build sees Input.NPMDir.
+const NPMMount = "/corral/npm"
 
 // Template is a subset of Lima's instance YAML, in Lima's field order.
 type Template struct {
@@ -195,6 +203,16 @@ func Render(in Input) (Rendered, error) {
 		"PROXY_PORT": strconv.Itoa(in.BrokerPort),
 		"TOOLCHAINS": strings.Join(c.Toolchains, " "),
 		"USER":       in.User,
+	}
+	if in.Golden && deref(c.Agent) == "claude" && deref(c.ClaudeInstall) == "npm" {
+		pin, err := pins.ClaudeCode(in.Platform.Arch)
+		if err != nil {
+			return Rendered{}, err
+		}
+		t.Param["CLAUDE_INSTALL"] = "npm"
+		t.Param["CLAUDE_NPM_FILE"] = pin.File()
+		t.Param["CLAUDE_NPM_SHA512"] = pin.SHA512Hex()
+		t.Mounts = append(t.Mounts, Mount{Location: in.NPMDir, MountPoint: NPMMount, Writable: false})
 	}
 	if !in.Golden {
 		t.Param["PROJECT"] = in.ProjectDir

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/pins"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -233,5 +234,39 @@ func TestGitShadow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestGoldenNPMClaude(t *testing.T) {
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	in.Golden = true
+	in.NPMDir = "/home/dev/.corral/cache/npm"
+	agent, install := "claude", "npm"
+	in.Config.Agent, in.Config.ClaudeInstall = &agent, &install
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Template
+	if err := yaml.Unmarshal(r.YAML, &back); err != nil {
+		t.Fatal(err)
+	}
+	pin, _ := pins.ClaudeCode("amd64")
+	if back.Param["CLAUDE_INSTALL"] != "npm" || back.Param["CLAUDE_NPM_FILE"] != pin.File() || back.Param["CLAUDE_NPM_SHA512"] != pin.SHA512Hex() {
+		t.Errorf("params %v", back.Param)
+	}
+	if len(back.Mounts) != 1 || back.Mounts[0].Location != in.NPMDir || back.Mounts[0].MountPoint != NPMMount || back.Mounts[0].Writable {
+		t.Errorf("mounts %+v, want the npm cache read-only at %s", back.Mounts, NPMMount)
+	}
+	// The default (official) installs nothing from the host.
+	official := "official"
+	in.Config.ClaudeInstall = &official
+	r, _ = Render(in)
+	back = Template{}
+	if err := yaml.Unmarshal(r.YAML, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Mounts) != 0 || back.Param["CLAUDE_INSTALL"] != "" || back.Param["CLAUDE_NPM_FILE"] != "" {
+		t.Errorf("official install renders the npm mount or params: %+v %v", back.Mounts, back.Param)
 	}
 }

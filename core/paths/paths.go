@@ -84,6 +84,10 @@ func (l Layout) AgentTemplate(agent string) string {
 // created and empties it after the first start.
 func (l Layout) SeedDir(box string) string { return filepath.Join(l.Home, "seed", box) }
 
+// NPMCacheDir holds pinned npm tarballs fetched on the host and verified
+// (core/pins), shared read-only with golden builds that install from them.
+func (l Layout) NPMCacheDir() string { return filepath.Join(l.Home, "cache", "npm") }
+
 // LogsDir holds corral's logs.
 func (l Layout) LogsDir() string { return filepath.Join(l.Home, "logs") }
 

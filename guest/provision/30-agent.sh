@@ -42,6 +42,19 @@ fi
 # for this agent have network access (they run only corral's scripts, no
 # project code); boxes cloned from the golden never need the installer's
 # hosts, and the wrapper turns the auto-updater off.
+# claude_install = "npm" (PARAM_CLAUDE_INSTALL): the pinned npm platform
+# package, fetched and verified on the host (core/pins) and shared
+# read-only at /corral/npm; checked again here before it is unpacked.
+if [ ! -x /usr/local/bin/claude-real ] && [ "${PARAM_CLAUDE_INSTALL:-official}" = npm ]; then
+	tgz=/corral/npm/${PARAM_CLAUDE_NPM_FILE:?}
+	if [ "$(sha512sum "$tgz" | cut -d' ' -f1)" != "${PARAM_CLAUDE_NPM_SHA512:?}" ]; then
+		echo "corral: $tgz does not match its pinned hash; not installing it" >&2
+		exit 1
+	fi
+	tar -xzf "$tgz" -O package/claude >/usr/local/bin/claude-real.tmp
+	chmod 0755 /usr/local/bin/claude-real.tmp
+	mv -f /usr/local/bin/claude-real.tmp /usr/local/bin/claude-real
+fi
 if [ ! -x /usr/local/bin/claude-real ]; then
 	tmp=$(mktemp -d)
 	if ! curl -fsSL https://claude.ai/install.sh -o "$tmp/install.sh" || ! HOME=$tmp bash "$tmp/install.sh"; then

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -266,6 +267,43 @@ ca = %q
 		}
 		if !sawKey {
 			t.Error("the fake API never saw the real key on POST /v1/messages")
+		}
+	})
+	t.Run("time to the first answer byte", func(t *testing.T) {
+		x.t = t
+		// docs/BENCHMARKS.md: `corral claude -- -p "say hello"` on a running
+		// box, from exec to the first byte on stdout (Claude Code prints the
+		// answer once the stream ends, so this is the whole turn against
+		// the fake API). 5 runs; about 1 minute under TCG.
+		var ds []time.Duration
+		for i := 0; i < 5; i++ {
+			cmd := exec.Command(x.bin, "-C", x.project, "claude", "--", "-p", "say hello")
+			cmd.Env = append(append([]string{}, x.env...), secrets...)
+			pr, pw, err := os.Pipe()
+			must(t, err)
+			cmd.Stdout = pw
+			start := time.Now()
+			must(t, cmd.Start())
+			pw.Close()
+			one := make([]byte, 1)
+			if _, err := pr.Read(one); err != nil {
+				t.Fatalf("no answer byte: %v", err)
+			}
+			ds = append(ds, time.Since(start))
+			io.Copy(io.Discard, pr)
+			pr.Close()
+			must(t, cmd.Wait())
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		line := fmt.Sprintf("claude -p first answer byte on a running box (fake API, TCG): median %s, min %s, max %s over %d runs\n",
+			ds[len(ds)/2].Round(time.Millisecond), ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), len(ds))
+		t.Log(line)
+		if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err == nil {
+				f.WriteString(line)
+				f.Close()
+			}
 		}
 	})
 	t.Run("the session environment carries no secret", func(t *testing.T) {
