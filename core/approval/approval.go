@@ -234,6 +234,11 @@ func (s *Store) add(entry string, scope Scope, actor audit.Actor, record func(Ap
 	if err != nil {
 		return Approval{}, err
 	}
+	// No approval may open a whole public suffix ("*.com"). Only granting
+	// checks it: an old approval of one can still be revoked.
+	if err := egress.CheckWildcard(canon); err != nil {
+		return Approval{}, err
+	}
 	if _, err := ParseScope(string(scope)); err != nil {
 		return Approval{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
@@ -120,14 +121,14 @@ func allowRun(opts *AllowOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.Out, "revoked %s for box %s\n", a.Entry, opts.Box)
+		fmt.Fprintf(opts.IO.Out, "revoked %s for box %s\n", display.Authority(a.Entry, 0), opts.Box)
 		return nil
 	}
 	a, err := approval.Allow(l, opts.Box, opts.Entry, opts.Scope, audit.ActorCLI)
 	if a.Entry == "" {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "allowed %s for box %s (%s)\n", a.Entry, opts.Box, scopeText(a.Scope))
+	fmt.Fprintf(opts.IO.Out, "allowed %s for box %s (%s)\n", display.Authority(a.Entry, 0), opts.Box, scopeText(a.Scope))
 	if m.Network != "" && m.Network != "broker" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: box %s has network = %q, so its broker does not filter; the approval applies when it uses \"broker\"\n", opts.Box, m.Network)
 	}
@@ -182,7 +183,7 @@ func allowList(opts *AllowOptions, l paths.Layout) error {
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENTRY\tSCOPE\tEXPIRES\tBY")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Entry, a.Scope, expiresText(a.Expires, now), a.Actor)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", display.Authority(a.Entry, 0), a.Scope, expiresText(a.Expires, now), a.Actor)
 	}
 	return tw.Flush()
 }

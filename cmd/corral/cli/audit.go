@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
 )
 
@@ -113,7 +114,8 @@ func auditRun(opts *AuditOptions) error {
 		if actor == "" {
 			actor = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.Time.In(loc).Format("2006-01-02 15:04:05"), ev.Kind, box, actor, auditDetails(ev))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.Time.In(loc).Format("2006-01-02 15:04:05"),
+			display.Text(string(ev.Kind), 40), display.Text(box, 0), display.Text(actor, 40), auditDetails(ev))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -132,7 +134,7 @@ func auditRun(opts *AuditOptions) error {
 func auditDetails(ev audit.Event) string {
 	var parts []string
 	if len(ev.EnvNames) > 0 {
-		parts = append(parts, "env="+strings.Join(ev.EnvNames, ","))
+		parts = append(parts, "env="+display.Text(strings.Join(ev.EnvNames, ","), 0))
 	}
 	keys := make([]string, 0, len(ev.Fields))
 	for k := range ev.Fields {
@@ -140,7 +142,7 @@ func auditDetails(ev audit.Event) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		parts = append(parts, k+"="+auditValue(ev.Fields[k]))
+		parts = append(parts, display.Text(k, 0)+"="+auditValue(ev.Fields[k]))
 	}
 	return strings.Join(parts, " ")
 }
@@ -148,10 +150,12 @@ func auditDetails(ev audit.Event) string {
 func auditValue(v any) string {
 	switch x := v.(type) {
 	case string:
+		// Field values can come from a box (the host of a denial): no
+		// control or bidi rune reaches the terminal either way.
 		if x == "" || strings.ContainsAny(x, " \t\n\"=") {
-			return strconv.Quote(x)
+			return display.Text(strconv.Quote(x), 0)
 		}
-		return x
+		return display.Text(x, 0)
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {

@@ -95,3 +95,13 @@ func TestAuditEmpty(t *testing.T) {
 		t.Errorf("json %q", out)
 	}
 }
+
+// Text a box wrote (the host of a denial) reaches the terminal escaped.
+func TestAuditEscapesBoxText(t *testing.T) {
+	if got := auditValue("evil\x1b[2J\u202e.test"); got != `evil\x1b[2J\u202e.test` {
+		t.Errorf("auditValue = %q", got)
+	}
+	if got := auditValue("a b\x1b"); got != `"a b\x1b"` {
+		t.Errorf("auditValue quoted = %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/broker"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
@@ -207,7 +208,7 @@ func egressRun(opts *EgressOptions) error {
 	fmt.Fprintf(w, "\nrecent denials:\n")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range denials {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), e.Reason)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), e.Reason, times(e))
 	}
 	if len(denials) == 0 {
 		fmt.Fprintln(tw, "  none")
@@ -258,7 +259,7 @@ func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Locat
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ts, e.Kind, safeText(e.Session))
 			continue
 		}
-		detail := string(e.Reason)
+		detail := string(e.Reason) + times(e)
 		if e.Allowed {
 			detail = e.IP
 		}
@@ -274,13 +275,23 @@ func verdict(allowed bool) string {
 	return "denied"
 }
 
+// times says how many denials an aggregated line stands for.
+func times(e egress.Entry) string {
+	if e.N() <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (×%d)", e.N())
+}
+
 // hostPort joins a logged host and port for a terminal. Hosts of malformed
-// requests are logged as sent, so anything but printable ASCII is quoted.
+// requests are logged as sent (capped): core/display escapes controls and
+// shows a non-ASCII or punycode name with its Unicode form beside it, cut
+// from the left so the registrable domain stays visible.
 func hostPort(host string, port int) string {
 	if port == 0 {
-		return safeText(host)
+		return display.Host(host, 0)
 	}
-	return safeText(net.JoinHostPort(host, strconv.Itoa(port)))
+	return display.Authority(net.JoinHostPort(host, strconv.Itoa(port)), 0)
 }
 
 // safeText quotes s unless it is printable ASCII without spaces, so that a

@@ -85,7 +85,7 @@ allow-list:
 
 destinations in the last 24h:
   denied   evil.example.test:443  3  last 1m ago  host-not-allowed
-  denied   "\x1b[31mred"          1  last 3m ago  malformed-authority
+  denied   \x1b[31mred            1  last 3m ago  malformed-authority
   denied   api.example.test:8443  1  last 5m ago  port-not-allowed
   allowed  api.anthropic.com:443  2  last 30m ago
   allowed  pkg.example.test:80    1  last 10m ago
@@ -93,7 +93,7 @@ destinations in the last 24h:
 recent denials:
   2026-05-06 11:40:00  connect  evil.example.test:443  host-not-allowed
   2026-05-06 11:55:00  connect  api.example.test:8443  port-not-allowed
-  2026-05-06 11:57:00  connect  "\x1b[31mred"          malformed-authority
+  2026-05-06 11:57:00  connect  \x1b[31mred            malformed-authority
   2026-05-06 11:58:00  connect  evil.example.test:443  host-not-allowed
   2026-05-06 11:58:30  connect  evil.example.test:443  host-not-allowed
 
@@ -172,7 +172,7 @@ func TestEgressLog(t *testing.T) {
 		"2026-05-06 11:40:00  denied   connect  evil.example.test:443  host-not-allowed\n" +
 		"2026-05-06 11:50:00  allowed  http     pkg.example.test:80    127.0.0.1\n" +
 		"2026-05-06 11:55:00  denied   connect  api.example.test:8443  port-not-allowed\n" +
-		"2026-05-06 11:57:00  denied   connect  \"\\x1b[31mred\"          malformed-authority\n" +
+		"2026-05-06 11:57:00  denied   connect  \\x1b[31mred            malformed-authority\n" +
 		"2026-05-06 11:58:00  denied   connect  evil.example.test:443  host-not-allowed\n" +
 		"2026-05-06 11:58:30  denied   connect  evil.example.test:443  host-not-allowed\n"
 	if code != 0 || out != want {
