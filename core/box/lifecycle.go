@@ -121,6 +121,11 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return s.upRunning(ctx, r, m)
 	}
 	s.followConfig(r, &m)
+	// The qemu wrapper reads the metadata when Lima starts qemu: it must
+	// already hold the followed settings (the git shadow opt-out).
+	if err := WriteMeta(s.Layout, m); err != nil {
+		return m, err
+	}
 	rendered, rerr := Render(s.Layout, r, m.BrokerPort, false)
 	s.warnDrift(rendered, rerr, m)
 	if err := s.EnsureBroker(ctx, &m); err != nil {
