@@ -201,6 +201,7 @@ func (s *Service) followConfig(r Resolved, m *Meta) {
 	// The host side of the git shadow follows at the next start (the qemu
 	// wrapper reads it); the guest's overlay follows the template.
 	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
+	m.MountType = deref(c.MountType)
 }
 
 func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
@@ -223,7 +224,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		BrokerPort: port, Network: *c.Network, MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
 		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
-		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, Provisioning: true,
+		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err

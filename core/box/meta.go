@@ -46,7 +46,10 @@ type Meta struct {
 	// GitShadowOff is the trusted opt-out (git_shadow = false): the box may
 	// write the project's git directory. The zero value protects it, so
 	// metadata from before the setting existed fails closed.
-	GitShadowOff bool      `json:"git_shadow_off,omitempty"`
+	GitShadowOff bool `json:"git_shadow_off,omitempty"`
+	// MountType is the project mount's type as last started; with
+	// reverse-sshfs the host's sftp-server, not qemu, serves the project.
+	MountType    string    `json:"mount_type,omitempty"`
 	Sessions     []Session `json:"sessions,omitempty"`
 	LastActivity time.Time `json:"last_activity"`
 	// Provisioning is set while a create or rebuild runs; a box left with
