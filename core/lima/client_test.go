@@ -266,6 +266,16 @@ func TestGetNotFound(t *testing.T) {
 	}
 }
 
+func TestGetNotFoundLima2(t *testing.T) {
+	// Real 2.2.0 (captured): the warning, then a fatal "unmatched instances", exit 1.
+	f := &fakeExec{stderr: `time="2026-12-01T15:16:58Z" level=warning msg="No instance matching nope found."` + "\n" +
+		`time="2026-12-01T15:16:58Z" level=fatal msg="unmatched instances"` + "\n", exit: 1}
+	_, err := f.client().Get(context.Background(), "nope")
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound", err)
+	}
+}
+
 func TestGetNotFoundWhenListIsEmpty(t *testing.T) {
 	f := &fakeExec{stderr: `time="x" level=warning msg="No instance matching nope found."`}
 	_, err := f.client().Get(context.Background(), "nope")

@@ -156,7 +156,10 @@ func parseLogrus(line string) (level, msg string, ok bool) {
 // `instance "x" does not exist, ...` (shell), `No instance matching x found.` (list), or the raw os error of
 // reading `<LIMA_HOME>/x/lima.yaml` (stop, snapshot).
 func isNotFound(msg string) bool {
-	return strings.Contains(msg, "not found") && strings.Contains(msg, "instance") ||
+	// Lima 2.x: `limactl list --json NAME` of a missing NAME warns "No instance matching NAME found." and
+	// exits 1 with "unmatched instances" (cmd/limactl/list.go unmatchedInstancesError); 1.2.2 exits 0.
+	return msg == "unmatched instances" ||
+		strings.Contains(msg, "not found") && strings.Contains(msg, "instance") ||
 		strings.HasPrefix(msg, "No instance matching") ||
 		strings.Contains(msg, "does not exist") && strings.Contains(msg, "instance") ||
 		strings.Contains(msg, "lima.yaml: no such file or directory")
