@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs everything corral's tests need on a fresh Debian 12 machine
 # (run as root): linters, the desktop test stack (private D-Bus, keyring,
-# notification daemon, Xvfb), and real Lima with an offline test image for
-# the end-to-end tests. Idempotent; safe to re-run.
+# notification daemon, Xvfb), and real Lima (1.2.2, the declared minimum,
+# and 2.2.0 beside it from packaging/third_party) with an offline test
+# image for the end-to-end tests. Idempotent; safe to re-run.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -14,5 +15,6 @@ apt-get install -y -q --no-install-recommends \
 	dpkg-dev desktop-file-utils npm
 
 "$here/setup-lima.sh"
+"$here/setup-lima2.sh"
 "$here/build-image.sh"
 "$here/create-test-user.sh"
