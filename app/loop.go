@@ -84,6 +84,12 @@ func (l *loop) run(ctx context.Context) {
 	defer sweep.Stop()
 	l.refresh(ctx)
 	actions := l.opts.Notifier.Actions()
+	// A notifier that learns later it will not be shown (macOS refused
+	// authorization) says so once, on the menu's error line.
+	var trouble <-chan string
+	if t, ok := l.opts.Notifier.(notify.Troubled); ok {
+		trouble = t.Trouble()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,6 +102,10 @@ func (l *loop) run(ctx context.Context) {
 			l.click(ctx, c)
 		case f := <-l.results:
 			f(ctx)
+		case msg := <-trouble:
+			trouble = nil // once
+			l.ui.LastError = msg
+			l.render()
 		case a, ok := <-actions:
 			if !ok {
 				actions = nil

@@ -9,6 +9,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -101,3 +102,33 @@ func (c *Cooldown) Reset(box, host string) {
 	defer c.mu.Unlock()
 	delete(c.last, [2]string{box, host})
 }
+
+// Troubled is implemented by a Notifier that can learn after New that it
+// will not be shown (macOS answers the authorization request later). The
+// channel carries at most one line, for the menu's error line; the app
+// shows it once.
+type Troubled interface {
+	Trouble() <-chan string
+}
+
+// UNErrorDomain code 1 (UNErrorCodeNotificationsNotAllowed): the
+// notification daemon refused the app. An ad-hoc signed app is commonly
+// refused, and is then not even listed in System Settings › Notifications.
+const unErrorNotAllowed = 1
+
+// AuthorizationProblem is the menu line for the answer to macOS's
+// notification authorization request, or "" when notifications will be
+// shown. domain, code and desc describe the NSError (desc is its
+// localizedDescription); domain is "" when there was none.
+func AuthorizationProblem(granted bool, domain string, code int, desc string) string {
+	switch {
+	case granted:
+		return ""
+	case domain == "UNErrorDomain" && code == unErrorNotAllowed:
+		return "notifications refused by macOS (" + desc + "): Corral must be signed with an Apple Development or Developer ID certificate; denied hosts show in this menu"
+	case domain != "":
+		return "notifications unavailable (" + domain + " " + fmt.Sprint(code) + ": " + desc + "); denied hosts show in this menu"
+	}
+	return "notifications are off for Corral: turn them on in System Settings › Notifications › Corral; denied hosts show in this menu"
+}
+

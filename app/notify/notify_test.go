@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,5 +31,24 @@ func TestCooldown(t *testing.T) {
 	c.Reset("web", "a.example.test")
 	if !c.Allow("web", "a.example.test") {
 		t.Error("Allow after Reset = false")
+	}
+}
+
+func TestAuthorizationProblem(t *testing.T) {
+	for _, tc := range []struct {
+		granted bool
+		domain  string
+		code    int
+		want    string
+	}{
+		{true, "", 0, ""},
+		{false, "UNErrorDomain", 1, "Apple Development or Developer ID"},
+		{false, "NSCocoaErrorDomain", 4099, "NSCocoaErrorDomain 4099: the reason"},
+		{false, "", 0, "System Settings › Notifications › Corral"},
+	} {
+		got := AuthorizationProblem(tc.granted, tc.domain, tc.code, "the reason")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: %q", tc, got)
+		}
 	}
 }

@@ -3,8 +3,30 @@ package notify
 // Linking UserNotifications is what registers its classes with the
 // Objective-C runtime; without it objc.GetClass("UNUserNotificationCenter")
 // is nil (darwinkit has no UserNotifications package, darwinkit#257).
+//
+// corral_current_center guards +currentNotificationCenter, which raises an
+// Objective-C exception (not an error) when LaunchServices has no bundle
+// proxy for the process, e.g. a Corral.app run from a path LaunchServices
+// never registered; an exception crossing into Go aborts the process.
 
-// #cgo LDFLAGS: -framework UserNotifications
+/*
+#cgo CFLAGS: -x objective-c -fobjc-exceptions
+#cgo LDFLAGS: -framework Foundation -framework UserNotifications
+#import <Foundation/Foundation.h>
+#import <UserNotifications/UserNotifications.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *corral_current_center(char **reason) {
+	@try {
+		return (void *)[UNUserNotificationCenter currentNotificationCenter];
+	} @catch (NSException *e) {
+		const char *r = [[e reason] UTF8String];
+		*reason = strdup(r ? r : "unknown exception");
+		return NULL;
+	}
+}
+*/
 import "C"
 
 import (
@@ -13,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"unsafe"
 
 	"github.com/progrium/darwinkit/dispatch"
 	"github.com/progrium/darwinkit/macos/foundation"
@@ -29,8 +52,11 @@ type UN struct {
 	log     *slog.Logger
 	center  objc.Object
 	actions chan ActionEvent
+	trouble chan string // at most one line: the authorization answer
 	once    sync.Once
 }
+
+var _ Troubled = (*UN)(nil)
 
 var _ Notifier = (*UN)(nil)
 
@@ -56,8 +82,15 @@ func New(log *slog.Logger) (Notifier, error) {
 	if cls.Ptr() == nil {
 		return nil, errors.New("UserNotifications framework not loaded")
 	}
-	u := &UN{log: log, actions: make(chan ActionEvent, 16)}
-	u.center = objc.Call[objc.Object](cls, objc.Sel("currentNotificationCenter"))
+	u := &UN{log: log, actions: make(chan ActionEvent, 16), trouble: make(chan string, 1)}
+	var reason *C.char
+	center := C.corral_current_center(&reason)
+	if center == nil {
+		msg := C.GoString(reason)
+		C.free(unsafe.Pointer(reason))
+		return nil, fmt.Errorf("notification center unavailable: %s (is Corral.app registered with LaunchServices? open it from /Applications)", msg)
+	}
+	u.center = objc.ObjectFrom(center)
 
 	unMu.Lock()
 	unCurrent = u
@@ -81,8 +114,18 @@ func New(log *slog.Logger) (Notifier, error) {
 	const alertSound = 4 | 2 // UNAuthorizationOptionAlert | Sound
 	objc.Call[objc.Void](u.center, objc.Sel("requestAuthorizationWithOptions:completionHandler:"), uint(alertSound),
 		func(granted bool, err objc.Object) {
-			if !granted {
-				log.Warn("notifications not authorized; allow Corral in System Settings › Notifications")
+			domain, code, desc := "", 0, ""
+			if err.Ptr() != nil {
+				domain = objc.Call[string](err, objc.Sel("domain"))
+				code = objc.Call[int](err, objc.Sel("code"))
+				desc = objc.Call[string](err, objc.Sel("localizedDescription"))
+			}
+			if msg := AuthorizationProblem(granted, domain, code, desc); msg != "" {
+				log.Warn("notifications not authorized", "granted", granted, "domain", domain, "code", code, "description", desc)
+				select {
+				case u.trouble <- msg:
+				default:
+				}
 			}
 		})
 	return u, nil
@@ -137,15 +180,11 @@ func (u *UN) Notify(ctx context.Context, n Notification) error {
 		id := "corral-denied-" + n.Box + "-" + n.Host
 		req := objc.Call[objc.Object](objc.GetClass("UNNotificationRequest"), objc.Sel("requestWithIdentifier:content:trigger:"),
 			id, content, objc.Object{})
-		objc.Call[objc.Void](u.center, objc.Sel("addNotificationRequest:withCompletionHandler:"), req,
-			func(err objc.Object) {
-				if err.Ptr() != nil {
-					errc <- fmt.Errorf("posting notification for %s on box %q: %s", n.Host, n.Box,
-						objc.Call[string](err, objc.Sel("localizedDescription")))
-					return
-				}
-				errc <- nil
-			})
+		// A nil completion handler: darwinkit v0.5.0's dispose helper for
+		// a Go block passed here reads freed memory. Delivery failures
+		// are what the authorization answer (Trouble) already reports.
+		objc.Call[objc.Void](u.center, objc.Sel("addNotificationRequest:withCompletionHandler:"), req, objc.Block{})
+		errc <- nil
 	})
 	select {
 	case err := <-errc:
@@ -154,6 +193,9 @@ func (u *UN) Notify(ctx context.Context, n Notification) error {
 		return ctx.Err()
 	}
 }
+
+// Trouble carries the one authorization problem, if macOS refused.
+func (u *UN) Trouble() <-chan string { return u.trouble }
 
 // Actions reports the actions the user picked.
 func (u *UN) Actions() <-chan ActionEvent { return u.actions }

@@ -14,16 +14,14 @@ import (
 // Default returns the platform secret store: the login keychain on macOS.
 func Default() Store { return &Keychain{} }
 
-const (
-	hintKeychainLocked  = "unlock your login keychain (Keychain Access, or: security unlock-keychain), then retry"
-	hintKeychainTimeout = "the keychain did not answer in time; is it waiting for you to allow access in a dialog?"
-)
-
 // Keychain is the macOS Store: generic passwords in the default keychain,
 // looked up by kSecAttrService and kSecAttrAccount. Security framework calls
 // cannot be cancelled, so each runs on its own goroutine and a call that
 // outlives the deadline is abandoned (it finishes in the background) and
-// reported as ErrUnavailable.
+// reported as ErrUnavailable. A read may raise the Keychain's "allow
+// access" dialog: sessions with a person at the terminal pass a context
+// bounded by InteractiveTimeout (see Interactive), and keychainError gives
+// Deny its own message.
 type Keychain struct {
 	// Timeout bounds calls whose context has no deadline; 0 means
 	// DefaultTimeout.
@@ -42,20 +40,15 @@ func (k *Keychain) run(ctx context.Context, service, account string, f func() er
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return Unavailable(service, account, fmt.Errorf("keychain: %w", ctx.Err()), hintKeychainTimeout)
+		return Unavailable(service, account, fmt.Errorf("keychain: %w", ctx.Err()), keychainTimeoutHint(service, account))
 	}
 }
 
 func (k *Keychain) fail(op, service, account string, err error) error {
 	var kerr keychain.Error
 	if errors.As(err, &kerr) {
-		switch kerr {
-		case keychain.ErrorItemNotFound:
-			return NotFound(service, account)
-		case keychain.ErrorInteractionNotAllowed, keychain.ErrorNotAvailable,
-			keychain.ErrorNoSuchKeychain, keychain.ErrorInvalidKeychain,
-			keychain.ErrorAuthFailed, keychain.ErrorUserCanceled:
-			return Unavailable(service, account, fmt.Errorf("%s: %w", op, err), hintKeychainLocked)
+		if mapped, ok := keychainError(op, service, account, int(kerr), err); ok {
+			return mapped
 		}
 	}
 	return fmt.Errorf("%s for service %q account %q: %w", op, service, account, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/launchenv"
+	"github.com/corral-dev/corral/core/secret"
 	"golang.org/x/term"
 )
 
@@ -39,6 +40,10 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 			in.Terminal = &launchenv.Terminal{Cols: w, Rows: h}
 		}
 	}
+	// A Keychain read may raise an "allow access" dialog: with a person at
+	// the terminal, wait for the answer instead of secret.DefaultTimeout.
+	ctx, cancel := secret.Interactive(ctx, tty)
+	defer cancel()
 	env, err := launchenv.Assemble(ctx, in)
 	if err != nil {
 		return nil, nil, err
