@@ -131,4 +131,3 @@ func AuthorizationProblem(granted bool, domain string, code int, desc string) st
 	}
 	return "notifications are off for Corral: turn them on in System Settings › Notifications › Corral; denied hosts show in this menu"
 }
-
