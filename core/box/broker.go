@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 )
 
@@ -76,7 +77,7 @@ func BrokerAnswering(port int) bool {
 // EnsureBroker starts the box's broker if it is not running and waits for
 // it to answer. Boxes not in broker mode have none.
 func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
-	if m.Network != "broker" {
+	if m.Network != config.NetworkBroker {
 		return nil
 	}
 	if brokerAlive(m.BrokerPID, m.Name) && BrokerAnswering(m.BrokerPort) {

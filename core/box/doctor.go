@@ -372,7 +372,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	if st.State != string(lima.StatusRunning) {
 		return out
 	}
-	if m.Network == "broker" {
+	if m.Network == config.NetworkBroker {
 		if BrokerAnswering(m.BrokerPort) {
 			out = append(out, pass("broker", fmt.Sprintf("answering on 127.0.0.1:%d", m.BrokerPort)))
 		} else {
@@ -461,7 +461,7 @@ func envChecks(err error) []Check {
 // guestWant is what the guest must show.
 type guestWant struct {
 	Box      string
-	Network  string
+	Network  config.Network
 	Units    []string
 	EnvNames []string
 	GitHosts []string
@@ -470,7 +470,7 @@ type guestWant struct {
 // remoteCommand is the command line ssh hands the guest's shell: the
 // script comes on stdin; every argument is quoted.
 func (w guestWant) remoteCommand() string {
-	args := []string{"sh", "-s", "--", shellQuote(w.Network)}
+	args := []string{"sh", "-s", "--", shellQuote(string(w.Network))}
 	for _, u := range w.Units {
 		args = append(args, shellQuote("unit:"+u))
 	}
@@ -519,13 +519,13 @@ func guestChecks(w guestWant, kv map[string]string) []Check {
 			restart+"; journalctl -u "+u+" in the box shows why"))
 	}
 
-	netName := "network " + w.Network
+	netName := "network " + string(w.Network)
 	var netProblems []string
-	if got := kv["network"]; got != w.Network {
+	if got := kv["network"]; got != string(w.Network) {
 		netProblems = append(netProblems, fmt.Sprintf("the guest applies network %q, the box was created with %q", got, w.Network))
 	}
 	nftNote := ""
-	if w.Network == "broker" || w.Network == "offline" {
+	if w.Network == config.NetworkBroker || w.Network == config.NetworkOffline {
 		if kv["sudo"] != "no" {
 			netProblems = append(netProblems, "the box user has sudo, so it could undo the network rules")
 		}

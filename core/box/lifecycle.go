@@ -221,7 +221,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	mem, _ := config.ParseSize(*c.Memory)
 	m := Meta{
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
-		BrokerPort: port, Network: *c.Network, MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
+		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
 		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
 		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
@@ -308,10 +308,10 @@ func GoldenName(goldenYAML []byte) string {
 func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
 	c := g.Config.Config
-	net := "offline"
+	net := string(config.NetworkOffline)
 	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
 	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude {
-		net = "full" // apt, toolchains and the agent's installer download once, here
+		net = string(config.NetworkFull) // apt, toolchains and the agent's installer download once, here
 	}
 	c.Network = &net
 	g.Config.Config = c

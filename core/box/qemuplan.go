@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/paths"
@@ -20,7 +21,7 @@ import (
 // (it probes the host's /dev/kvm, which a plan must not depend on).
 type QemuPlan struct {
 	Box     string
-	Network string
+	Network config.Network
 	Options qemu.Options
 	// ReadOnly are the host paths of the project's git metadata (see
 	// gitshadow.Dirs.ReadOnly) that qemu must not be able to write. On Linux
@@ -75,23 +76,23 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 			}
 			p.ReadOnly = d.ReadOnly()
 		}
-		if m.Network == funnel.NetworkBroker {
+		if m.Network == config.NetworkBroker {
 			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(exe, name)}
 		}
 	case errors.Is(err, ErrNoMeta) && strings.HasPrefix(name, "golden-"):
 		if p.Network, err = templateNetwork(filepath.Join(inst, "lima.yaml")); err != nil {
 			return QemuPlan{}, fmt.Errorf("golden image %s: %w", name, err)
 		}
-		if p.Network == funnel.NetworkBroker {
+		if p.Network == config.NetworkBroker {
 			return QemuPlan{}, fmt.Errorf("golden image %s: network broker has no broker to funnel to", name)
 		}
 	default:
 		return QemuPlan{}, fmt.Errorf("box %s: %w (corral runs only the boxes it created)", name, err)
 	}
 	switch p.Network {
-	case "full":
-	case funnel.NetworkBroker:
-	case funnel.NetworkOffline:
+	case config.NetworkFull:
+	case config.NetworkBroker:
+	case config.NetworkOffline:
 		p.Options.Offline = true
 	default:
 		return QemuPlan{}, fmt.Errorf("box %s: unknown network %q", name, p.Network)
@@ -100,7 +101,7 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 }
 
 // templateNetwork reads param.NETWORK from a Lima instance template.
-func templateNetwork(path string) (string, error) {
+func templateNetwork(path string) (config.Network, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("reading its template: %w", err)
@@ -111,7 +112,7 @@ func templateNetwork(path string) (string, error) {
 	if err := yaml.Unmarshal(b, &t); err != nil {
 		return "", fmt.Errorf("reading its template %s: %w", path, err)
 	}
-	return t.Param["NETWORK"], nil
+	return config.Network(t.Param["NETWORK"]), nil
 }
 
 // sameDir compares two directories, following symbolic links if the names

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
@@ -41,7 +42,7 @@ func TestPlanQemu(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	for name, network := range map[string]string{"b-1": "broker", "o-1": "offline", "f-1": "full", "x-1": "mesh"} {
+	for name, network := range map[string]config.Network{"b-1": config.NetworkBroker, "o-1": config.NetworkOffline, "f-1": config.NetworkFull, "x-1": "mesh"} {
 		if err := WriteMeta(l, Meta{Name: name, Network: network, BrokerPort: 42123, VMType: "qemu"}); err != nil {
 			t.Fatal(err)
 		}
@@ -97,8 +98,8 @@ func TestWrapperOutputPassesTheProof(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	for _, network := range []string{"broker", "offline"} {
-		name := network + "-1"
+	for _, network := range []config.Network{config.NetworkBroker, config.NetworkOffline} {
+		name := string(network) + "-1"
 		if err := WriteMeta(l, Meta{Name: name, Network: network, BrokerPort: 42999, VMType: "qemu"}); err != nil {
 			t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ const BrokerGuestHost = "192.168.5.2"
 // host funnel (qemu, broker or offline mode) qemu's guestfwd address
 // funnel.GuestAddr (192.168.5.4), else the slirp gateway BrokerGuestHost.
 func BrokerGuestHostFor(p config.Platform, c config.Config) string {
-	if funnel.Applies(p.OS, deref(c.VMType), deref(c.Network)) {
+	if funnel.Applies(p.OS, deref(c.VMType), c.NetworkMode()) {
 		return funnel.GuestAddr
 	}
 	return BrokerGuestHost

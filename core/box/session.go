@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/jsonl"
@@ -69,7 +70,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if err != nil {
 		return err
 	}
-	if m.Network == "broker" && !BrokerAnswering(m.BrokerPort) {
+	if m.Network == config.NetworkBroker && !BrokerAnswering(m.BrokerPort) {
 		return fmt.Errorf("%w: box %s, 127.0.0.1:%d; refusing the session (fail closed)\nhint: corral stop %s && corral up restarts it",
 			ErrBrokerDown, m.Name, m.BrokerPort, m.Name)
 	}
@@ -100,7 +101,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	}
 	argv = append(argv, "--", strings.Join(remote, " "))
 
-	if opt.BrokerEnv != nil && m.Network == "broker" {
+	if opt.BrokerEnv != nil && m.Network == config.NetworkBroker {
 		env, names := opt.BrokerEnv("http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Config.Config), strconv.Itoa(m.BrokerPort)))
 		opt.Environ = append(slices.Clip(opt.Environ), env...)
 		opt.EnvNames = append(slices.Clip(opt.EnvNames), names...)
@@ -169,7 +170,7 @@ func (s *Service) beginSession(m *Meta, id string, opt SessionOptions) {
 // it. The log is shared with the broker process (core/jsonl appends are
 // safe across processes). A failure only warns: the session runs anyway.
 func (s *Service) egressMarker(m Meta, id string, mark func(*egress.DecisionLog, string) error) {
-	if m.Network != "broker" {
+	if m.Network != config.NetworkBroker {
 		return
 	}
 	dl, err := egress.OpenLog(s.Layout.EgressLog(m.Name), m.Name, s.Logger)

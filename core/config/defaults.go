@@ -26,7 +26,7 @@ func Defaults(p Platform) Layer {
 		ReadonlyProject: ptr(false),
 		GitShadow:       ptr(true),
 		Source:          ptr("mount"),
-		Network:         ptr("broker"),
+		Network:         ptr(string(NetworkBroker)),
 		Agent:           ptr("claude"),
 		AgentState:      ptr("seeded"),
 		AgentCreds:      ptr("brokered"),

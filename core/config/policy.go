@@ -231,8 +231,8 @@ func checkFloors(eff *Effective) []error {
 	c := &eff.Config
 	var errs []error
 	if c.Profile != nil && *c.Profile == "strict" {
-		if c.Network != nil && *c.Network == "full" {
-			c.Network = ptr("broker")
+		if c.NetworkMode() == NetworkFull {
+			c.Network = ptr(string(NetworkBroker))
 			eff.Origin["network"] = append(eff.Origin["network"], "profile strict (floor: broker)")
 		}
 		if c.Sudo != nil && *c.Sudo {

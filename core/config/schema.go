@@ -111,7 +111,7 @@ var Agents = []string{"claude", "shell"}
 
 // Ranks of the ordered keys, loosest first.
 var (
-	NetworkOrder    = []string{"full", "broker", "offline"}
+	NetworkOrder    = []string{string(NetworkFull), string(NetworkBroker), string(NetworkOffline)}
 	AgentStateOrder = []string{"shared", "seeded", "isolated"}
 	ProfileOrder    = []string{"default", "strict"}
 	SourceOrder     = []string{"mount", "clone"}

@@ -72,7 +72,7 @@ type Spec struct {
 // Outside broker mode there is no broker: Plan returns nothing, and
 // configured credentials are a session error (see Check).
 func Plan(c config.Config, getenv func(string) (string, bool)) []Spec {
-	if deref(c.Network) != "broker" {
+	if c.NetworkMode() != config.NetworkBroker {
 		return nil
 	}
 	var out []Spec
@@ -138,8 +138,8 @@ func lookup(getenv func(string) (string, bool), n string) (string, bool) {
 // Check reports configured credentials that cannot be brokered: the box
 // has no broker outside broker mode.
 func Check(c config.Config) error {
-	if len(c.Credentials) > 0 && deref(c.Network) != "broker" {
-		return fmt.Errorf("credentials need network = \"broker\" (this box is %q): only the broker can hold them", deref(c.Network))
+	if len(c.Credentials) > 0 && c.NetworkMode() != config.NetworkBroker {
+		return fmt.Errorf("credentials need network = \"broker\" (this box is %q): only the broker can hold them", c.NetworkMode())
 	}
 	return nil
 }

@@ -18,13 +18,8 @@ package funnel
 import (
 	"strings"
 
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/qemu"
-)
-
-// Network modes the funnel enforces (config key network).
-const (
-	NetworkBroker  = "broker"
-	NetworkOffline = "offline"
 )
 
 // GuestAddr is where the guest reaches the broker under the funnel. libslirp
@@ -38,11 +33,11 @@ const GuestConnCommand = "guest-conn"
 // driver (Linux; macOS with vm_type = "qemu") in broker or offline mode. vz
 // has no such hook in Lima, so there the guest-side nftables are the only
 // funnel.
-func Applies(goos, vmType, network string) bool {
+func Applies(goos, vmType string, network config.Network) bool {
 	if vmType != "qemu" || (goos != "linux" && goos != "darwin") {
 		return false
 	}
-	return network == NetworkBroker || network == NetworkOffline
+	return network == config.NetworkBroker || network == config.NetworkOffline
 }
 
 // GuestCommand is the guestfwd command for a box: exe guest-conn box,

@@ -1,11 +1,16 @@
 package funnel
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/corral-dev/corral/core/config"
+)
 
 func TestApplies(t *testing.T) {
 	for _, tt := range []struct {
-		goos, vm, net string
-		want          bool
+		goos, vm string
+		net      config.Network
+		want     bool
 	}{
 		{"linux", "qemu", "broker", true},
 		{"linux", "qemu", "offline", true},

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/corral-dev/corral/core/config"
 )
 
 // ErrNotEnforced means a box that needs the funnel runs a qemu without it,
@@ -17,8 +19,8 @@ var ErrNotEnforced = errors.New("the host egress funnel is not in force")
 // Want is what a box's running qemu must prove.
 type Want struct {
 	VMType     string
-	Network    string // broker or offline (others need no proof)
-	BrokerPort int    // broker mode: the guestfwd port
+	Network    config.Network // broker or offline (others need no proof)
+	BrokerPort int            // broker mode: the guestfwd port
 }
 
 // PIDFile is the pid file Lima has qemu write for an instance.
@@ -116,11 +118,11 @@ func CheckArgs(args []string, pidFile, box string, w Want) error {
 		return fail("the netdev lacks ipv6=off")
 	}
 	switch w.Network {
-	case NetworkOffline:
+	case config.NetworkOffline:
 		if len(fwds) != 0 {
 			return fail("an offline box has a guestfwd")
 		}
-	case NetworkBroker:
+	case config.NetworkBroker:
 		if len(fwds) != 1 {
 			return fail("the netdev has %d guestfwd rules, want 1 (to the broker)", len(fwds))
 		}

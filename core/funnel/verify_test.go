@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/qemu"
 )
 
@@ -33,7 +34,7 @@ func limaArgv(t *testing.T, limaHome string) []string {
 func funneled(t *testing.T, args []string, w Want) []string {
 	t.Helper()
 	opt := qemu.Options{Accel: qemu.AccelTCG}
-	if w.Network == NetworkOffline {
+	if w.Network == config.NetworkOffline {
 		opt.Offline = true
 	} else {
 		opt.Funnel = &qemu.Funnel{GuestFwdPort: w.BrokerPort, GuestConnCmd: GuestCommand("/opt/a,b/corral", testBox)}
@@ -58,8 +59,8 @@ func setNetdev(args []string, f func(string) string) []string {
 func TestCheckArgs(t *testing.T) {
 	lh := "/h/lima"
 	pid := PIDFile(lh, testBox)
-	broker := Want{VMType: "qemu", Network: NetworkBroker, BrokerPort: 42123}
-	offline := Want{VMType: "qemu", Network: NetworkOffline}
+	broker := Want{VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42123}
+	offline := Want{VMType: "qemu", Network: config.NetworkOffline}
 	plain := limaArgv(t, lh)
 	good := funneled(t, plain, broker)
 	goodOffline := funneled(t, plain, offline)
@@ -76,7 +77,7 @@ func TestCheckArgs(t *testing.T) {
 		{"plain limactl start, offline", plain, offline, false},
 		{"offline proof for a broker box", goodOffline, broker, false},
 		{"broker funnel for an offline box", good, offline, false},
-		{"other broker port", good, Want{VMType: "qemu", Network: NetworkBroker, BrokerPort: 42124}, false},
+		{"other broker port", good, Want{VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42124}, false},
 		{"another box's qemu", funneled(t, limaArgv(t, "/other/lima"), broker), broker, false},
 		{"restrict=off", setNetdev(good, func(s string) string { return strings.Replace(s, "restrict=on", "restrict=off", 1) }), broker, false},
 		{"restrict twice", setNetdev(good, func(s string) string { return s + ",restrict=off" }), broker, false},
@@ -146,7 +147,7 @@ func TestVerifyRunningProcess(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	broker := Want{VMType: "qemu", Network: NetworkBroker, BrokerPort: 42123}
+	broker := Want{VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42123}
 
 	lh := filepath.Join(t.TempDir(), "lima")
 	// sh -c SCRIPT NAME ARGS: CheckArgs sees "-c", "sleep 60", then the qemu argv.
@@ -164,7 +165,7 @@ func TestVerifyRunningProcess(t *testing.T) {
 	if err := Verify(lh2, testBox, Want{VMType: "qemu", Network: "full"}); err != nil {
 		t.Errorf("full: %v", err)
 	}
-	if err := Verify(lh2, testBox, Want{VMType: "vz", Network: NetworkBroker}); err != nil {
+	if err := Verify(lh2, testBox, Want{VMType: "vz", Network: config.NetworkBroker}); err != nil {
 		t.Errorf("vz: %v", err)
 	}
 	// No qemu.pid (not running), and a stale pid that is not qemu.

@@ -171,7 +171,7 @@ func Render(in Input) (Rendered, error) {
 		Mounts:       []Mount{},
 		SSH:          SSH{LoadDotSSHPubKeys: false, ForwardAgent: false},
 		Containerd:   Containerd{},
-		HostResolver: HostResolver{Enabled: deref(c.Network) == "full"},
+		HostResolver: HostResolver{Enabled: c.NetworkMode() == config.NetworkFull},
 		// Lima forwards every guest listener to host loopback unless told
 		// not to; an empty list means "default rules", so ignore explicitly.
 		PortForwards: []PortForward{
@@ -191,12 +191,12 @@ func Render(in Input) (Rendered, error) {
 	// SUDO: "all" keeps passwordless sudo; "lima" keeps only Lima's
 	// readiness checks (guest/provision/40-network.sh).
 	sudo := "lima"
-	if deref(c.Profile) != "strict" && (deref(c.Network) == "full" || derefBool(c.Sudo)) {
+	if deref(c.Profile) != "strict" && (c.NetworkMode() == config.NetworkFull || derefBool(c.Sudo)) {
 		sudo = "all"
 	}
 	t.Param = map[string]string{
 		"AGENT":      deref(c.Agent),
-		"NETWORK":    deref(c.Network),
+		"NETWORK":    string(c.NetworkMode()),
 		"SUDO":       sudo,
 		"PACKAGES":   strings.Join(c.Packages, " "),
 		"PROXY_HOST": in.BrokerHost,

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
@@ -129,7 +130,7 @@ func allowRun(opts *AllowOptions) error {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "allowed %s for box %s (%s)\n", display.Authority(a.Entry, 0), opts.Box, scopeText(a.Scope))
-	if m.Network != "" && m.Network != "broker" {
+	if m.Network != "" && m.Network != config.NetworkBroker {
 		fmt.Fprintf(opts.IO.ErrOut, "note: box %s has network = %q, so its broker does not filter; the approval applies when it uses \"broker\"\n", opts.Box, m.Network)
 	}
 	return err // the approval holds; a failed audit record is still reported

@@ -37,7 +37,7 @@ func (exampleResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAdd
 }
 
 // writeBoxMeta records a box for e's project, as `corral up` would.
-func writeBoxMeta(t *testing.T, e env, network string) paths.Layout {
+func writeBoxMeta(t *testing.T, e env, network config.Network) paths.Layout {
 	t.Helper()
 	l := paths.Layout{Home: e.home}
 	if err := l.Ensure(); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -39,7 +40,7 @@ type IdleBox struct {
 func IdleBoxes(now time.Time) []IdleBox {
 	me := os.Getpid() // a live pid, for running VMs and live sessions
 	m := func(name, idleStop string, lastAgo time.Duration) box.Meta {
-		return box.Meta{Name: name, Project: "/src/" + name, Network: "broker", IdleStop: idleStop,
+		return box.Meta{Name: name, Project: "/src/" + name, Network: config.NetworkBroker, IdleStop: idleStop,
 			MemoryCap: 1 << 30, VMType: "qemu", LastActivity: now.Add(-lastAgo)}
 	}
 	busy := m("busy-a1b2c3", "30m", 2*time.Hour)
