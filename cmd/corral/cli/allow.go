@@ -9,8 +9,8 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
-	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
