@@ -31,7 +31,8 @@ shadow() {
 	dir=$1
 	name=$2
 	[ -d "$dir" ] || return 0
-	if [ "$(findmnt -n -o FSTYPE --mountpoint "$dir" 2>/dev/null || true)" = overlay ]; then
+	# The last line is the mount on top (a read-only bind may lie below).
+	if [ "$(findmnt -n -o FSTYPE --mountpoint "$dir" 2>/dev/null | tail -n 1)" = overlay ]; then
 		return 0
 	fi
 	install -d -m 0700 "$base" "$lower"
