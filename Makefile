@@ -9,7 +9,7 @@ BIN     := bin/corral
 PREFIX  ?= /usr/local
 GO      ?= go
 
-.PHONY: help build test test-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz docs docs-check clean
+.PHONY: help build test test-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz fuzz-short docs docs-check clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ test-e2e: build ## end-to-end tests on real Lima VMs: all on Lima 2.2.0, a smoke
 # After packaging/linux/test-deps.sh the desktop stack (D-Bus, keyring,
 # notification daemon, Xvfb) is installed, so its tests must run, not skip.
 test-all: export CORRAL_REQUIRE_DESKTOP := 1
-test-all: lint test test-e2e ## everything CI runs
+test-all: lint test fuzz-short test-e2e ## everything CI runs
 
 lint: vet shellcheck shfmt deptest darwin-check docs-check ## go vet, shellcheck, shfmt, dependency test, darwin type check, docs drift
 
@@ -56,8 +56,11 @@ deptest: ## core and the CLI must not import systray or darwinkit
 darwin-check: ## type-check all packages for darwin (arm64, amd64), with a must-fail self-test
 	packaging/ci/darwin-check.sh
 
-fuzz: ## run each fuzz target for 30s
-	$(GO) test ./core/config -run XXX -fuzz FuzzProjectNeverWidens -fuzztime 30s
+fuzz: ## run every fuzz target in the repo for 30s each (FUZZTIME=2m to change)
+	GO='$(GO)' FUZZTIME='$(or $(FUZZTIME),30s)' packaging/ci/fuzz.sh
+
+fuzz-short: ## run every fuzz target for 3s each (CI)
+	GO='$(GO)' FUZZTIME=3s packaging/ci/fuzz.sh
 
 docs: ## regenerate docs/CONFIG.md and the man page
 	$(GO) run ./cmd/gendocs
