@@ -53,11 +53,11 @@ func writeBoxMeta(t *testing.T, e env, network config.Network) paths.Layout {
 func testFactory(e env, tty bool) (*Factory, *bytes.Buffer, *bytes.Buffer) {
 	io, _, out, errOut := Test(tty)
 	f := &Factory{
-		IO:       io,
-		Layout:   func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
-		Platform: config.Platform{OS: "linux", Arch: "amd64"},
-		Getenv:   func(string) string { return "" },
-		Dir:      e.proj,
+		IO:        io,
+		Layout:    func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
+		Platform:  config.Platform{OS: "linux", Arch: "amd64"},
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Dir:       e.proj,
 	}
 	return f, out, errOut
 }
@@ -164,7 +164,7 @@ func TestBrokerHelperProcess(t *testing.T) {
 	if args == "" {
 		t.Skip("helper process")
 	}
-	f := &Factory{IO: System(), Layout: paths.Default, Getenv: os.Getenv}
+	f := &Factory{IO: System(), Layout: paths.Default, LookupEnv: os.LookupEnv}
 	if code := Run(f, strings.Fields(args)); code != 0 {
 		t.Fatalf("corral broker exited %d", code)
 	}

@@ -42,10 +42,10 @@ func run(t *testing.T, e env, tty bool, args ...string) (int, string, string) {
 	t.Helper()
 	io, _, out, errOut := Test(tty)
 	f := &Factory{
-		IO:       io,
-		Layout:   func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
-		Platform: config.Platform{OS: "linux", Arch: "amd64"},
-		Getenv:   func(string) string { return "" },
+		IO:        io,
+		Layout:    func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
+		Platform:  config.Platform{OS: "linux", Arch: "amd64"},
+		LookupEnv: func(string) (string, bool) { return "", false },
 	}
 	code := Run(f, append([]string{"-C", e.proj}, args...))
 	return code, out.String(), errOut.String()

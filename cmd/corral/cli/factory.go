@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
@@ -24,8 +25,10 @@ type Factory struct {
 	// Layout and Executable (see service). Tests inject one with a fake
 	// limactl.
 	Service func() (*box.Service, error)
-	// Getenv reads the host environment (sessions forward from it).
-	Getenv func(string) string
+	// LookupEnv reads the host environment (sessions forward from it): a
+	// variable that is exported but empty is set, as core/launchenv's
+	// env_from_host rule says. nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// SecretStore opens the OS keychain (secret.Default); tests use secret.Memory.
 	SecretStore func() secret.Store
 	// Dir is the -C flag: the project directory.
@@ -38,3 +41,11 @@ type Factory struct {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// lookupEnv is f.LookupEnv, or os.LookupEnv when unset.
+func (f *Factory) lookupEnv(name string) (string, bool) {
+	if f.LookupEnv != nil {
+		return f.LookupEnv(name)
+	}
+	return os.LookupEnv(name)
+}

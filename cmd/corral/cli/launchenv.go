@@ -20,10 +20,7 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 	if err != nil {
 		return nil, nil, err
 	}
-	lookup := func(n string) (string, bool) { return os.LookupEnv(n) }
-	if f.Getenv != nil {
-		lookup = func(n string) (string, bool) { v := f.Getenv(n); return v, v != "" }
-	}
+	lookup := f.lookupEnv
 	if err := credential.Check(r.Config.Config); err != nil {
 		return nil, nil, err
 	}
@@ -55,10 +52,7 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 // credentials (core/credential: base URLs, placeholders, git's insteadOf),
 // for box.SessionOptions.BrokerEnv; none holds a secret.
 func brokerEnv(f *Factory, r box.Resolved, agentName string) func(string) ([]string, []string) {
-	lookup := func(n string) (string, bool) { return os.LookupEnv(n) }
-	if f.Getenv != nil {
-		lookup = func(n string) (string, bool) { v := f.Getenv(n); return v, v != "" }
-	}
+	lookup := f.lookupEnv
 	specs := credential.Plan(r.Config.Config, lookup)
 	if len(specs) == 0 {
 		return nil

@@ -25,7 +25,7 @@ func Main(argv []string, app AppFunc) int {
 		IO:         System(),
 		Layout:     paths.Default,
 		Executable: os.Executable,
-		Getenv:     os.Getenv,
+		LookupEnv:  os.LookupEnv,
 	}
 	f.SecretStore = secret.Default
 	return Run(f, args)

@@ -18,7 +18,7 @@ func runSecret(t *testing.T, store secret.Store, tty bool, stdin string, args ..
 	in.WriteString(stdin)
 	f := &Factory{
 		IO:          io,
-		Getenv:      func(string) string { return "" },
+		LookupEnv:   func(string) (string, bool) { return "", false },
 		SecretStore: func() secret.Store { return store },
 	}
 	code := Run(f, args)

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/project"
+)
+
+// TestLaunchEnvExportedButEmpty: env_from_host copies a host variable that
+// is exported but empty (core/launchenv's rule); only an unset one refuses
+// the session. The factory's environment seam must keep "set" apart from
+// "empty" for that.
+func TestLaunchEnvExportedButEmpty(t *testing.T) {
+	host := map[string]string{"EMPTY_VAR": ""}
+	e := setup(t, "")
+	f, _, _ := testFactory(e, false)
+	f.LookupEnv = func(n string) (string, bool) { v, ok := host[n]; return v, ok }
+	full := string(config.NetworkFull)
+	r := box.Resolved{Project: project.Project{Dir: e.proj, Box: e.box}}
+	r.Config.Config = config.Config{Network: &full, EnvFromHost: map[string]string{"IN_BOX": "EMPTY_VAR"}}
+
+	env, names, err := launchEnv(context.Background(), f, r, "shell", false)
+	if err != nil {
+		t.Fatalf("exported but empty refused: %v", err)
+	}
+	if !slices.Contains(env, "CORRAL_FWD_IN_BOX=") || !slices.Contains(names, "IN_BOX") {
+		t.Errorf("env %q names %q", env, names)
+	}
+
+	r.Config.Config.EnvFromHost = map[string]string{"IN_BOX": "UNSET_VAR"}
+	if _, _, err := launchEnv(context.Background(), f, r, "shell", false); err == nil || !strings.Contains(err.Error(), "UNSET_VAR") {
+		t.Errorf("unset host variable: %v", err)
+	}
+}
