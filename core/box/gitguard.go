@@ -12,12 +12,14 @@ import (
 // GitGuarded reports whether the host guard watches a box's repository:
 // whenever the box could write the project's git directory, that is with
 // the opt-out (git_shadow = false) or where only the guest enforces the
-// read-only share (macOS, any driver but Linux qemu, or reverse-sshfs,
-// whose sftp-server on the host is outside qemu's namespace). Where the
-// host enforces it (Linux qemu, 9p) only the user can change .git, and
-// reverting the user's own `git config` would be wrong.
+// read-only share (macOS, any driver but Linux qemu, or a project not
+// served by qemu's own 9p: reverse-sshfs's sftp-server and virtiofs's
+// virtiofsd run outside qemu's namespace). Where the host enforces it
+// (Linux, qemu, 9p) only the user can change .git, and reverting the
+// user's own `git config` would be wrong.
 func GitGuarded(m Meta, goos string) bool {
-	return m.GitShadowOff || goos != "linux" || m.VMType != "qemu" || m.MountType == "reverse-sshfs"
+	served9p := m.MountType == "9p" || m.MountType == "" // "": metadata from before mount_type was recorded (9p was the only Linux default)
+	return m.GitShadowOff || goos != "linux" || m.VMType != "qemu" || !served9p
 }
 
 // GitGuardReport is one box's guard result: what changed in what git

@@ -18,11 +18,13 @@ func TestGitGuarded(t *testing.T) {
 		goos string
 		want bool
 	}{
-		{Meta{VMType: "qemu"}, "linux", false},                            // host-enforced: only the user writes .git
-		{Meta{VMType: "qemu", GitShadowOff: true}, "linux", true},         // the opt-out
-		{Meta{VMType: "vz"}, "darwin", true},                              // guest-enforced
-		{Meta{VMType: "qemu"}, "darwin", true},                            // no namespaces on macOS
+		{Meta{VMType: "qemu"}, "linux", false},                    // host-enforced: only the user writes .git
+		{Meta{VMType: "qemu", GitShadowOff: true}, "linux", true}, // the opt-out
+		{Meta{VMType: "vz"}, "darwin", true},                      // guest-enforced
+		{Meta{VMType: "qemu"}, "darwin", true},                    // no namespaces on macOS
+		{Meta{VMType: "qemu", MountType: "9p"}, "linux", false},
 		{Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", true}, // sftp-server is outside qemu's namespace
+		{Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", true},      // so is virtiofsd
 	} {
 		if got := GitGuarded(tt.m, tt.goos); got != tt.want {
 			t.Errorf("GitGuarded(%+v, %s) = %v", tt.m, tt.goos, got)
