@@ -168,7 +168,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 	for _, s := range list {
 		idleStop, _ := time.ParseDuration(s.IdleStop)
 		v := BoxView{
-			Name: s.Name, Project: s.Project, State: s.State,
+			Name: s.Name, Project: s.Project, State: string(s.State),
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
 		}

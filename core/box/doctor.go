@@ -345,14 +345,14 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	var out []Check
 	st := s.StatusOf(m)
 	switch st.State {
-	case string(lima.StatusRunning):
+	case StateRunning:
 		out = append(out, pass("box "+box, "running"))
-	case string(lima.StatusStopped):
+	case StateStopped:
 		out = append(out, pass("box "+box, "stopped; the guest checks need it running (corral start "+box+")"))
-	case "Missing":
+	case StateMissing:
 		return append(out, fail("box "+box, "the Lima instance is gone", "corral rm "+box+" && corral up -C "+m.Project))
 	default:
-		return append(out, fail("box "+box, strings.ToLower(st.State), "corral stop "+box+" && corral start "+box))
+		return append(out, fail("box "+box, strings.ToLower(string(st.State)), "corral stop "+box+" && corral start "+box))
 	}
 
 	// Without the resolved project (its config did not load) there is no
@@ -369,7 +369,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	out = append(out, agentStateCheck(m, opt.Resolved))
 	out = append(out, s.gitGuardCheck(m))
 
-	if st.State != string(lima.StatusRunning) {
+	if st.State != StateRunning {
 		return out
 	}
 	if m.Network == config.NetworkBroker {

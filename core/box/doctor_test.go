@@ -28,7 +28,7 @@ func healthyHost() HostFacts {
 		Dirs:        []DirFact{{Path: "/h", Mode: 0o700, UID: 1000}, {Path: "/h/lima", Err: os.ErrNotExist}},
 		LimaHome:    "/h/lima", MaxNameLen: 40, BoxNames: []string{"web-3f2a1c"},
 		HostMemory: 16 * gib,
-		Running:    []Status{{Meta: Meta{Name: "web-3f2a1c", MemoryCap: 4 * gib}, State: "Running"}},
+		Running:    []Status{{Meta: Meta{Name: "web-3f2a1c", MemoryCap: 4 * gib}, State: StateRunning}},
 		Keychain:   secret.NotFound(doctorProbeService, "probe"),
 	}
 }

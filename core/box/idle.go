@@ -8,7 +8,6 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
-	"github.com/corral-dev/corral/core/lima"
 )
 
 // lastActivity is the later of the box's recorded activity (session
@@ -27,8 +26,8 @@ func (s *Service) lastActivity(m Meta) time.Time {
 // and everything that stops idle boxes (the sweep at the start of corral
 // commands, `corral stop --idle`, the app's timer and its "Stop idle boxes")
 // goes through IdleBoxes, so the menu's count and what is stopped agree.
-func IsIdle(state string, liveSessions int, last time.Time, idleStop time.Duration, now time.Time) bool {
-	if state != string(lima.StatusRunning) || liveSessions > 0 || idleStop <= 0 || last.IsZero() {
+func IsIdle(state State, liveSessions int, last time.Time, idleStop time.Duration, now time.Time) bool {
+	if state != StateRunning || liveSessions > 0 || idleStop <= 0 || last.IsZero() {
 		return false
 	}
 	return now.Sub(last) > idleStop
@@ -85,7 +84,7 @@ type Budget struct {
 func CheckBudget(running []Status, newCap, host uint64, idle []string) Budget {
 	b := Budget{NewCap: newCap, HostBytes: host, Idle: idle}
 	for _, st := range running {
-		if st.State == string(lima.StatusRunning) {
+		if st.State == StateRunning {
 			b.UsedCaps += st.MemoryCap
 		}
 	}

@@ -10,18 +10,18 @@ func TestIsIdle(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
-		state    string
+		state    State
 		live     int
 		last     time.Time
 		idleStop time.Duration
 		want     bool
 	}{
-		{"idle long enough", "Running", 0, now.Add(-31 * time.Minute), 30 * time.Minute, true},
-		{"not yet", "Running", 0, now.Add(-29 * time.Minute), 30 * time.Minute, false},
-		{"live session", "Running", 1, now.Add(-5 * time.Hour), 30 * time.Minute, false},
-		{"stopped", "Stopped", 0, now.Add(-5 * time.Hour), 30 * time.Minute, false},
-		{"never stop", "Running", 0, now.Add(-5 * time.Hour), 0, false},
-		{"no activity recorded", "Running", 0, time.Time{}, 30 * time.Minute, false},
+		{"idle long enough", StateRunning, 0, now.Add(-31 * time.Minute), 30 * time.Minute, true},
+		{"not yet", StateRunning, 0, now.Add(-29 * time.Minute), 30 * time.Minute, false},
+		{"live session", StateRunning, 1, now.Add(-5 * time.Hour), 30 * time.Minute, false},
+		{"stopped", StateStopped, 0, now.Add(-5 * time.Hour), 30 * time.Minute, false},
+		{"never stop", StateRunning, 0, now.Add(-5 * time.Hour), 0, false},
+		{"no activity recorded", StateRunning, 0, time.Time{}, 30 * time.Minute, false},
 	}
 	for _, tt := range tests {
 		if got := IsIdle(tt.state, tt.live, tt.last, tt.idleStop, now); got != tt.want {
@@ -33,8 +33,8 @@ func TestIsIdle(t *testing.T) {
 func TestCheckBudget(t *testing.T) {
 	gib := uint64(1 << 30)
 	running := []Status{
-		{Meta: Meta{MemoryCap: 4 * gib}, State: "Running"},
-		{Meta: Meta{MemoryCap: 8 * gib}, State: "Stopped"},
+		{Meta: Meta{MemoryCap: 4 * gib}, State: StateRunning},
+		{Meta: Meta{MemoryCap: 8 * gib}, State: StateStopped},
 	}
 	if b := CheckBudget(running, 4*gib, 16*gib, nil); b.Level != BudgetOK {
 		t.Errorf("8 of 16: %v", b.Level)

@@ -8,12 +8,24 @@ import (
 	"github.com/corral-dev/corral/core/lima"
 )
 
+// State is a box's state: the status of its Lima instance, or StateMissing
+// when corral has the box's metadata but Lima has no instance.
+type State string
+
+// Box states.
+const (
+	StateRunning       = State(lima.StatusRunning)
+	StateStopped       = State(lima.StatusStopped)
+	StateBroken        = State(lima.StatusBroken)
+	StateMissing State = "Missing"
+)
+
 // Status is what `corral ls`, `corral info` and the menu show of a box.
 // It is read from Lima's instance directory and corral's own state,
 // without running limactl, so the app can poll it cheaply.
 type Status struct {
 	Meta
-	State     string        `json:"state"` // Running, Stopped, Broken, Missing
+	State     State         `json:"state"`
 	MemBytes  uint64        `json:"mem_bytes"`
 	PeakBytes uint64        `json:"peak_bytes,omitempty"`
 	MemSource string        `json:"mem_source,omitempty"`
@@ -27,12 +39,12 @@ type Status struct {
 
 // StatusOf reads one box's status.
 func (s *Service) StatusOf(m Meta) Status {
-	st := Status{Meta: m, State: "Missing"}
+	st := Status{Meta: m, State: StateMissing}
 	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
 	if err == nil {
-		st.State = string(inst.Status)
+		st.State = State(inst.Status)
 	}
-	if st.State == string(lima.StatusRunning) {
+	if st.State == StateRunning {
 		if pid, err := hostmem.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
 			if u, err := hostmem.ForPID(pid); err == nil {
 				st.MemBytes, st.PeakBytes, st.MemSource = u.Bytes, u.PeakBytes, u.Source
