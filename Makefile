@@ -88,13 +88,21 @@ INSTALLED   := $(PREFIX)/bin/corral \
 	$(PREFIX)/share/icons/hicolor/256x256/apps/corral.png \
 	$(SYSCONFDIR)/xdg/autostart/corral.desktop
 
-.PHONY: app dmg install uninstall deb
+.PHONY: app dmg release-mac install uninstall deb
 
 app: ## build dist/Corral.app, universal, signed (macOS only; CORRAL_SIGN_IDENTITY for Developer ID)
 	VERSION='$(VERSION)' COMMIT='$(COMMIT)' GO_LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' GO='$(GO)' packaging/macos/build-app.sh
 
 dmg: app ## pack dist/Corral.app into dist/Corral-<version>.dmg (macOS only)
 	DIST='$(DIST)' packaging/macos/make-dmg.sh
+
+# The app is notarized and stapled before it goes into the image, so that a
+# Corral.app copied out of the DMG passes Gatekeeper offline too; then the
+# image itself is notarized and stapled (the cask downloads it).
+release-mac: app ## Developer ID build: notarize+staple Corral.app, then the DMG (macOS; CORRAL_SIGN_IDENTITY, CORRAL_NOTARY_PROFILE)
+	DIST='$(DIST)' packaging/macos/notarize.sh '$(DIST)/Corral.app'
+	DIST='$(DIST)' packaging/macos/make-dmg.sh
+	DIST='$(DIST)' packaging/macos/notarize.sh
 
 install: build ## install corral, completions, man pages and desktop entries into DESTDIR/PREFIX
 	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(PREFIX)/share/bash-completion/completions' \

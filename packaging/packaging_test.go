@@ -56,8 +56,11 @@ func TestInfoPlist(t *testing.T) {
 			t.Errorf("Info.plist %s = %#v, want %#v", k, got, v)
 		}
 	}
-	if s, _ := p["NSAppleEventsUsageDescription"].(string); strings.TrimSpace(s) == "" {
-		t.Errorf("Info.plist NSAppleEventsUsageDescription = %#v, want a sentence (macOS shows it in the automation prompt)", p["NSAppleEventsUsageDescription"])
+	// macOS shows these in its privacy prompts; without one the access is refused silently.
+	for _, k := range []string{"NSAppleEventsUsageDescription", "NSDocumentsFolderUsageDescription", "NSDesktopFolderUsageDescription"} {
+		if s, _ := p[k].(string); strings.TrimSpace(s) == "" {
+			t.Errorf("Info.plist %s = %#v, want a sentence (macOS shows it in a privacy prompt)", k, p[k])
+		}
 	}
 }
 

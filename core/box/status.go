@@ -38,14 +38,17 @@ type Status struct {
 }
 
 // StatusOf reads one box's status.
-func (s *Service) StatusOf(m Meta) Status {
+func (s *Service) StatusOf(m Meta) Status { return s.statusOf(m, hostmem.NewScan()) }
+
+// statusOf reads one box's status; scan is shared by every box of one List.
+func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 	st := Status{Meta: m, State: StateMissing}
 	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
 	if err == nil {
 		st.State = State(inst.Status)
 	}
 	if st.State == StateRunning {
-		if pid, err := hostmem.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
+		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
 			if u, err := hostmem.ForPID(pid); err == nil {
 				st.MemBytes, st.PeakBytes, st.MemSource = u.Bytes, u.PeakBytes, u.Source
 			}
@@ -66,8 +69,9 @@ func (s *Service) StatusOf(m Meta) Status {
 func (s *Service) List() ([]Status, error) {
 	metas, err := ListMeta(s.Layout)
 	out := make([]Status, 0, len(metas))
+	scan := hostmem.NewScan() // one process scan per refresh, not one per vz box
 	for _, m := range metas {
-		out = append(out, s.StatusOf(m))
+		out = append(out, s.statusOf(m, scan))
 	}
 	return out, err
 }

@@ -74,3 +74,9 @@ func qemuProcess(instanceDir string) (int, error) {
 	}
 	return pid, nil
 }
+
+// VMProcess returns the PID of the process that holds a box's guest memory
+// (see Scan.VMProcess); callers looking at several boxes share one Scan.
+func VMProcess(instanceDir, vmType string) (int, error) {
+	return NewScan().VMProcess(instanceDir, vmType)
+}

@@ -102,6 +102,24 @@ const (
 	vzExe  = "/com.apple.Virtualization.VirtualMachine"
 )
 
+// Scan is one look at the user's VM processes, shared by every box of one
+// refresh: listing them (kern.proc.all, then each candidate's executable
+// path) is the costly part, done once per Scan instead of once per vz box.
+// A Scan is not safe for concurrent use.
+type Scan struct {
+	listed bool
+	cands  []vzCand
+	err    error
+}
+
+type vzCand struct {
+	pid   int
+	start int64
+}
+
+// NewScan returns a Scan that lists processes at its first vz lookup.
+func NewScan() *Scan { return &Scan{} }
+
 // VMProcess returns the PID of the process that holds a box's guest memory.
 //
 // For qemu it is the pid in <instanceDir>/qemu.pid. For vz the guest runs in
@@ -111,32 +129,29 @@ const (
 // (its disk image: "disk" or "diffdisk"). If none can be matched that way
 // and the hostagent is running, it falls back to the VM process that started
 // first after the hostagent.
-func VMProcess(instanceDir, vmType string) (int, error) {
+func (s *Scan) VMProcess(instanceDir, vmType string) (int, error) {
 	switch vmType {
 	case VMTypeQEMU:
 		return qemuProcess(instanceDir)
 	case VMTypeVZ, "":
-		return vzProcess(instanceDir)
+		return s.vzProcess(instanceDir)
 	default:
 		return 0, fmt.Errorf("finding vm process of %s: unknown vm type %q", instanceDir, vmType)
 	}
 }
 
-func vzProcess(instanceDir string) (int, error) {
-	dir, err := filepath.EvalSymlinks(instanceDir)
-	if err != nil {
-		dir = instanceDir
+// vmProcesses lists the user's VM XPC processes, once per Scan.
+func (s *Scan) vmProcesses() ([]vzCand, error) {
+	if s.listed {
+		return s.cands, s.err
 	}
+	s.listed = true
 	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
-		return 0, fmt.Errorf("finding vz process of %s: listing processes: %w", instanceDir, err)
+		s.err = fmt.Errorf("listing processes: %w", err)
+		return nil, s.err
 	}
 	uid := uint32(os.Getuid())
-	type cand struct {
-		pid   int
-		start int64
-	}
-	var cands []cand
 	for i := range procs {
 		p := &procs[i]
 		if p.Eproc.Ucred.Uid != uid || commString(p.Proc.P_comm[:]) != vzComm {
@@ -146,7 +161,19 @@ func vzProcess(instanceDir string) (int, error) {
 		if !strings.HasSuffix(pidPath(pid), vzExe) {
 			continue
 		}
-		cands = append(cands, cand{pid, p.Proc.P_starttime.Nano()})
+		s.cands = append(s.cands, vzCand{pid, p.Proc.P_starttime.Nano()})
+	}
+	return s.cands, nil
+}
+
+func (s *Scan) vzProcess(instanceDir string) (int, error) {
+	dir, err := filepath.EvalSymlinks(instanceDir)
+	if err != nil {
+		dir = instanceDir
+	}
+	cands, err := s.vmProcesses()
+	if err != nil {
+		return 0, fmt.Errorf("finding vz process of %s: %w", instanceDir, err)
 	}
 	if len(cands) == 0 {
 		return 0, fmt.Errorf("finding vz process of %s: %w", instanceDir, ErrNotRunning)

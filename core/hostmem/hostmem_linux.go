@@ -12,12 +12,20 @@ import (
 
 // VMProcess returns the PID of the process that holds a box's guest memory.
 // On Linux only QEMU exists: its pid is in <instanceDir>/qemu.pid.
-func VMProcess(instanceDir, vmType string) (int, error) {
+func (s *Scan) VMProcess(instanceDir, vmType string) (int, error) {
 	if vmType != VMTypeQEMU && vmType != "" {
 		return 0, fmt.Errorf("finding vm process of %s: vm type %q is not supported on Linux", instanceDir, vmType)
 	}
 	return qemuProcess(instanceDir)
 }
+
+// Scan is one look at the host's VM processes, shared by every box of one
+// refresh. On Linux each box's qemu.pid names its process, so there is
+// nothing to share.
+type Scan struct{}
+
+// NewScan returns a Scan.
+func NewScan() *Scan { return &Scan{} }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 

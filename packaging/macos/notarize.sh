@@ -2,9 +2,9 @@
 # notarize.sh: send a Developer ID signed Corral.app or Corral disk image to Apple's notary service,
 # wait for the verdict, and staple the ticket. macOS only (xcrun notarytool, stapler).
 #
-# Release order: CORRAL_SIGN_IDENTITY=... make app && CORRAL_SIGN_IDENTITY=... make dmg &&
-# CORRAL_NOTARY_PROFILE=... packaging/macos/notarize.sh dist/Corral-X.Y.Z.dmg
-# Notarizing the image covers the app inside it; the ticket is stapled to the image.
+# Release order (make release-mac): notarize and staple dist/Corral.app first, then build the image from
+# the stapled app, then notarize and staple the image. Stapling only the image leaves the app inside it
+# without a ticket: a Corral.app copied out of the DMG then needs Apple's servers to pass Gatekeeper.
 #
 # Arguments:
 #   TARGET                 a .dmg or a .app (default: the newest $DIST/Corral-*.dmg)
