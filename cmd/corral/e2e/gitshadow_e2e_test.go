@@ -102,7 +102,7 @@ func TestGitShadow(t *testing.T) {
 git config core.fsmonitor "$1"
 printf '#!/bin/sh\n%s\n' "$1" > .git/hooks/pre-commit
 chmod +x .git/hooks/pre-commit
-git -c core.fsmonitor= -c core.hooksPath=/dev/null -c user.name=box -c user.email=box@example.test commit -q --allow-empty -m "from the box"
+git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c user.name=box -c user.email=box@example.test commit -q --allow-empty -m "from the box"
 git branch feature
 git stash list >/dev/null
 echo made-in-box > box.txt
