@@ -42,8 +42,15 @@ shadow() {
 	chown "$(stat -c %u:%g "$dir")" "$base/$name/upper"
 	chmod "$(stat -c %a "$dir")" "$base/$name/upper"
 	mountpoint -q "$lower/$name" || mount --bind "$dir" "$lower/$name"
-	mount -t overlay corral-git-shadow \
-		-o "lowerdir=$lower/$name,upperdir=$base/$name/upper,workdir=$base/$name/work" "$dir"
+	if mount -t overlay corral-git-shadow \
+		-o "lowerdir=$lower/$name,upperdir=$base/$name/upper,workdir=$base/$name/work" "$dir"; then
+		return 0
+	fi
+	# No overlay (a kernel or file system that refuses it): keep the git
+	# directory read-only rather than writable, and say so. git in the box
+	# can then read history but not commit.
+	echo "corral-git-shadow: cannot mount the shadow over $dir; it stays read-only in the box" >&2
+	mount --bind -o ro "$dir" "$dir"
 }
 
 if [ -d "$PROJECT/.git" ] && [ ! -L "$PROJECT/.git" ]; then
