@@ -98,7 +98,8 @@ func (b *coreBackend) deniedHosts(name string, now time.Time) []DeniedHost {
 	var hosts []DeniedHost
 	for _, h := range egress.Summarize(entries) {
 		if !h.Allowed {
-			hosts = append(hosts, DeniedHost{Host: h.Host, Port: h.Port, Count: h.Count, Last: h.LastSeen})
+			hosts = append(hosts, DeniedHost{Host: h.Host, Port: h.Port, Count: h.Count, Last: h.LastSeen,
+				Malformed: malformed(h.Reason)})
 		}
 	}
 	if b.denied == nil {
@@ -109,6 +110,12 @@ func (b *coreBackend) deniedHosts(name string, now time.Time) []DeniedHost {
 }
 
 var _ Backend = (*coreBackend)(nil)
+
+// malformed reports whether a denial reason says the request did not parse:
+// its host is raw request text, never something to allow.
+func malformed(r egress.Reason) bool {
+	return r == egress.ReasonMalformedAuthority || r == egress.ReasonUserinfo
+}
 
 // Main runs the menu-bar app over core; `corral app` calls it.
 func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) error {
@@ -263,7 +270,7 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 		fctx, fcancel := context.WithCancel(ctx)
 		report := func(e egress.Entry) {
 			if e.IsDecision() && !e.Allowed && !e.Time.Before(since) {
-				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: 1, Last: e.Time})
+				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)})
 			}
 		}
 		wg.Go(func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/app/notify"
 	"github.com/corral-dev/corral/app/tray"
+	"github.com/corral-dev/corral/core/display"
 )
 
 // rebuildConfirmWindow is how long "Click again to rebuild" stays armed.
@@ -352,11 +353,15 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 		}
 	}
 	l.render()
-	if l.cool.Allow(box, d.Host) {
+	// A request that did not parse gets no notification: every notification
+	// offers Allow, and raw request text is nothing to allow (the menu
+	// still lists it). Shown text goes through core/display.
+	if menu.Allowable(d) && l.cool.Allow(box, d.Host) {
+		host := display.Host(d.Host, 0)
 		n := notify.Notification{
 			Box: box, Host: d.Host,
-			Title: fmt.Sprintf("%s was blocked from %s", box, d.Host),
-			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", box, d.Host, d.Port),
+			Title: fmt.Sprintf("%s was blocked from %s", display.Text(box, 0), host),
+			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", display.Text(box, 0), host, d.Port),
 		}
 		l.goDo(ctx, func(ctx context.Context) func() {
 			if err := l.opts.Notifier.Notify(ctx, n); err != nil {

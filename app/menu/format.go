@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/corral-dev/corral/core/display"
 )
 
 // FormatBytes renders a byte count in binary units with at most one
@@ -73,15 +74,15 @@ func FormatWhen(t, now time.Time) string {
 
 // Truncate shortens s to at most max runes, ending in "…" when cut. It is
 // for display only: keys and actions always carry the full name.
+//
+// It also escapes what must not reach a menu (core/display): names and
+// errors can come from a repository or a box. Host names go through
+// display.Host instead, which cuts from the left.
 func Truncate(s string, max int) string {
-	if max <= 0 || utf8.RuneCountInString(s) <= max {
-		return s
+	if max <= 0 {
+		max = display.MaxText
 	}
-	if max == 1 {
-		return "…"
-	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
+	return display.Text(s, max)
 }
 
 // Text renders the menu one visible item per line, two spaces of indent per

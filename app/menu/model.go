@@ -5,10 +5,14 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/egress"
 )
 
 // ActionKind is what a click on an item does.
@@ -194,12 +198,31 @@ func Build(st State, ui UI, lim Limits) Menu {
 		{Key: "quit", Title: "Quit corral", Action: Action{Kind: ActQuit}},
 	}}
 
-	return Menu{Sections: []Section{
+	m := Menu{Sections: []Section{
 		header,
 		{Key: SectionBoxes, Cap: lim.MaxBoxes, Items: boxItems},
 		actions,
 		quit,
 	}}
+	for i := range m.Sections {
+		sanitize(m.Sections[i].Items)
+	}
+	return m
+}
+
+// maxTooltip caps a tooltip, in runes.
+const maxTooltip = 512
+
+// sanitize passes every title and tooltip through core/display once more,
+// whatever built it: names, errors, hosts and paths can come from a
+// repository or a box, and no control or bidi rune may reach the menu.
+// display.Text is idempotent, so text already sanitised is unchanged.
+func sanitize(items []Item) {
+	for i := range items {
+		items[i].Title = display.Text(items[i].Title, maxTooltip)
+		items[i].Tooltip = display.Text(items[i].Tooltip, maxTooltip)
+		sanitize(items[i].Children)
+	}
 }
 
 // Dot is the state marker shown before a box name.
@@ -358,15 +381,23 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 	}
 	for _, d := range ds {
 		hk := k + "/denied/" + hostPort(d)
-		title := fmt.Sprintf("%s · %d× · %s", Truncate(hostPort(d), lim.MaxTitle+8), d.Count, FormatWhen(d.Last, now))
+		title := fmt.Sprintf("%s · %d× · %s", display.Authority(hostPort(d), lim.MaxTitle+8), d.Count, FormatWhen(d.Last, now))
+		if !Allowable(d) {
+			// The request did not parse: show it, offer nothing.
+			it.Children = append(it.Children, Item{
+				Key: hk, Title: title, Tooltip: display.Text(hostPort(d), 0) + " (malformed request: nothing to allow)",
+				Children: []Item{{Key: hk + "/malformed", Title: "Malformed request: cannot be allowed", Disabled: true}},
+			})
+			continue
+		}
 		domain := Item{Key: hk + "/allow-domain", Hidden: true}
 		if dom := ParentDomain(d.Host); dom != "" {
-			domain = Item{Key: hk + "/allow-domain", Title: "Allow *." + Truncate(dom, lim.MaxTitle),
-				Tooltip: "Allow " + dom + " and all its subdomains, permanently",
+			domain = Item{Key: hk + "/allow-domain", Title: "Allow *." + display.Host(dom, lim.MaxTitle),
+				Tooltip: "Allow " + display.Host(dom, 0) + " and all its subdomains, permanently",
 				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain}}
 		}
 		it.Children = append(it.Children, Item{
-			Key: hk, Title: title, Tooltip: hostPort(d),
+			Key: hk, Title: title, Tooltip: display.Authority(hostPort(d), 0),
 			Children: []Item{
 				{Key: hk + "/allow-always", Title: "Allow always", Action: Action{Kind: ActAllow, Box: b.Name, Host: d.Host, Scope: AllowAlways}},
 				{Key: hk + "/allow-session", Title: "Allow for this session", Action: Action{Kind: ActAllow, Box: b.Name, Host: d.Host, Scope: AllowSession}},
@@ -408,6 +439,18 @@ func projectsItem(ps []Project, lim Limits) Item {
 		})
 	}
 	return it
+}
+
+// Allowable reports whether a denied request may be offered for approval:
+// it parsed (the broker logged no malformed-request reason) and its host is
+// already the canonical form egress.ParseAuthority gives (so what the user
+// approves is exactly what was denied, never raw request text).
+func Allowable(d DeniedHost) bool {
+	if d.Malformed || d.Port <= 0 || d.Host == "" {
+		return false
+	}
+	a, err := egress.ParseAuthority(net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), 0)
+	return err == nil && a.Host == d.Host
 }
 
 func hostPort(d DeniedHost) string {

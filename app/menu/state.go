@@ -58,6 +58,10 @@ type DeniedHost struct {
 	Port  int
 	Count int
 	Last  time.Time
+	// Malformed is set when the request did not parse (the broker's reason
+	// was malformed-authority or userinfo): Host is then raw request text,
+	// and the menu and notifications offer no Allow for it.
+	Malformed bool
 }
 
 // Project is a recently used project directory.
