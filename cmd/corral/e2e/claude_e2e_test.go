@@ -274,9 +274,9 @@ ca = %q
 		// docs/BENCHMARKS.md: `corral claude -- -p "say hello"` on a running
 		// box, from exec to the first byte on stdout (Claude Code prints the
 		// answer once the stream ends, so this is the whole turn against
-		// the fake API). 5 runs; about 1 minute under TCG.
+		// the fake API). 3 runs; about a minute under TCG.
 		var ds []time.Duration
-		for i := 0; i < 5; i++ {
+		for i := 0; i < 3; i++ {
 			cmd := exec.Command(x.bin, "-C", x.project, "claude", "--", "-p", "say hello")
 			cmd.Env = append(append([]string{}, x.env...), secrets...)
 			pr, pw, err := os.Pipe()
