@@ -131,6 +131,9 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if err := s.EnsureBroker(ctx, &m); err != nil {
 		return m, err
 	}
+	if err := WriteMeta(s.Layout, m); err != nil { // the broker's pid, before a start that may fail
+		return m, err
+	}
 	if err := s.checkBudget(box, m.MemoryCap, opt.Force); err != nil {
 		return m, err
 	}
@@ -271,6 +274,12 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	s.audit(audit.Event{Kind: audit.KindCreate, Box: box, Fields: map[string]any{"project": r.Project.Dir, "golden": m.Golden, "template_hash": m.TemplateHash}})
 	if err := s.EnsureBroker(ctx, &m); err != nil {
+		return m, err
+	}
+	// Record the broker's pid before the (long, fallible) start: a failed
+	// start must leave a box that corral rm or stop can clean up, broker
+	// included.
+	if err := WriteMeta(s.Layout, m); err != nil {
 		return m, err
 	}
 	s.progress("starting box %s (provisioning)", box)

@@ -23,6 +23,13 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "e2e: run as root (it creates a network namespace and drops to $user)" >&2
 	exit 2
 fi
+# Close inherited descriptors 3-9 (flock(1) hands its lock file to the
+# command, usually as fd 3): a broker the tests start outlives the command
+# that started it, and must not keep the caller's lock held after this
+# script ends. (sh redirects single-digit descriptors only.)
+for fd in 3 4 5 6 7 8 9; do
+	eval "exec $fd>&-"
+done
 work=$(mktemp -d /tmp/ce.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/corral" ./cmd/corral
