@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/procinfo"
 )
 
 // ErrBrokerDown means a broker-mode box's broker is not answering.
@@ -43,18 +43,25 @@ func (s *Service) pickBrokerPort(box string) int {
 	})
 }
 
-// brokerAlive reports whether pid is a running corral broker for box.
-func brokerAlive(pid int, box string) bool {
+// brokerAlive reports whether pid is a running corral broker for box that
+// started at start (0: any start, for state written before start times
+// were kept). It identifies the process by its argv (`corral broker --box
+// BOX`, egress.ParseBrokerArgv) and its start time, on Linux and macOS
+// through the same reads (core/procinfo): after a reboot the saved PID may
+// be any of the user's processes, and stop, rm and gc signal what this
+// says is the broker.
+func brokerAlive(pid int, box string, start int64) bool {
 	if pid <= 0 {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil {
-		// No /proc (macOS): signal 0 says the process exists.
-		return syscall.Kill(pid, 0) == nil
-	}
-	got, ok := brokerBox(b)
-	return ok && got == box
+	id, err := procinfo.Read(pid)
+	return err == nil && isBroker(id, box, start)
+}
+
+// isBroker is brokerAlive's decision on a process's identity.
+func isBroker(id procinfo.Identity, box string, start int64) bool {
+	a, ok := egress.ParseBrokerArgv(id.Argv)
+	return ok && a.Box == box && procinfo.Same(id, start)
 }
 
 // brokerBox reads a /proc cmdline: the box of a `corral broker --box BOX`
@@ -80,7 +87,7 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 	if m.Network != config.NetworkBroker {
 		return nil
 	}
-	if brokerAlive(m.BrokerPID, m.Name) && BrokerAnswering(m.BrokerPort) {
+	if brokerAlive(m.BrokerPID, m.Name, m.BrokerStart) && BrokerAnswering(m.BrokerPort) {
 		return nil
 	}
 	logf, err := os.OpenFile(s.Layout.BrokerLog(m.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -95,7 +102,10 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the broker of box %s: %w", m.Name, err)
 	}
-	m.BrokerPID = cmd.Process.Pid
+	m.BrokerPID, m.BrokerStart = cmd.Process.Pid, 0
+	if id, err := procinfo.Read(m.BrokerPID); err == nil {
+		m.BrokerStart = id.Start
+	}
 	_ = cmd.Process.Release()
 	deadline := time.Now().Add(10 * time.Second)
 	for !BrokerAnswering(m.BrokerPort) {
@@ -110,11 +120,11 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 
 // StopBroker ends the box's broker, if it runs.
 func (s *Service) StopBroker(m *Meta) {
-	if brokerAlive(m.BrokerPID, m.Name) {
+	if brokerAlive(m.BrokerPID, m.Name, m.BrokerStart) {
 		_ = syscall.Kill(m.BrokerPID, syscall.SIGTERM)
-		for i := 0; i < 50 && brokerAlive(m.BrokerPID, m.Name); i++ {
+		for i := 0; i < 50 && brokerAlive(m.BrokerPID, m.Name, m.BrokerStart); i++ {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	m.BrokerPID = 0
+	m.BrokerPID, m.BrokerStart = 0, 0
 }

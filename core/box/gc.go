@@ -402,7 +402,9 @@ func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 		}
 		return RemoveMeta(s.Layout, it.Box)
 	case GCBroker:
-		if !noMeta || !brokerAlive(it.PID, it.Box) {
+		// The scan identified it by argv and environment; the argv is
+		// read again here, just before the signal.
+		if !noMeta || !brokerAlive(it.PID, it.Box, 0) {
 			return errGCSkip
 		}
 		if err := syscall.Kill(it.PID, syscall.SIGTERM); err != nil {

@@ -27,19 +27,22 @@ type Session struct {
 
 // Meta is a box's metadata, ~/.corral/boxes/<box>.json.
 type Meta struct {
-	Name         string         `json:"name"`
-	Project      string         `json:"project"`
-	Created      time.Time      `json:"created"`
-	TemplateHash string         `json:"template_hash"`
-	Golden       string         `json:"golden,omitempty"` // golden instance it was cloned from
-	BrokerPort   int            `json:"broker_port"`
-	BrokerPID    int            `json:"broker_pid,omitempty"`
-	Network      config.Network `json:"network"`
-	MemoryCap    uint64         `json:"memory_cap"`
-	CPUs         int            `json:"cpus"`
-	VMType       string         `json:"vm_type"`
-	IdleStop     string         `json:"idle_stop"`
-	StopOnExit   bool           `json:"stop_on_exit,omitempty"`
+	Name         string    `json:"name"`
+	Project      string    `json:"project"`
+	Created      time.Time `json:"created"`
+	TemplateHash string    `json:"template_hash"`
+	Golden       string    `json:"golden,omitempty"` // golden instance it was cloned from
+	BrokerPort   int       `json:"broker_port"`
+	BrokerPID    int       `json:"broker_pid,omitempty"`
+	// BrokerStart is the broker process's start time (procinfo.Identity),
+	// so that a reused PID is never taken for the broker.
+	BrokerStart int64          `json:"broker_start,omitempty"`
+	Network     config.Network `json:"network"`
+	MemoryCap   uint64         `json:"memory_cap"`
+	CPUs        int            `json:"cpus"`
+	VMType      string         `json:"vm_type"`
+	IdleStop    string         `json:"idle_stop"`
+	StopOnExit  bool           `json:"stop_on_exit,omitempty"`
 	// AgentState and Source are the box's agent_state and source when it
 	// was created ("" for boxes from before they were recorded).
 	AgentState string `json:"agent_state,omitempty"`

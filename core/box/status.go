@@ -61,7 +61,7 @@ func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 	}
 	idleStop, _ := time.ParseDuration(m.IdleStop)
 	st.IdleDue = IsIdle(st.State, st.Live, last, idleStop, now)
-	st.Broker = brokerAlive(m.BrokerPID, m.Name)
+	st.Broker = brokerAlive(m.BrokerPID, m.Name, m.BrokerStart)
 	return st
 }
 

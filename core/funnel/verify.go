@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
+
+	"github.com/corral-dev/corral/core/procinfo"
 )
 
 // ErrNotEnforced means a box that needs the funnel runs a qemu without it,
@@ -44,7 +46,7 @@ func Verify(limaHome, box string, w Want) error {
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("proving the egress funnel of box %s: %s holds %q, not a pid", box, pidFile, strings.TrimSpace(string(b)))
 	}
-	args, err := cmdline(pid)
+	args, err := procinfo.Argv(pid)
 	if err != nil {
 		return fmt.Errorf("proving the egress funnel of box %s: reading the command line of qemu (pid %d): %w", box, pid, err)
 	}

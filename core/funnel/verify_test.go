@@ -14,6 +14,8 @@ import (
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/qemu"
+
+	"github.com/corral-dev/corral/core/procinfo"
 )
 
 const testBox = "web-3f2a1c"
@@ -135,7 +137,7 @@ func startFakeQemu(t *testing.T, limaHome string, argv []string) {
 	// The child's cmdline is sh's until exec completes.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if args, err := cmdline(cmd.Process.Pid); err == nil && len(args) > 3 && args[1] == "-c" {
+		if args, err := procinfo.Argv(cmd.Process.Pid); err == nil && len(args) > 3 && args[1] == "-c" {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

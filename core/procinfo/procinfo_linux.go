@@ -1,0 +1,33 @@
+package procinfo
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Argv returns the argv of process pid.
+func Argv(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	return parseCmdline(b), nil
+}
+
+// Read returns the identity of process pid.
+func Read(pid int) (Identity, error) {
+	argv, err := Argv(pid)
+	if err != nil {
+		return Identity{}, fmt.Errorf("reading process %d: %w", pid, err)
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Identity{}, fmt.Errorf("reading process %d: %w", pid, err)
+	}
+	start, err := parseStatStart(stat)
+	if err != nil {
+		return Identity{}, fmt.Errorf("reading process %d: %w", pid, err)
+	}
+	return Identity{Argv: argv, Start: start}, nil
+}

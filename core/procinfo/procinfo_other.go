@@ -1,0 +1,16 @@
+//go:build !linux && !darwin
+
+package procinfo
+
+import (
+	"errors"
+	"runtime"
+)
+
+var errUnsupported = errors.New("reading a process's identity is not supported on " + runtime.GOOS)
+
+// Argv is not supported here.
+func Argv(int) ([]string, error) { return nil, errUnsupported }
+
+// Read is not supported here.
+func Read(int) (Identity, error) { return Identity{}, errUnsupported }
