@@ -1,0 +1,106 @@
+package broker
+
+import (
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestBoxBrokerHoldsCredentials runs a box's broker whose trusted config
+// has a [credentials] table and whose host environment has Claude's key:
+// the box's requests get the real secrets added upstream (over TLS,
+// verified with the configured CA), and the egress log gets one
+// credential line per request without the values.
+func TestBoxBrokerHoldsCredentials(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{}
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.URL.Path] = r.Header.Get("X-Api-Key") + "|" + r.Header.Get("Authorization")
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	l, name := newBox(t, "")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trusted := `[credentials.anthropic]
+upstream = "` + up.URL + `"
+header = "x-api-key"
+env_from_host = "TEST_BROKER_KEY"
+ca = "` + ca + `"
+
+[credentials.git]
+upstream = "` + up.URL + `/base"
+header = "authorization"
+env_from_host = "TEST_BROKER_TOKEN"
+ca = "` + ca + `"
+`
+	if err := os.MkdirAll(filepath.Dir(l.ProjectConfig(name)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.ProjectConfig(name), []byte(trusted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_BROKER_KEY", "sk-real-key")
+	t.Setenv("TEST_BROKER_TOKEN", "tok-real")
+	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0"})
+
+	do := func(target, abs string) int {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET "+abs+target+" HTTP/1.1\r\nHost: x\r\nX-Api-Key: box\r\nAuthorization: Bearer box\r\nConnection: close\r\n\r\n")
+		b, _ := io.ReadAll(c)
+		if !strings.HasPrefix(string(b), "HTTP/1.1 ") {
+			t.Fatalf("%s: answer %q", target, b)
+		}
+		var code int
+		for _, ch := range string(b)[9:12] {
+			code = code*10 + int(ch-'0')
+		}
+		return code
+	}
+	if code := do("/corral/credential/anthropic/v1/messages", ""); code != 200 {
+		t.Fatalf("anthropic: %d", code)
+	}
+	// Absolute form to the broker's guest address (a client using its
+	// proxy setting) is the same route.
+	if code := do("/corral/credential/git/o/r.git/info/refs", "http://192.168.5.4:42001"); code != 200 {
+		t.Fatalf("git: %d", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["/v1/messages"] != "sk-real-key|" || got["/base/o/r.git/info/refs"] != "|Bearer tok-real" {
+		t.Errorf("upstream saw %q", got)
+	}
+	// The broker logs a request after its answer went out.
+	var log string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(l.EgressLog(name))
+		if log = string(b); strings.Count(log, `"kind":"credential"`) >= 2 {
+			break
+		}
+	}
+	for _, want := range []string{`"kind":"credential","name":"anthropic"`, `"kind":"credential","name":"git"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("egress log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "sk-real-key") || strings.Contains(log, "tok-real") {
+		t.Error("the egress log holds a secret")
+	}
+}
