@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -109,7 +110,7 @@ func HostChecks(f HostFacts) []Check {
 	case f.LimaVersion.Less(lima.MinVersion):
 		out = append(out, fail(limaName, fmt.Sprintf("%s %s is older than %s", limactl, f.LimaVersion, lima.MinVersion),
 			limaInstallFix(f.GOOS)))
-	case f.LimaVersion.String() == version.LimaTested:
+	case slices.Contains(version.LimaTestedVersions, f.LimaVersion.String()):
 		out = append(out, pass(limaName, limactl+" "+f.LimaVersion.String()+" (the version corral is tested with)"))
 	default:
 		out = append(out, pass(limaName, fmt.Sprintf("%s %s (corral is tested with %s)", limactl, f.LimaVersion, version.LimaTested)))
@@ -230,7 +231,7 @@ func limaInstallFix(goos string) string {
 	if goos == "darwin" {
 		return "brew install lima (or brew upgrade lima)"
 	}
-	return "install Lima " + version.LimaTested + ": sudo packaging/linux/setup-lima.sh"
+	return "install Lima " + lima.PinnedVersion + ": sudo packaging/linux/setup-lima.sh"
 }
 
 // hintOf is the Hint() of err or of an error it wraps, else def.

@@ -76,7 +76,8 @@ func TestHostChecksProblems(t *testing.T) {
 	}{
 		{"no limactl", func(f *HostFacts) { f.LimaErr = fmt.Errorf("getting limactl version: %w", lima.ErrNotInstalled) }, "lima", false, "not installed", "setup-lima.sh"},
 		{"old lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 0} }, "lima", false, "1.0.0 is older than 1.2.0", "install Lima"},
-		{"newer lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 3} }, "lima", true, "corral is tested with 1.2.2", ""},
+		{"lima 2.2.0", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 2, Minor: 2} }, "lima", true, "limactl 2.2.0 (the version corral is tested with)", ""},
+		{"newer lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 3} }, "lima", true, "corral is tested with 2.2.0 and 1.2.2", ""},
 		{"no qemu", func(f *HostFacts) { f.QemuErr = errors.New("qemu-system binary not found") }, "qemu", false, "not found", "apt-get install qemu-system-x86"},
 		{"tcg", func(f *HostFacts) { f.KVM, f.KVMReason = false, "no /dev/kvm" }, "acceleration", true, "TCG", ""},
 		{"open state dir", func(f *HostFacts) { f.Dirs[0].Mode = 0o755 }, "state directory", false, "/h has mode 0755", "chmod 700 /h"},

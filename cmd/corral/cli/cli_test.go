@@ -175,7 +175,7 @@ func TestRender(t *testing.T) {
 func TestVersion(t *testing.T) {
 	e := setup(t, "")
 	_, out, _ := run(t, e, true, "version")
-	if !strings.Contains(out, "tested with Lima 1.2.2\n") {
+	if !strings.Contains(out, "tested with Lima 2.2.0 and 1.2.2\n") {
 		t.Errorf("%q", out)
 	}
 }
