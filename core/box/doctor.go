@@ -291,7 +291,7 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
 		if m.GitShadowOff {
 			f.GitShadowOff = append(f.GitShadowOff, m.Name)
 		}
-		if r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project}); err == nil && len(r.Config.Config.KeychainEnv) > 0 {
+		if r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project}); err == nil && len(r.Loaded.Config.KeychainEnv) > 0 {
 			f.KeychainUsers = append(f.KeychainUsers, m.Name)
 		}
 	}
@@ -392,7 +392,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 
 	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: opt.EnvNames}
 	if opt.Resolved.Project.Box == box {
-		want.GitHosts = opt.Resolved.Config.Config.GitTokens
+		want.GitHosts = opt.Resolved.Loaded.Config.GitTokens
 	}
 	argv, err := s.Lima.SSHArgs(box, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
 	if err != nil {
@@ -589,8 +589,8 @@ func Failed(checks []Check) bool {
 func agentStateCheck(m Meta, r Resolved) Check {
 	const name = "agent state"
 	mode := m.AgentState
-	if r.Project.Box == m.Name && r.Config.Config.AgentState != nil {
-		mode = *r.Config.Config.AgentState
+	if r.Project.Box == m.Name && r.Loaded.Config.AgentState != nil {
+		mode = *r.Loaded.Config.AgentState
 	}
 	switch agentstate.Mode(mode) {
 	case agentstate.Seeded:

@@ -179,7 +179,7 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 // where qemu cannot be given the git directory read-only: the wrapper
 // would refuse too, with the reason only in Lima's ha.stderr.log.
 func checkGitShadow(r Resolved) error {
-	c := r.Config.Config
+	c := r.Loaded.Config
 	if runtime.GOOS != "linux" || deref(c.VMType) != "qemu" || (c.GitShadow != nil && !*c.GitShadow) {
 		return nil
 	}
@@ -199,7 +199,7 @@ func checkGitShadow(r Resolved) error {
 
 // followConfig applies the settings that need no rebuild.
 func (s *Service) followConfig(r Resolved, m *Meta) {
-	c := r.Config.Config
+	c := r.Loaded.Config
 	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
 	// The host side of the git shadow follows at the next start (the qemu
 	// wrapper reads it); the guest's overlay follows the template.
@@ -215,7 +215,7 @@ func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
 
 func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
 	box := r.Project.Box
-	c := r.Config.Config
+	c := r.Loaded.Config
 	port := s.pickBrokerPort(box)
 	rendered, err := Render(s.Layout, r, port, false)
 	if err != nil {
@@ -316,14 +316,14 @@ func GoldenName(goldenYAML []byte) string {
 // unless something must be installed.
 func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
-	c := g.Config.Config
+	c := g.Loaded.Config
 	net := string(config.NetworkOffline)
 	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
 	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude {
 		net = string(config.NetworkFull) // apt, toolchains and the agent's installer download once, here
 	}
 	c.Network = &net
-	g.Config.Config = c
+	g.Loaded.Config = c
 	rendered, err := Render(s.Layout, g, 0, true)
 	return rendered.YAML, err
 }
@@ -473,7 +473,7 @@ func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta,
 // (claude_install = "npm"). The npm client's own registry setting decides
 // where it comes from; the pin decides what is accepted.
 func (s *Service) fetchNPM(ctx context.Context, r Resolved) error {
-	c := r.Config.Config
+	c := r.Loaded.Config
 	if c.Agent == nil || *c.Agent != "claude" || c.ClaudeInstall == nil || *c.ClaudeInstall != "npm" {
 		return nil
 	}

@@ -28,7 +28,7 @@ func HostPlatform() config.Platform {
 type Resolved struct {
 	Project  project.Project
 	Platform config.Platform
-	Config   config.Result
+	Loaded   config.Result // the effective config (Loaded.Config), with its warnings and origins
 }
 
 // ResolveOptions tune Resolve.
@@ -64,7 +64,7 @@ func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
 		HostCPUs:    host.CPUs,
 		Snapshot:    opt.Snapshot,
 	})
-	return Resolved{Project: proj, Platform: opt.Platform, Config: res}, err
+	return Resolved{Project: proj, Platform: opt.Platform, Loaded: res}, err
 }
 
 // BrokerGuestHost is the address the guest reaches the broker at: the
@@ -83,7 +83,7 @@ func BrokerGuestHostFor(p config.Platform, c config.Config) string {
 
 // Render renders the Lima template of a resolved box.
 func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Rendered, error) {
-	c := r.Config.Config
+	c := r.Loaded.Config
 	var gitDirs []string
 	if !golden && (c.GitShadow == nil || *c.GitShadow) {
 		d, err := gitshadow.Find(r.Project.Dir)

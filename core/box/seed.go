@@ -23,7 +23,7 @@ import (
 // nothing an earlier box of the same name left there can redirect a write.
 // corral never reads back from the directory.
 func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
-	c := r.Config.Config
+	c := r.Loaded.Config
 	dir := s.Layout.SeedDir(r.Project.Box)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clearing the seed of box %s: %w", r.Project.Box, err)
@@ -73,7 +73,7 @@ func (s *Service) clearSeed(r Resolved) error {
 // ensureSeedDir makes sure the seed share exists before a start (Lima
 // refuses a mount whose directory is missing).
 func (s *Service) ensureSeedDir(r Resolved) error {
-	if !limayaml.Seeds(r.Config.Config) {
+	if !limayaml.Seeds(r.Loaded.Config) {
 		return nil
 	}
 	return os.MkdirAll(s.Layout.SeedDir(r.Project.Box), atomicfile.DirMode)
@@ -81,7 +81,7 @@ func (s *Service) ensureSeedDir(r Resolved) error {
 
 // warnSharedAgentState states the risk where shared agent state is used.
 func (s *Service) warnSharedAgentState(r Resolved) {
-	if mode, _ := agentstate.ParseMode(deref(r.Config.Config.AgentState)); mode == agentstate.Shared {
+	if mode, _ := agentstate.ParseMode(deref(r.Loaded.Config.AgentState)); mode == agentstate.Shared {
 		s.progress("warning: %s", agentstate.SharedRisk)
 	}
 }

@@ -102,7 +102,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	argv = append(argv, "--", strings.Join(remote, " "))
 
 	if opt.BrokerEnv != nil && m.Network == config.NetworkBroker {
-		env, names := opt.BrokerEnv("http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Config.Config), strconv.Itoa(m.BrokerPort)))
+		env, names := opt.BrokerEnv("http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Config), strconv.Itoa(m.BrokerPort)))
 		opt.Environ = append(slices.Clip(opt.Environ), env...)
 		opt.EnvNames = append(slices.Clip(opt.EnvNames), names...)
 	}

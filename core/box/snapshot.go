@@ -280,7 +280,7 @@ func (s *Service) findSnapshot(ctx context.Context, sn snapshotter, box, name st
 // snapshots_keep of them. Up calls it with the box lock held. A failure
 // only warns: a box that cannot be snapshotted must still start.
 func (s *Service) autoSnapshot(ctx context.Context, r Resolved, m Meta) {
-	c := r.Config.Config
+	c := r.Loaded.Config
 	if c.Snapshots == nil || *c.Snapshots != "auto" {
 		return
 	}

@@ -91,7 +91,7 @@ func (b *boxPolicy) loadConfig() (config.Result, error) {
 	if r.Project.Box != b.box {
 		return config.Result{}, fmt.Errorf("loading the config of box %s: its project %s now belongs to box %s", b.box, b.project, r.Project.Box)
 	}
-	rules, err := approval.AllowList(r.Config, nil)
+	rules, err := approval.AllowList(r.Loaded, nil)
 	if err == nil {
 		names, ranges := splitRanges(approval.Entries(rules))
 		_, err = egress.ParsePolicy(names, ranges)
@@ -99,7 +99,7 @@ func (b *boxPolicy) loadConfig() (config.Result, error) {
 	if err != nil {
 		return config.Result{}, fmt.Errorf("loading the allow-list of box %s: %w", b.box, err)
 	}
-	return r.Config, nil
+	return r.Loaded, nil
 }
 
 // rules returns the allow-list in force now. The config and the approvals

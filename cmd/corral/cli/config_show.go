@@ -50,15 +50,15 @@ func configShowRun(opts *ConfigShowOptions) error {
 		return err
 	}
 	if opts.JSON {
-		out := map[string]any{"box": r.Project.Box, "project": r.Project.Dir, "config": r.Config.Values()}
+		out := map[string]any{"box": r.Project.Box, "project": r.Project.Dir, "config": r.Loaded.Values()}
 		if opts.Origin {
-			out["origin"] = r.Config.Origin
+			out["origin"] = r.Loaded.Origin
 		}
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", r.Project.Box, r.Project.Dir, r.Config.TOML(opts.Origin))
+	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", r.Project.Box, r.Project.Dir, r.Loaded.TOML(opts.Origin))
 	return nil
 }
 

@@ -97,8 +97,8 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 	}
 	opt.Resolved = r
 	agent := ""
-	if r.Config.Config.Agent != nil {
-		agent = *r.Config.Config.Agent
+	if r.Loaded.Config.Agent != nil {
+		agent = *r.Loaded.Config.Agent
 	}
 	opt.Environ, opt.EnvNames, opt.EnvErr = launchEnv(ctx, f, r, agent, false)
 	return name, opt, nil

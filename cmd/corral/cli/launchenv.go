@@ -21,13 +21,13 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 		return nil, nil, err
 	}
 	lookup := f.lookupEnv
-	if err := credential.Check(r.Config.Config); err != nil {
+	if err := credential.Check(r.Loaded.Config); err != nil {
 		return nil, nil, err
 	}
 	in := launchenv.Input{
-		Config: r.Config.Config, Agent: a, Getenv: lookup,
+		Config: r.Loaded.Config, Agent: a, Getenv: lookup,
 		Box: r.Project.Box, Project: r.Project.Dir, Logger: f.Logger,
-		Withhold: credential.Withheld(credential.Plan(r.Config.Config, lookup)),
+		Withhold: credential.Withheld(credential.Plan(r.Loaded.Config, lookup)),
 	}
 	if f.SecretStore != nil {
 		in.Secrets = f.SecretStore()
@@ -53,7 +53,7 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 // for box.SessionOptions.BrokerEnv; none holds a secret.
 func brokerEnv(f *Factory, r box.Resolved, agentName string) func(string) ([]string, []string) {
 	lookup := f.lookupEnv
-	specs := credential.Plan(r.Config.Config, lookup)
+	specs := credential.Plan(r.Loaded.Config, lookup)
 	if len(specs) == 0 {
 		return nil
 	}

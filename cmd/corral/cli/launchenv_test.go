@@ -22,7 +22,7 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 	f.LookupEnv = func(n string) (string, bool) { v, ok := host[n]; return v, ok }
 	full := string(config.NetworkFull)
 	r := box.Resolved{Project: project.Project{Dir: e.proj, Box: e.box}}
-	r.Config.Config = config.Config{Network: &full, EnvFromHost: map[string]string{"IN_BOX": "EMPTY_VAR"}}
+	r.Loaded.Config = config.Config{Network: &full, EnvFromHost: map[string]string{"IN_BOX": "EMPTY_VAR"}}
 
 	env, names, err := launchEnv(context.Background(), f, r, "shell", false)
 	if err != nil {
@@ -32,7 +32,7 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 		t.Errorf("env %q names %q", env, names)
 	}
 
-	r.Config.Config.EnvFromHost = map[string]string{"IN_BOX": "UNSET_VAR"}
+	r.Loaded.Config.EnvFromHost = map[string]string{"IN_BOX": "UNSET_VAR"}
 	if _, _, err := launchEnv(context.Background(), f, r, "shell", false); err == nil || !strings.Contains(err.Error(), "UNSET_VAR") {
 		t.Errorf("unset host variable: %v", err)
 	}
