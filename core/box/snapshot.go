@@ -35,7 +35,7 @@ import (
 //     Lima 1.2.2 runs `qemu-img snapshot -c|-a|-d|-l` on the instance's
 //     diffdisk: internal qcow2 snapshots, disk only, kept inside the
 //     diffdisk file itself (pkg/driver/qemu/qemu.go execImgCommand).
-//   - vz: Lima has no snapshots. corral clones the diffdisk (and the EFI
+//   - vz: Lima has no snapshots. corral clones the disk (and the EFI
 //     variable store) with clonefile(2), a copy-on-write copy that costs no
 //     space until the disk diverges, into ~/.corral/snapshots/<box>/<name>/.
 //     macOS only (snapshot_darwin.go).
@@ -352,10 +352,32 @@ type cloneSnapshots struct {
 
 var _ snapshotter = (*cloneSnapshots)(nil)
 
-// snapshotFiles are the instance files a clone snapshot holds: the disk
-// the guest writes (Lima's diffdisk) and, when present, vz's EFI variable
-// store, which belongs with the disk it boots. diffdisk is required.
-var snapshotFiles = []string{"diffdisk", "vz-efi"}
+// A clone snapshot holds the disk the guest writes and, when present,
+// vz's EFI variable store, which belongs with the disk it boots. The disk
+// is "disk" since Lima 2.1 and "diffdisk" before; an instance migrated by
+// Lima 2.1+ keeps "diffdisk" with "disk" a symbolic link to it
+// (pkg/limatype/filenames DiffDiskLegacy), so the regular file is the one
+// cloned (clonefile with CLONE_NOFOLLOW would copy the link).
+var (
+	diskFiles = []string{"diffdisk", "disk"}
+	efiFile   = "vz-efi"
+)
+
+// snapshotFiles returns the files of dir to snapshot or restore: its disk,
+// the first of diskFiles that is a regular file (required), and the EFI
+// store when it is there.
+func snapshotFiles(dir string) ([]string, error) {
+	for _, f := range diskFiles {
+		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
+			files := []string{f}
+			if _, err := os.Lstat(filepath.Join(dir, efiFile)); err == nil {
+				files = append(files, efiFile)
+			}
+			return files, nil
+		}
+	}
+	return nil, fmt.Errorf("no disk (%s) in %s", strings.Join(diskFiles, " or "), dir)
+}
 
 func (c *cloneSnapshots) list(_ context.Context, box string) ([]Snapshot, error) {
 	ents, err := os.ReadDir(c.dir(box))
@@ -392,11 +414,12 @@ func (c *cloneSnapshots) create(_ context.Context, box, name string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, f := range snapshotFiles {
+	files, err := snapshotFiles(c.instDir(box))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
 		src := filepath.Join(c.instDir(box), f)
-		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && f != "diffdisk" {
-			continue
-		}
 		if err := c.clone(src, filepath.Join(tmp, f)); err != nil {
 			return fmt.Errorf("cloning %s: %w", src, err)
 		}
@@ -408,11 +431,12 @@ func (c *cloneSnapshots) create(_ context.Context, box, name string) error {
 // over the original, so an interrupted restore leaves either disk whole.
 func (c *cloneSnapshots) apply(_ context.Context, box, name string) error {
 	snap := filepath.Join(c.dir(box), name)
-	for _, f := range snapshotFiles {
+	files, err := snapshotFiles(snap)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
 		src := filepath.Join(snap, f)
-		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && f != "diffdisk" {
-			continue
-		}
 		dst := filepath.Join(c.instDir(box), f)
 		tmp := dst + ".corral-restore"
 		_ = os.Remove(tmp)

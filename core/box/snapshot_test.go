@@ -318,3 +318,58 @@ func slicesContain(ss []string, s string) bool {
 	}
 	return false
 }
+
+// Lima 2.1+ names the disk "disk"; an instance it migrated keeps
+// "diffdisk" with "disk" a link to it. The regular file is what a clone
+// snapshot takes and restores.
+func TestCloneSnapshotsLima2Layouts(t *testing.T) {
+	for _, layout := range []string{"disk", "migrated"} {
+		t.Run(layout, func(t *testing.T) {
+			root := t.TempDir()
+			inst := filepath.Join(root, "lima", "b")
+			if err := os.MkdirAll(inst, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			disk := "disk"
+			if layout == "migrated" {
+				disk = "diffdisk"
+				if err := os.Symlink("diffdisk", filepath.Join(inst, "disk")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write := func(v string) {
+				if err := os.WriteFile(filepath.Join(inst, disk), []byte(v), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("v1")
+			c := &cloneSnapshots{
+				dir:     func(box string) string { return filepath.Join(root, "snapshots", box) },
+				instDir: func(box string) string { return filepath.Join(root, "lima", box) },
+				clone:   copyFile,
+			}
+			ctx := context.Background()
+			if err := c.create(ctx, "b", "one"); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Lstat(filepath.Join(root, "snapshots", "b", "one", disk)); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("snapshot holds %s: %v, %v", disk, fi, err)
+			}
+			write("v2")
+			if err := c.apply(ctx, "b", "one"); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(inst, "disk")); string(b) != "v1" {
+				t.Errorf("disk after restore: %q", b)
+			}
+			if layout == "migrated" {
+				if fi, err := os.Lstat(filepath.Join(inst, "disk")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+					t.Errorf("the disk link was replaced: %v, %v", fi, err)
+				}
+			}
+		})
+	}
+	if _, err := snapshotFiles(t.TempDir()); err == nil {
+		t.Error("an instance without a disk was snapshotted")
+	}
+}
