@@ -17,12 +17,14 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/secret"
 )
@@ -162,7 +164,7 @@ func runBox(ctx context.Context, o Options) error {
 	}
 	srv, err := egress.NewServer(egress.Config{Listen: o.Listen, Box: o.Box, Policy: policy,
 		Log: decisions, Resolver: o.Resolver, Logger: logger,
-		Credentials: creds, SelfAddrs: selfAddrs(m.BrokerPort)})
+		Credentials: creds, SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome())})
 	if err != nil {
 		return err
 	}
@@ -211,4 +213,22 @@ func runBox(ctx context.Context, o Options) error {
 	default:
 	}
 	return err
+}
+
+// limaSSHPorts returns Config.HostPorts for a box broker: the host ports of
+// every box's SSH forward (corral's own sockets besides the brokers), read
+// again at most every 30 s. They are looked up only for destinations on
+// this host, which a box reaches only through an explicit range.
+func limaSSHPorts(limaHome string) func() []int {
+	var mu sync.Mutex
+	var ports []int
+	var at time.Time
+	return func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) > 30*time.Second {
+			ports, at = lima.SSHPorts(limaHome), time.Now()
+		}
+		return ports
+	}
 }

@@ -119,3 +119,27 @@ func readLivePID(path string) (int, error) {
 	}
 	return pid, nil
 }
+
+// SSHPorts returns the host ports of the SSH forwards of every instance
+// under limaHome, read from the "Port" lines of their ssh.config files
+// (Lima writes one per start). Unreadable or missing files are skipped: it
+// is a deny-list for the egress broker, so it returns what it can.
+func SSHPorts(limaHome string) []int {
+	matches, _ := filepath.Glob(filepath.Join(limaHome, "*", fileSSHConfig))
+	var out []int
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err != nil || len(b) > 64<<10 {
+			continue
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 2 && strings.EqualFold(f[0], "Port") {
+				if p, err := strconv.Atoi(f[1]); err == nil && p > 0 && p < 65536 {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
