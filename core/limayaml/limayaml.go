@@ -114,8 +114,12 @@ type HostResolver struct {
 
 type PortForward struct {
 	GuestIP string `yaml:"guestIP"`
-	Proto   string `yaml:"proto"`
-	Ignore  bool   `yaml:"ignore"`
+	// GuestIPMustBeZero false makes a 0.0.0.0 rule match listeners on any
+	// guest address. Lima 2.x defaults it to true for 0.0.0.0 (only
+	// wildcard listeners match); 1.2 defaulted it to false.
+	GuestIPMustBeZero *bool  `yaml:"guestIPMustBeZero,omitempty"`
+	Proto             string `yaml:"proto"`
+	Ignore            bool   `yaml:"ignore"`
 }
 
 type Provision struct {
@@ -173,10 +177,11 @@ func Render(in Input) (Rendered, error) {
 		Containerd:   Containerd{},
 		HostResolver: HostResolver{Enabled: c.NetworkMode() == config.NetworkFull},
 		// Lima forwards every guest listener to host loopback unless told
-		// not to; an empty list means "default rules", so ignore explicitly.
+		// not to; an empty list means "default rules", so ignore explicitly,
+		// the same on Lima 1.2 and 2.x (guestIPMustBeZero stated).
 		PortForwards: []PortForward{
 			{GuestIP: "127.0.0.1", Proto: "any", Ignore: true},
-			{GuestIP: "0.0.0.0", Proto: "any", Ignore: true},
+			{GuestIP: "0.0.0.0", GuestIPMustBeZero: new(false), Proto: "any", Ignore: true},
 		},
 	}
 	imgs, fw, err := images(c.Image, in.Platform)
