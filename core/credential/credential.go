@@ -168,15 +168,17 @@ func BaseURL(broker, name string) string {
 }
 
 // SessionVars are the variables a session gets for the plan: for the
-// claude agent's credential the base URL and a placeholder key or token;
-// for every credential, git's url.<base>.insteadOf for the upstream (as
-// GIT_CONFIG_* variables), so that git's https URLs go to the broker.
-func SessionVars(specs []Spec, agentName, broker string) []Var {
+// anthropic credential the base URL and a placeholder key or token (in
+// every session, not only `corral claude`: the broker holds the key for
+// the box, so `claude` started from `corral shell` works the same way);
+// for every other credential, git's url.<base>.insteadOf for the upstream
+// (as GIT_CONFIG_* variables), so that git's https URLs go to the broker.
+func SessionVars(specs []Spec, broker string) []Var {
 	var out []Var
 	git := 0
 	for _, s := range specs {
 		base := BaseURL(broker, s.Name)
-		if s.Name == Anthropic && agentName == "claude" {
+		if s.Name == Anthropic {
 			out = append(out, Var{BaseURLVar, base})
 			if s.Header == egress.HeaderAuthorization {
 				out = append(out, Var{OAuthTokenVar, Placeholder})

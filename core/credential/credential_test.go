@@ -78,7 +78,7 @@ func TestConfiguredCredentialsAndSessionVars(t *testing.T) {
 	if len(specs) != 2 || specs[0].Implicit {
 		t.Fatalf("specs %+v", specs)
 	}
-	vars := SessionVars(specs, "claude", "http://192.168.5.4:4242")
+	vars := SessionVars(specs, "http://192.168.5.4:4242")
 	got := map[string]string{}
 	for _, v := range vars {
 		got[v.Name] = v.Value
@@ -98,10 +98,9 @@ func TestConfiguredCredentialsAndSessionVars(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("vars %v", got)
 	}
-	// A shell session gets git's rewrite but no Claude variables.
-	for _, v := range SessionVars(specs, "shell", "http://b:1") {
-		if strings.HasPrefix(v.Name, "ANTHROPIC") || strings.HasPrefix(v.Name, "CLAUDE") {
-			t.Errorf("shell session got %s", v.Name)
+	for _, v := range vars {
+		if strings.Contains(v.Value, "TOK") || strings.Contains(v.Value, "GH") {
+			t.Errorf("%s names a secret source: %q", v.Name, v.Value)
 		}
 	}
 	if err := Check(config.Config{Network: ptr("full"), Credentials: c.Credentials}); err == nil {

@@ -51,7 +51,7 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 // brokerEnv returns the session variables of the box's brokered
 // credentials (core/credential: base URLs, placeholders, git's insteadOf),
 // for box.SessionOptions.BrokerEnv; none holds a secret.
-func brokerEnv(f *Factory, r box.Resolved, agentName string) func(string) ([]string, []string) {
+func brokerEnv(f *Factory, r box.Resolved) func(string) ([]string, []string) {
 	lookup := f.lookupEnv
 	specs := credential.Plan(r.Loaded.Config, lookup)
 	if len(specs) == 0 {
@@ -59,7 +59,7 @@ func brokerEnv(f *Factory, r box.Resolved, agentName string) func(string) ([]str
 	}
 	return func(broker string) ([]string, []string) {
 		var env, names []string
-		for _, v := range credential.SessionVars(specs, agentName, broker) {
+		for _, v := range credential.SessionVars(specs, broker) {
 			env = append(env, launchenv.ForwardPrefix+v.Name+"="+v.Value)
 			names = append(names, v.Name)
 		}

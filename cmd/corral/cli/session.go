@@ -26,7 +26,7 @@ func sessionRun(f *Factory, agentName string, argv []string, tty bool) error {
 	}
 	err = s.Session(ctx, r, box.SessionOptions{
 		Agent: agentName, Argv: argv, TTY: tty,
-		Environ: environ, EnvNames: names, BrokerEnv: brokerEnv(f, r, agentName),
+		Environ: environ, EnvNames: names, BrokerEnv: brokerEnv(f, r),
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
 	})
 	var ee *box.ExitError

@@ -316,6 +316,9 @@ ca = %q
 		if strings.Contains(env, key) || strings.Contains(env, token) {
 			t.Error("a secret is in the session environment")
 		}
+		if !strings.Contains(env, "ANTHROPIC_API_KEY=corral-brokered-placeholder") || !strings.Contains(env, "/corral/credential/anthropic\n") {
+			t.Errorf("no placeholder or base URL in the session environment:\n%s", env)
+		}
 		if !strings.Contains(env, "/corral/credential/gitfake/.insteadOf") {
 			t.Errorf("no git insteadOf in the session environment:\n%s", env)
 		}
