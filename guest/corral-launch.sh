@@ -2,7 +2,7 @@
 # corral-launch WORKDIR ARGV...: the guest end of every corral session.
 # ssh delivers the session's environment as CORRAL_FWD_<NAME> (accepted by
 # sshd's AcceptEnv); this strips the prefix, checks that the box's guest
-# units are active (refusing to run otherwise), and execs ARGV in WORKDIR
+# units are up (refusing to run otherwise), and execs ARGV in WORKDIR
 # through a login shell so profile.d (proxy settings) applies.
 set -eu
 
@@ -13,7 +13,11 @@ fi
 workdir=$1
 shift
 
+# The units write /run/corral/ready/UNIT when they started and remove it
+# when they stop: one stat each. Only a missing file asks systemd (a box
+# whose units predate the status files).
 for unit in corral-network corral-project corral-git-shadow; do
+	[ -e "/run/corral/ready/$unit.service" ] && continue
 	if ! systemctl is-active --quiet "$unit.service"; then
 		echo "corral: guest unit $unit is not active; refusing to start the session" >&2
 		echo "hint: corral doctor shows why (journalctl -u $unit in the box)" >&2

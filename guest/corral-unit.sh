@@ -24,6 +24,11 @@ After=$after
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=$exec
+# The status corral-launch reads with one stat instead of asking systemctl
+# on every session; /run is empty at boot, and stopping the unit (or a
+# failed start) removes it.
+ExecStartPost=/bin/sh -c 'mkdir -p /run/corral/ready && : >/run/corral/ready/%n'
+ExecStopPost=/bin/rm -f /run/corral/ready/%n
 [Install]
 WantedBy=multi-user.target
 UNIT

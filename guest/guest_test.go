@@ -137,6 +137,11 @@ After=local-fs.target remote-fs.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/lib/corral/apply-project
+# The status corral-launch reads with one stat instead of asking systemctl
+# on every session; /run is empty at boot, and stopping the unit (or a
+# failed start) removes it.
+ExecStartPost=/bin/sh -c 'mkdir -p /run/corral/ready && : >/run/corral/ready/%n'
+ExecStopPost=/bin/rm -f /run/corral/ready/%n
 [Install]
 WantedBy=multi-user.target
 `
@@ -169,6 +174,10 @@ func TestUnitsComeFromTheHelper(t *testing.T) {
 	for _, u := range Units {
 		if !strings.Contains(all, UnitPath+" "+strings.TrimSuffix(u, ".service")+" ") {
 			t.Errorf("no provision script runs %s %s", UnitPath, u)
+		}
+		// The launcher stats each unit's status file (see TestUnitHelper).
+		if !strings.Contains(Launch(), strings.TrimSuffix(u, ".service")) {
+			t.Errorf("corral-launch does not check %s", u)
 		}
 	}
 }

@@ -380,6 +380,7 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 	if err != nil {
 		return err
 	}
+	s.CloseMaster(ctx, box)
 	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
 	if st.Status == lima.StatusRunning || st.Status == lima.StatusBroken {
 		s.progress("stopping box %s", box)
@@ -429,6 +430,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	if serr == nil && st.Status != lima.StatusStopped && !force {
 		return fmt.Errorf("box %s is %s\nhint: corral stop %s first, or corral rm -f %s", box, strings.ToLower(string(st.Status)), box, box)
 	}
+	s.CloseMaster(ctx, box)
 	if err := s.Lima.Delete(ctx, box, true); err != nil && !errors.Is(err, lima.ErrNotFound) {
 		return fmt.Errorf("removing box %s: %w", box, err)
 	}

@@ -83,7 +83,14 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if wd == "" {
 		wd = r.Project.Dir
 	}
-	argv, err := s.Lima.SSHArgs(m.Name, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
+	sshOpt := lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true}
+	if sock, err := s.EnsureMaster(ctx, m.Name); err == nil {
+		sshOpt.ControlPath = sock
+	} else {
+		// Not fatal: a fresh connection carries the same variables.
+		s.Logger.Warn("no ssh master; the session opens its own connection", "box", m.Name, "err", err)
+	}
+	argv, err := s.Lima.SSHArgs(m.Name, sshOpt)
 	if err != nil {
 		return err
 	}

@@ -362,9 +362,13 @@ func (c *Client) ShellArgs(name string, command ...string) []string {
 type SSHOptions struct {
 	// SendEnv patterns (ssh -o SendEnv=...), e.g. "CORRAL_FWD_*"; sshd must have a matching AcceptEnv.
 	SendEnv []string
-	// NoMultiplex opens a fresh connection instead of Lima's ControlMaster. Required with SendEnv: env sent over
-	// a master opened before sshd had AcceptEnv is silently dropped.
+	// NoMultiplex opens a fresh connection instead of Lima's ControlMaster. Required with SendEnv unless
+	// ControlPath is set: Lima's master has no SendEnv of its own, and an OpenSSH master forwards only the
+	// variables its own SendEnv allows, so they would be silently dropped.
 	NoMultiplex bool
+	// ControlPath multiplexes over a master the caller runs on that socket (started with the same SendEnv
+	// patterns), as a client only (ControlMaster=no). When nothing listens there ssh connects afresh.
+	ControlPath string
 }
 
 // SSHArgs returns `ssh -F LIMA_HOME/NAME/ssh.config [options] lima-NAME`; append the remote command.
@@ -378,7 +382,10 @@ func (c *Client) SSHArgs(name string, opt SSHOptions) ([]string, error) {
 		return nil, fmt.Errorf("building ssh command for %q: %w", name, err)
 	}
 	argv := []string{"ssh", "-F", filepath.Join(home, name, "ssh.config")}
-	if opt.NoMultiplex || len(opt.SendEnv) > 0 {
+	switch {
+	case opt.ControlPath != "":
+		argv = append(argv, "-o", "ControlMaster=no", "-o", "ControlPath="+opt.ControlPath)
+	case opt.NoMultiplex || len(opt.SendEnv) > 0:
 		argv = append(argv, "-o", "ControlMaster=no", "-o", "ControlPath=none")
 	}
 	for _, e := range opt.SendEnv {

@@ -186,6 +186,12 @@ func TestSSHArgs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("SSHArgs(SendEnv) = %q, want %q", got, want)
 	}
+	got, _ = c.SSHArgs("box1", SSHOptions{SendEnv: []string{"CORRAL_FWD_*"}, ControlPath: "/h/run/ssh/box1.sock"})
+	want = []string{"ssh", "-F", "/tmp/ce2e/lima/box1/ssh.config", "-o", "ControlMaster=no", "-o", "ControlPath=/h/run/ssh/box1.sock",
+		"-o", "SendEnv=CORRAL_FWD_*", "lima-box1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("SSHArgs(ControlPath) = %q, want %q", got, want)
+	}
 	got, _ = (&Client{Env: []string{"LIMA_HOME=/from/client/env"}}).SSHArgs("b", SSHOptions{})
 	if got[2] != "/from/client/env/b/ssh.config" {
 		t.Errorf("SSHArgs with LIMA_HOME in Client.Env = %q", got)

@@ -12,6 +12,7 @@
 //	  logs/                    audit.jsonl, sessions.jsonl, egress-<box>.jsonl, app.log
 //	  snapshots/<box>/         disk snapshots where Lima has none (vz)
 //	  run/                     locks and sockets
+//	  run/ssh/<box>.sock       control socket of corral's ssh master of a box
 package paths
 
 import (
@@ -126,13 +127,24 @@ func (l Layout) Lock(name string) string { return filepath.Join(l.RunDir(), name
 // BrokerSocket is the Unix socket a box's broker receives guest connections on.
 func (l Layout) BrokerSocket(box string) string { return filepath.Join(l.RunDir(), box+".sock") }
 
+// SSHDir holds the control sockets of corral's own ssh masters (0700:
+// whoever can connect to a socket can open sessions in the box).
+func (l Layout) SSHDir() string { return filepath.Join(l.RunDir(), "ssh") }
+
+// SSHMaster is the control socket of corral's ssh master of a box. The
+// path is at most 31 bytes longer than the home plus the box name, never
+// longer than Lima's own ssh socket of the same box (core/project keeps
+// that within the socket path limit); ssh appends 17 bytes while it sets
+// the socket up, counted in the 31.
+func (l Layout) SSHMaster(box string) string { return filepath.Join(l.SSHDir(), box+".sock") }
+
 // Dirs lists every directory of the layout, parents first.
 func (l Layout) Dirs() []string {
 	return []string{
 		l.Home, l.LimaHome(), l.BoxesDir(), l.ProjectsDir(),
 		filepath.Join(l.Home, "agents"), filepath.Join(l.Home, "agent-templates"),
 		filepath.Join(l.Home, "seed"), l.LogsDir(),
-		filepath.Join(l.Home, "snapshots"), l.RunDir(),
+		filepath.Join(l.Home, "snapshots"), l.RunDir(), l.SSHDir(),
 	}
 }
 

@@ -7,22 +7,34 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// runOverhead measures `corral run -- true` against a bare
-// `ssh -F ssh.config lima-BOX true` on the same running box: wall time and
-// the CPU of the whole process tree (user+sys from wait4). corral's own CPU
-// is the difference. It prints a table; it asserts nothing about speed.
+// runOverhead measures, on the same running box and in one run, `corral
+// run -- true` against what a Lima user runs instead (`limactl shell BOX
+// true`), a bare ssh through Lima's own master, a bare ssh client through
+// corral's master (what corral run spawns), and a fresh ssh connection:
+// wall time and the CPU of the whole process tree (user+sys from wait4).
+// The masters' CPU is not in any tree: it is read from /proc before and
+// after and given per session. corral's own CPU is corral's tree minus
+// the bare mux client's. It prints a table (docs/BENCHMARKS.md); it
+// asserts nothing about speed.
 func runOverhead(t *testing.T, x *h, n int) {
 	cfg := filepath.Join(x.home, "lima", x.box, "ssh.config")
-	measure := func(name string, args ...string) (wall, cpu []time.Duration) {
+	limaSock := filepath.Join(x.home, "lima", x.box, "ssh.sock")
+	env := append(append([]string{}, x.env...), "LIMA_HOME="+filepath.Join(x.home, "lima"))
+	x.ok("run", "--", "true") // corral's master is up
+	measure := func(masterPID int, name string, args ...string) (wall, cpu []time.Duration, master time.Duration) {
+		m0 := procCPU(masterPID)
 		for i := 0; i < n; i++ {
 			cmd := exec.Command(name, args...)
-			cmd.Env = x.env
+			cmd.Env = env
 			start := time.Now()
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s %v: %v\n%s", name, args, err, out)
@@ -31,31 +43,86 @@ func runOverhead(t *testing.T, x *h, n int) {
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 			cpu = append(cpu, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
 		}
-		return wall, cpu
+		if masterPID != 0 {
+			master = (procCPU(masterPID) - m0) / time.Duration(n)
+		}
+		return wall, cpu, master
 	}
-	med := func(d []time.Duration) time.Duration {
+	sorted := func(d []time.Duration) []time.Duration {
 		s := append([]time.Duration(nil), d...)
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		return s[len(s)/2]
+		return s
 	}
-	p90 := func(d []time.Duration) time.Duration {
-		s := append([]time.Duration(nil), d...)
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		return s[len(s)*9/10]
+	med := func(d []time.Duration) time.Duration { return sorted(d)[len(d)/2] }
+	p90 := func(d []time.Duration) time.Duration { return sorted(d)[len(d)*9/10] }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+	limaMaster := sshMasterPID(cfg, limaSock, x.box)
+	corralMaster := x.masterPID()
+	type row struct {
+		name, master string
+		wall, cpu    []time.Duration
+		mcpu         time.Duration
 	}
-	sshWall, sshCPU := measure("ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath=none", "lima-"+x.box, "true")
-	cWall, cCPU := measure(x.bin, "-C", x.project, "run", "--", "true")
-	table := fmt.Sprintf(`| command (n=%d, running box) | wall median | wall p90 | CPU median (process tree) |
-| --- | ---: | ---: | ---: |
-| ssh -F ssh.config lima-BOX true (fresh connection) | %s | %s | %s |
-| corral run -- true | %s | %s | %s |
-| corral's own share | %s | | %s |
-`, n,
-		med(sshWall).Round(time.Millisecond), p90(sshWall).Round(time.Millisecond), med(sshCPU).Round(time.Millisecond),
-		med(cWall).Round(time.Millisecond), p90(cWall).Round(time.Millisecond), med(cCPU).Round(time.Millisecond),
-		(med(cWall) - med(sshWall)).Round(time.Millisecond), (med(cCPU) - med(sshCPU)).Round(time.Millisecond))
-	t.Logf("run overhead:\n%s", table)
+	var rows []row
+	add := func(name, master string, pid int, argv ...string) row {
+		w, c, m := measure(pid, argv[0], argv[1:]...)
+		r := row{name, master, w, c, m}
+		rows = append(rows, r)
+		return r
+	}
+	add("limactl shell BOX true", "Lima's", limaMaster, "limactl", "shell", "--workdir", "/", x.box, "true")
+	add("ssh -F ssh.config lima-BOX true (Lima's master)", "Lima's", limaMaster, "ssh", "-F", cfg, "lima-"+x.box, "true")
+	mux := add("ssh through corral's master, corral-launch / true", "corral's", corralMaster,
+		"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath="+x.masterSock(), "-o", "SendEnv=CORRAL_FWD_*",
+		"-T", "lima-"+x.box, "/usr/local/bin/corral-launch / true")
+	c := add("corral run -- true", "corral's", corralMaster, x.bin, "-C", x.project, "run", "--", "true")
+	add("ssh -F ssh.config lima-BOX true (fresh connection)", "none", 0,
+		"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath=none", "lima-"+x.box, "true")
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "| command (n=%d, same running box, one run) | wall median | wall p90 | CPU median (process tree) | master CPU per session |\n", n)
+	b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		mc := "-"
+		if r.master != "none" {
+			mc = ms(r.mcpu) + " (" + r.master + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.name, ms(med(r.wall)), ms(p90(r.wall)), ms(med(r.cpu)), mc)
+	}
+	lw, lc := med(rows[0].wall), med(rows[0].cpu)
+	fmt.Fprintf(&b, "\ncorral run / limactl shell: wall %.2fx, CPU %.2fx (CPU with each side's master: %.2fx); corral's own CPU (corral run minus the bare mux client): %s\n",
+		float64(med(c.wall))/float64(lw), float64(med(c.cpu))/float64(lc),
+		float64(med(c.cpu)+c.mcpu)/float64(lc+rows[0].mcpu), ms(med(c.cpu)-med(mux.cpu)))
+	t.Logf("run overhead:\n%s", b.String())
 	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
-		_ = os.WriteFile(p, []byte(table), 0o644)
+		_ = os.WriteFile(p, []byte(b.String()), 0o644)
 	}
+}
+
+// sshMasterPID asks the master on sock for its pid; 0 when none answers.
+func sshMasterPID(cfg, sock, box string) int {
+	out, _ := exec.Command("ssh", "-F", cfg, "-o", "ControlPath="+sock, "-O", "check", "lima-"+box).CombinedOutput()
+	m := regexp.MustCompile(`pid=(\d+)`).FindSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(m[1]))
+	return pid
+}
+
+// procCPU is a process's user+system CPU from /proc/PID/stat.
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }

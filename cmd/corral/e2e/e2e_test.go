@@ -240,6 +240,10 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Errorf("the audit log lacks the variable's name")
 		}
 	})
+	t.Run("sessions share corral's ssh master, each with its own variables", func(t *testing.T) {
+		x.t = t
+		sessionsThroughMaster(t, x)
+	})
 	t.Run("a keychain secret reaches the session", func(t *testing.T) {
 		x.t = t
 		keychainSecret(t, x)
@@ -275,6 +279,9 @@ func TestBoxLifecycle(t *testing.T) {
 		x.t = t
 		x.ok("run", "--", "sh", "-c", "echo keep > ~/marker")
 		x.ok("stop")
+		if _, err := os.Stat(x.masterSock()); !os.IsNotExist(err) {
+			t.Errorf("stop left the ssh master's socket: %v", err)
+		}
 		x.ok("snapshot", "create", x.box, "before")
 		for _, e := range x.ls() {
 			if e.Name == x.box && e.State != "Stopped" {
