@@ -10,10 +10,14 @@ import (
 	"github.com/corral-dev/corral/core/config"
 )
 
-// lastActivity is the later of the box's recorded activity (session
-// start/end) and its broker's last decision (the egress log's mtime).
+// lastActivity is the latest of the box's last up, its last session start
+// or end (the session directory's mtime) and its broker's last decision
+// (the egress log's mtime).
 func (s *Service) lastActivity(m Meta) time.Time {
 	t := m.LastActivity
+	if st := s.sessionsTouched(m.Name); st.After(t) {
+		t = st
+	}
 	if st, err := os.Stat(s.Layout.EgressLog(m.Name)); err == nil && st.ModTime().After(t) {
 		t = st.ModTime()
 	}
@@ -35,9 +39,10 @@ func IsIdle(state State, liveSessions int, last time.Time, idleStop time.Duratio
 
 // IdleBoxes lists the boxes whose Status.IdleDue is set.
 func (s *Service) IdleBoxes() ([]Status, error) {
-	list, err := s.List()
+	metas, err := ListMeta(s.Layout)
 	var out []Status
-	for _, st := range list {
+	for _, m := range metas {
+		st := s.statusOf(m, nil)
 		if st.IdleDue {
 			out = append(out, st)
 		}

@@ -165,11 +165,18 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 	if m.ProvisionError != "" {
 		return m, fmt.Errorf("box %s: %s", m.Name, m.ProvisionError)
 	}
+	before := m
 	s.followConfig(r, &m)
-	rendered, rerr := Render(s.Layout, r, m.BrokerPort, false)
-	s.warnDrift(rendered, rerr, m)
+	if hash, err := s.templateHash(r, m.BrokerPort); err == nil {
+		s.warnDrift(limayaml.Rendered{Hash: hash}, nil, m)
+	}
 	if err := s.EnsureBroker(ctx, &m); err != nil {
 		return m, err
+	}
+	// Metadata is written (atomically, with fsyncs) only when it changed:
+	// a session records itself in run/sessions instead.
+	if m == before {
+		return m, nil
 	}
 	m.LastActivity = s.now()
 	return m, WriteMeta(s.Layout, m)
@@ -439,6 +446,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	} else if !errors.Is(merr, ErrNoMeta) {
 		s.Logger.Warn("unreadable metadata removed", "box", box, "err", merr)
 	}
+	s.forgetRuntime(box)
 	if err := RemoveMeta(s.Layout, box); err != nil {
 		return err
 	}

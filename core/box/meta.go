@@ -17,7 +17,7 @@ import (
 // ErrNoMeta means a box has no metadata: corral never created it.
 var ErrNoMeta = errors.New("no such box")
 
-// Session is a live session recorded in a box's metadata.
+// Session is a live host session of a box (run/sessions/<box>/<id>).
 type Session struct {
 	ID      string    `json:"id"`
 	PID     int       `json:"pid"` // the host corral process running it
@@ -53,8 +53,9 @@ type Meta struct {
 	GitShadowOff bool `json:"git_shadow_off,omitempty"`
 	// MountType is the project mount's type as last started; with
 	// reverse-sshfs the host's sftp-server, not qemu, serves the project.
-	MountType    string    `json:"mount_type,omitempty"`
-	Sessions     []Session `json:"sessions,omitempty"`
+	MountType string `json:"mount_type,omitempty"`
+	// LastActivity is when the box was last brought up; sessions record
+	// theirs in run/sessions (see Service.LiveSessions).
 	LastActivity time.Time `json:"last_activity"`
 	// Provisioning is set while a create or rebuild runs; a box left with
 	// it (ctrl-C, crash) is recovered by the next up.

@@ -83,16 +83,29 @@ func BrokerGuestHostFor(p config.Platform, c config.Config) string {
 
 // Render renders the Lima template of a resolved box.
 func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Rendered, error) {
+	in, err := renderInput(l, r, brokerPort, golden)
+	if err != nil {
+		return limayaml.Rendered{}, err
+	}
+	rendered, err := limayaml.Render(in)
+	if err != nil {
+		return rendered, fmt.Errorf("rendering the template of box %s: %w", r.Project.Box, err)
+	}
+	return rendered, nil
+}
+
+// renderInput is everything Render reads besides the corral binary.
+func renderInput(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Input, error) {
 	c := r.Loaded.Config
 	var gitDirs []string
 	if !golden && (c.GitShadow == nil || *c.GitShadow) {
 		d, err := gitshadow.Find(r.Project.Dir)
 		if err != nil {
-			return limayaml.Rendered{}, fmt.Errorf("box %s: %w", r.Project.Box, err)
+			return limayaml.Input{}, fmt.Errorf("box %s: %w", r.Project.Box, err)
 		}
 		gitDirs = d.Outside()
 	}
-	rendered, err := limayaml.Render(limayaml.Input{
+	return limayaml.Input{
 		GitShadowDirs: gitDirs,
 		Platform:      r.Platform,
 		Config:        c,
@@ -105,11 +118,7 @@ func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.R
 		Golden:        golden,
 		NPMDir:        l.NPMCacheDir(),
 		User:          limaUser(),
-	})
-	if err != nil {
-		return rendered, fmt.Errorf("rendering the template of box %s: %w", r.Project.Box, err)
-	}
-	return rendered, nil
+	}, nil
 }
 
 func deref(p *string) string {

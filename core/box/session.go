@@ -116,7 +116,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	s.armGitGuard(m)
 	id := newSessionID()
 	s.beginSession(&m, id, opt)
-	defer func() { s.endSession(m.Name, id, opt.Agent) }()
+	defer func() { s.endSession(m, id) }()
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), opt.Environ...)
@@ -157,15 +157,8 @@ func (s *Service) sessionsLog(rec SessionRecord) {
 }
 
 func (s *Service) beginSession(m *Meta, id string, opt SessionOptions) {
-	lock, err := s.LockBox(context.Background(), m.Name)
-	if err == nil {
-		if cur, err := ReadMeta(s.Layout, m.Name); err == nil {
-			cur.Sessions = append(liveSessions(cur.Sessions), Session{ID: id, PID: os.Getpid(), Agent: opt.Agent, Started: s.now()})
-			cur.LastActivity = s.now()
-			_ = WriteMeta(s.Layout, cur)
-			*m = cur
-		}
-		lock.Unlock()
+	if err := s.addSession(m.Name, Session{ID: id, PID: os.Getpid(), Agent: opt.Agent, Started: s.now()}); err != nil {
+		s.Logger.Warn("recording the session", "box", m.Name, "err", err)
 	}
 	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: opt.EnvNames, Fields: map[string]any{"session": id, "agent": opt.Agent}})
 	s.sessionsLog(SessionRecord{Time: s.now(), Event: "start", Box: m.Name, Session: id, Agent: opt.Agent})
@@ -194,43 +187,26 @@ func (s *Service) recordExit(box, id, agent string, code int) {
 	s.audit(audit.Event{Kind: audit.KindSessionEnd, Box: box, Fields: map[string]any{"session": id, "exit": code}})
 }
 
-func (s *Service) endSession(box, id, agent string) {
-	lock, err := s.LockBox(context.Background(), box)
+// endSession forgets the session and, with stop_on_exit, stops the box
+// when it was the last one.
+func (s *Service) endSession(m Meta, id string) {
+	s.removeSession(m.Name, id)
+	s.egressMarker(m, id, (*egress.DecisionLog).EndSession)
+	if !m.StopOnExit {
+		return
+	}
+	// Under the box lock, so that a session starting now either is
+	// counted or finds the box stopped and starts it again.
+	lock, err := s.LockBox(context.Background(), m.Name)
 	if err != nil {
 		return
 	}
-	cur, err := ReadMeta(s.Layout, box)
-	if err != nil {
-		lock.Unlock()
-		return
-	}
-	var keep []Session
-	for _, ss := range liveSessions(cur.Sessions) {
-		if ss.ID != id {
-			keep = append(keep, ss)
-		}
-	}
-	cur.Sessions = keep
-	cur.LastActivity = s.now()
-	_ = WriteMeta(s.Layout, cur)
+	live := len(s.LiveSessions(m.Name))
 	lock.Unlock()
-	s.egressMarker(cur, id, (*egress.DecisionLog).EndSession)
-	if cur.StopOnExit && len(keep) == 0 {
-		s.progress("stopping box %s (stop_on_exit)", box)
-		_ = s.Stop(context.Background(), box, audit.KindStop)
+	if live == 0 {
+		s.progress("stopping box %s (stop_on_exit)", m.Name)
+		_ = s.Stop(context.Background(), m.Name, audit.KindStop)
 	}
-}
-
-// liveSessions drops sessions whose host process is gone (a crashed
-// corral never ran its cleanup).
-func liveSessions(ss []Session) []Session {
-	var out []Session
-	for _, x := range ss {
-		if processAlive(x.PID) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func shellQuote(s string) string {

@@ -33,7 +33,7 @@ func TestSessionMarksTheEgressLog(t *testing.T) {
 		}
 		dl.LogDecision(egress.Decision{Kind: egress.KindConnect, Host: "api.example.test", Port: 443, Reason: egress.ReasonHostNotAllowed})
 		dl.Close()
-		s.endSession(m.Name, "s-"+m.Name, "claude")
+		s.endSession(m, "s-"+m.Name)
 	}
 	entries, err := egress.ReadLog(l.EgressLog("web-a1b2c3"), time.Time{})
 	if err != nil {

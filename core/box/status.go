@@ -32,29 +32,33 @@ type Status struct {
 	Idle      time.Duration `json:"idle_ns"` // since the last activity (lastActivity), when no session is live
 	// IdleDue says the idle rule (IsIdle) stops the box now: what `corral
 	// stop --idle`, the sweep and the menu's "Stop idle boxes" act on.
-	IdleDue bool `json:"idle_due"`
-	Live    int  `json:"live_sessions"`
-	Broker  bool `json:"broker_running"`
+	IdleDue  bool      `json:"idle_due"`
+	Live     int       `json:"live_sessions"`
+	Sessions []Session `json:"sessions,omitempty"`
+	Broker   bool      `json:"broker_running"`
 }
 
 // StatusOf reads one box's status.
 func (s *Service) StatusOf(m Meta) Status { return s.statusOf(m, hostmem.NewScan()) }
 
 // statusOf reads one box's status; scan is shared by every box of one List.
+// A nil scan reads no memory (a walk of the VM process's memory map): the
+// idle sweep at the start of every command does not need it.
 func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 	st := Status{Meta: m, State: StateMissing}
 	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
 	if err == nil {
 		st.State = State(inst.Status)
 	}
-	if st.State == StateRunning {
+	if scan != nil && st.State == StateRunning {
 		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
 			if u, err := hostmem.ForPID(pid); err == nil {
 				st.MemBytes, st.PeakBytes, st.MemSource = u.Bytes, u.PeakBytes, u.Source
 			}
 		}
 	}
-	st.Live = len(liveSessions(m.Sessions))
+	st.Sessions = s.LiveSessions(m.Name)
+	st.Live = len(st.Sessions)
 	now, last := s.now(), s.lastActivity(m)
 	if st.Live == 0 && !last.IsZero() {
 		st.Idle = now.Sub(last)

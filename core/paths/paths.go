@@ -13,6 +13,8 @@
 //	  snapshots/<box>/         disk snapshots where Lima has none (vz)
 //	  run/                     locks and sockets
 //	  run/ssh/<box>.sock       control socket of corral's ssh master of a box
+//	  run/sessions/<box>/<id>  live host sessions of a box
+//	  run/cache/               what sessions compute once (template hash, git identity)
 package paths
 
 import (
@@ -137,6 +139,14 @@ func (l Layout) SSHDir() string { return filepath.Join(l.RunDir(), "ssh") }
 // that within the socket path limit); ssh appends 17 bytes while it sets
 // the socket up, counted in the 31.
 func (l Layout) SSHMaster(box string) string { return filepath.Join(l.SSHDir(), box+".sock") }
+
+// SessionsDir holds one file per live host session of a box: runtime
+// state, written without fsync (after a crash the sessions are gone too).
+func (l Layout) SessionsDir(box string) string { return filepath.Join(l.RunDir(), "sessions", box) }
+
+// CacheDir holds what sessions compute once and reuse while its inputs
+// keep their identity (see core/box and core/launchenv).
+func (l Layout) CacheDir() string { return filepath.Join(l.RunDir(), "cache") }
 
 // Dirs lists every directory of the layout, parents first.
 func (l Layout) Dirs() []string {

@@ -29,6 +29,11 @@ func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string
 		Box: r.Project.Box, Project: r.Project.Dir, Logger: f.Logger,
 		Withhold: credential.Withheld(credential.Plan(r.Loaded.Config, lookup)),
 	}
+	// The git identity is read once per change of the git config files,
+	// not by two git processes per session.
+	if l, err := f.Layout(); err == nil {
+		in.GitConfig = launchenv.CachedGitConfig(r.Project.Dir, l.CacheDir())
+	}
 	if f.SecretStore != nil {
 		in.Secrets = f.SecretStore()
 	}

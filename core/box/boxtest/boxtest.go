@@ -6,6 +6,7 @@ package boxtest
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -30,7 +31,9 @@ type IdleBox struct {
 	// EgressAge, when set, is how long ago the box's broker last logged a
 	// decision (the egress log's mtime).
 	EgressAge time.Duration
-	Idle      bool // the idle rule stops it
+	// Sessions are live host sessions (files in run/sessions/<box>/).
+	Sessions []box.Session
+	Idle     bool // the idle rule stops it
 }
 
 // IdleBoxes are the boxes of IdleFixture at now: one that the idle rule
@@ -43,11 +46,10 @@ func IdleBoxes(now time.Time) []IdleBox {
 		return box.Meta{Name: name, Project: "/src/" + name, Network: config.NetworkBroker, IdleStop: idleStop,
 			MemoryCap: 1 << 30, VMType: "qemu", LastActivity: now.Add(-lastAgo)}
 	}
-	busy := m("busy-a1b2c3", "30m", 2*time.Hour)
-	busy.Sessions = []box.Session{{ID: "s1", PID: me, Agent: "claude", Started: now.Add(-3 * time.Hour)}}
+	busy := []box.Session{{ID: "s1", PID: me, Agent: "claude", Started: now.Add(-3 * time.Hour)}}
 	return []IdleBox{
 		{Meta: m("idle-a1b2c3", "30m", 2*time.Hour), Running: true, Idle: true},
-		{Meta: busy, Running: true},
+		{Meta: m("busy-a1b2c3", "30m", 2*time.Hour), Running: true, Sessions: busy},
 		{Meta: m("fresh-a1b2c3", "30m", 5*time.Minute), Running: true},
 		{Meta: m("never-a1b2c3", "0s", 5*time.Hour), Running: true},
 		{Meta: m("net-a1b2c3", "30m", 2*time.Hour), Running: true, EgressAge: time.Minute},
@@ -85,6 +87,17 @@ func IdleFixture(t testing.TB, l paths.Layout, now time.Time) []string {
 			if err := os.Chtimes(log, at, at); err != nil {
 				t.Fatal(err)
 			}
+		}
+		for _, ss := range b.Sessions {
+			j, err := json.Marshal(ss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(l.SessionsDir(b.Meta.Name), ss.ID)
+			write(t, p, string(j))
+			// Started long ago: only the live pid keeps the box busy.
+			at := ss.Started
+			_ = os.Chtimes(filepath.Dir(p), at, at)
 		}
 		if b.Idle {
 			idle = append(idle, b.Meta.Name)
