@@ -1,11 +1,14 @@
 package guest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // credential runs corral-git-credential with sh, the given arguments,
@@ -179,5 +182,129 @@ func TestUnitsComeFromTheHelper(t *testing.T) {
 		if !strings.Contains(Launch(), strings.TrimSuffix(u, ".service")) {
 			t.Errorf("corral-launch does not check %s", u)
 		}
+	}
+}
+
+// launcher writes corral-launch to a file and returns a function running
+// it with a private tmux socket directory and the unit status present.
+func launcher(t *testing.T) (run func(env []string, args ...string) (string, string, error), tmux func(args ...string) string, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	dir = t.TempDir()
+	self := dir + "/corral-launch"
+	if err := os.WriteFile(self, []byte(Launch()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ready := dir + "/ready"
+	_ = os.MkdirAll(ready, 0o755)
+	for _, u := range Units {
+		_ = os.WriteFile(ready+"/"+u, nil, 0o644)
+	}
+	sock := dir + "/tmux"
+	_ = os.MkdirAll(sock, 0o700)
+	home := dir + "/home"
+	_ = os.MkdirAll(home, 0o700)
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMUX_TMPDIR=" + sock, "TMPDIR=" + dir, "CORRAL_LAUNCH_READY=" + ready, "TERM=xterm"}
+	t.Cleanup(func() {
+		cmd := exec.Command("tmux", "-L", "corral", "kill-server")
+		cmd.Env = base
+		_ = cmd.Run()
+	})
+	run = func(env []string, args ...string) (string, string, error) {
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(append([]string{}, base...), env...)
+		cmd.Dir = home
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+	tmux = func(args ...string) string {
+		cmd := exec.Command("tmux", append([]string{"-L", "corral"}, args...)...)
+		cmd.Env = base
+		b, _ := cmd.CombinedOutput()
+		return string(b)
+	}
+	return run, tmux, dir
+}
+
+func TestLaunchForeground(t *testing.T) {
+	run, _, _ := launcher(t)
+	out, errOut, err := run([]string{"CORRAL_FWD_GREETING=hi there"}, "/", "sh", "-c", `printf '[%s][%s][%s]' "$GREETING" "$1" "$CORRAL_FWD_GREETING"`, "x", "two words")
+	if err != nil || out != "[hi there][two words][]" {
+		t.Errorf("out %q err %v stderr %q", out, err, errOut)
+	}
+}
+
+// A detached session gets its variables from the private pipe: they are
+// in no argv, in no file, and not in tmux's environment tables or in the
+// tmux server's own environment.
+func TestLaunchDetachedSessionKeepsSecretsOutOfTmux(t *testing.T) {
+	run, tmux, dir := launcher(t)
+	secret := fmt.Sprintf("unit-secret-%d", time.Now().UnixNano())
+	out, errOut, err := run([]string{"CORRAL_FWD_E2E_SECRET=" + secret, "CORRAL_FWD_ODD=line1\nline2 = x"}, "--tmux", "new", "job-1", "shell", "/",
+		"sh", "-c", `echo "v=$E2E_SECRET"; printf '%s' "$ODD" | wc -l; echo "term=$TERM"; sleep 30`)
+	if err != nil || out != "job-1\n" {
+		t.Fatalf("new: out %q err %v stderr %q", out, err, errOut)
+	}
+	var screen string
+	for i := 0; i < 50; i++ {
+		screen = tmux("capture-pane", "-p", "-t", "=job-1:")
+		if strings.Contains(screen, "term=") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(screen, "v="+secret) || !strings.Contains(screen, "\n1\n") || strings.Contains(screen, "term=xterm") {
+		t.Errorf("the session's screen:\n%s", screen)
+	}
+	for _, args := range [][]string{{"show-environment", "-g"}, {"show-environment", "-t", "=job-1"}, {"show-options", "-g"}, {"list-panes", "-a", "-F", "#{pane_start_command}"}} {
+		if got := tmux(args...); strings.Contains(got, secret) {
+			t.Errorf("tmux %v shows the value:\n%s", args, got)
+		}
+	}
+	pid := strings.TrimSpace(tmux("display-message", "-p", "#{pid}"))
+	for _, f := range []string{"environ", "cmdline"} {
+		b, err := os.ReadFile("/proc/" + pid + "/" + f)
+		if err != nil {
+			t.Fatalf("tmux server %s: %v", f, err)
+		}
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the tmux server's %s holds the value", f)
+		}
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), secret) {
+			t.Errorf("pid %s has the value in its argv: %q", e.Name(), b)
+		}
+	}
+	// The home, the tmux socket directory and TMPDIR (where the FIFO was).
+	if b, _ := exec.Command("grep", "-rl", "--devices=skip", secret, dir).CombinedOutput(); len(b) > 0 {
+		t.Errorf("files hold the value: %s", b)
+	}
+	if ents, _ := filepath.Glob(dir + "/corral-pane.*"); len(ents) > 0 {
+		t.Errorf("the FIFO directory is left: %v", ents)
+	}
+	list, _, err := run(nil, "--list")
+	if err != nil || !regexp.MustCompile(`^job-1 shell \d+ 0 \d+\n$`).MatchString(list) {
+		t.Errorf("list = %q, %v", list, err)
+	}
+	// A second "new" with the same name fails; an invalid name is refused.
+	if _, _, err := run(nil, "--tmux", "new", "job-1", "shell", "/", "true"); err == nil {
+		t.Errorf("a second session job-1 was created")
+	}
+	if _, _, err := run(nil, "--tmux", "new", "../x", "shell", "/", "true"); err == nil {
+		t.Errorf("an invalid name was accepted")
+	}
+	// The session ends with its command.
+	tmux("send-keys", "-t", "=job-1:", "C-c")
+	for i := 0; i < 50 && strings.Contains(tmux("list-sessions"), "job-1"); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if list, _, _ := run(nil, "--list"); list != "" {
+		t.Errorf("list after the end = %q", list)
 	}
 }
