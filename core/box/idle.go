@@ -53,11 +53,19 @@ func (s *Service) IdleBoxes() ([]Status, error) {
 // Sweep stops every idle box and its broker, recording idle-stop in the
 // audit log. It runs at the start of corral commands, for `corral stop
 // --idle`, on the app's timer and for its "Stop idle boxes"; there is no
-// daemon.
+// daemon. A box whose idle time ran out is asked for its detachable
+// sessions first (one ssh channel, only then): one running counts as
+// activity and keeps the box up for another idle_stop.
 func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 	idle, err := s.IdleBoxes()
 	var stopped []string
 	for _, st := range idle {
+		// A detachable session running in the box (an agent working with
+		// no client attached) is activity.
+		if s.guestSessionsAlive(ctx, st.Name) {
+			s.touchActivity(st.Name)
+			continue
+		}
 		if err := s.Stop(ctx, st.Name, audit.KindIdleStop); err != nil {
 			return stopped, fmt.Errorf("idle-stopping box %s: %w", st.Name, err)
 		}

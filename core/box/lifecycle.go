@@ -326,8 +326,11 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	c := g.Loaded.Config
 	net := string(config.NetworkOffline)
 	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
-	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude {
-		net = string(config.NetworkFull) // apt, toolchains and the agent's installer download once, here
+	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude || c.Image == nil || *c.Image == "" {
+		// apt, toolchains and the agent's installer download once, here;
+		// so does tmux, which a downloaded cloud image (no image key)
+		// lacks (guest/provision/10-packages.sh).
+		net = string(config.NetworkFull)
 	}
 	c.Network = &net
 	g.Loaded.Config = c

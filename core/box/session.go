@@ -28,12 +28,30 @@ import (
 // accepts exactly this pattern (guest/provision/00-base.sh).
 const SendEnvPattern = "CORRAL_FWD_*"
 
+// SessionMode says how a session relates to the terminal that starts it.
+type SessionMode string
+
+const (
+	// ModeForeground: the ssh session is the session; it ends with the
+	// client.
+	ModeForeground SessionMode = ""
+	// ModeOpen: a detachable session (tmux in the box) named Name,
+	// attached to, and created first when the box has none by that name.
+	// Closing the terminal detaches it.
+	ModeOpen SessionMode = "open"
+	// ModeNew: a detachable session created detached; its name is
+	// printed on Stdout.
+	ModeNew SessionMode = "new"
+)
+
 // SessionOptions describe one session.
 type SessionOptions struct {
 	Agent   string
 	Argv    []string // run in the box; empty = login shell
 	Workdir string   // in the box; "" = the project directory
 	TTY     bool
+	Mode    SessionMode
+	Name    string // the detachable session's name (ModeOpen, ModeNew)
 	// Environ are CORRAL_FWD_<NAME>=value entries for the ssh process's
 	// environment (never its argv); EnvNames are their names for the audit.
 	Environ  []string
@@ -83,30 +101,27 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if wd == "" {
 		wd = r.Project.Dir
 	}
-	sshOpt := lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true}
-	if sock, err := s.EnsureMaster(ctx, m.Name); err == nil {
-		sshOpt.ControlPath = sock
-	} else {
-		// Not fatal: a fresh connection carries the same variables.
-		s.Logger.Warn("no ssh master; the session opens its own connection", "box", m.Name, "err", err)
+	var remote []string
+	switch opt.Mode {
+	case ModeForeground:
+	case ModeOpen, ModeNew:
+		if err := CheckSessionName(opt.Name); err != nil {
+			return err
+		}
+		remote = []string{"--tmux", string(opt.Mode), opt.Name, opt.Agent}
+	default:
+		return fmt.Errorf("unknown session mode %q", opt.Mode)
 	}
-	argv, err := s.Lima.SSHArgs(m.Name, sshOpt)
+	remote = append(remote, wd)
+	remote = append(remote, opt.Argv...)
+	tty := ttyNone
+	if opt.TTY {
+		tty = ttyAsk
+	}
+	argv, err := s.sshCommand(ctx, m.Name, tty, remote)
 	if err != nil {
 		return err
 	}
-	argv = append(argv, "-o", "LogLevel=ERROR")
-	if opt.TTY {
-		argv = append(argv, "-t")
-	} else {
-		argv = append(argv, "-T")
-	}
-	// ssh joins the remote words into one command line for the remote
-	// shell: quote each, so the argv arrives as given.
-	remote := []string{guest.LaunchPath, shellQuote(wd)}
-	for _, a := range opt.Argv {
-		remote = append(remote, shellQuote(a))
-	}
-	argv = append(argv, "--", strings.Join(remote, " "))
 
 	if opt.BrokerEnv != nil && m.Network == config.NetworkBroker {
 		env, names := opt.BrokerEnv("http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Config), strconv.Itoa(m.BrokerPort)))
@@ -131,13 +146,56 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		return fmt.Errorf("running ssh for box %s: %w", m.Name, err)
 	}
 	s.recordExit(m.Name, id, opt.Agent, code)
-	if code == 125 {
+	switch code {
+	case 126:
+		return fmt.Errorf("box %s has no tmux for detachable sessions\nhint: corral golden rm the box's golden image, then corral rebuild", m.Name)
+	case 125:
 		return fmt.Errorf("box %s refused the session (a guest unit is not active)\nhint: corral doctor %s", m.Name, m.Name)
+	case 0:
+		return nil
 	}
-	if code != 0 {
-		return &ExitError{Code: code}
+	return &ExitError{Code: code}
+}
+
+// ttyMode is ssh's terminal request for a session.
+type ttyMode int
+
+const (
+	ttyNone   ttyMode = iota // -T
+	ttyAsk                   // -t: a terminal in the box when this side has one
+	ttyForce                 // -tt: a terminal in the box even without one here (tmux attach needs it)
+)
+
+// sshCommand is the ssh argv running corral-launch with args in box,
+// multiplexed over corral's master when one can be had.
+func (s *Service) sshCommand(ctx context.Context, box string, tty ttyMode, args []string) ([]string, error) {
+	sshOpt := lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true}
+	if sock, err := s.EnsureMaster(ctx, box); err == nil {
+		sshOpt.ControlPath = sock
+	} else {
+		// Not fatal: a fresh connection carries the same variables.
+		s.Logger.Warn("no ssh master; the session opens its own connection", "box", box, "err", err)
 	}
-	return nil
+	argv, err := s.Lima.SSHArgs(box, sshOpt)
+	if err != nil {
+		return nil, err
+	}
+	argv = append(argv, "-o", "LogLevel=ERROR")
+	switch tty {
+	case ttyNone:
+		argv = append(argv, "-T")
+	case ttyAsk:
+		argv = append(argv, "-t")
+	case ttyForce:
+		argv = append(argv, "-t", "-t")
+	}
+	// ssh joins the remote words into one command line for the remote
+	// shell: quote each, so the argv arrives as given.
+	remote := []string{guest.LaunchPath}
+	for _, a := range args {
+		remote = append(remote, shellQuote(a))
+	}
+	return append(argv, "--", strings.Join(remote, " ")), nil
 }
 
 func newSessionID() string {
@@ -203,7 +261,9 @@ func (s *Service) endSession(m Meta, id string) {
 	}
 	live := len(s.LiveSessions(m.Name))
 	lock.Unlock()
-	if live == 0 {
+	// A client that detached leaves its session running in the box: the
+	// box stops when the last session ends, not when a client goes.
+	if live == 0 && !s.guestSessionsAlive(context.Background(), m.Name) {
 		s.progress("stopping box %s (stop_on_exit)", m.Name)
 		_ = s.Stop(context.Background(), m.Name, audit.KindStop)
 	}

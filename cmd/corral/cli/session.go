@@ -9,7 +9,8 @@ import (
 
 // sessionRun is shared by run, shell and claude: resolve, assemble the
 // launch environment, run the session, and pass its exit code through.
-func sessionRun(f *Factory, agentName string, argv []string, tty bool) error {
+// mode and name make it a detachable session (see box.SessionMode).
+func sessionRun(f *Factory, agentName string, argv []string, tty bool, mode box.SessionMode, name string) error {
 	r, err := resolve(f, config.Config{})
 	if err != nil {
 		return err
@@ -25,7 +26,7 @@ func sessionRun(f *Factory, agentName string, argv []string, tty bool) error {
 		return err
 	}
 	err = s.Session(ctx, r, box.SessionOptions{
-		Agent: agentName, Argv: argv, TTY: tty,
+		Agent: agentName, Argv: argv, TTY: tty, Mode: mode, Name: name,
 		Environ: environ, EnvNames: names, BrokerEnv: brokerEnv(f, r),
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
 	})

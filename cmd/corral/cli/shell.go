@@ -1,6 +1,9 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/corral-dev/corral/core/box"
+	"github.com/spf13/cobra"
+)
 
 // ShellOptions are the options of `corral shell`.
 type ShellOptions struct {
@@ -20,7 +23,7 @@ func NewCmdShell(f *Factory, runF func(*ShellOptions) error) *cobra.Command {
 			if runF != nil {
 				return runF(opts)
 			}
-			return sessionRun(f, "shell", nil, opts.IO.InTTY && opts.IO.OutTTY)
+			return sessionRun(f, "shell", nil, opts.IO.InTTY && opts.IO.OutTTY, box.ModeForeground, "")
 		},
 	}
 }
