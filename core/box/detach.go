@@ -174,4 +174,3 @@ func (s *Service) touchActivity(box string) {
 		_ = os.Chtimes(dir, now, now)
 	}
 }
-

@@ -161,9 +161,9 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 type ttyMode int
 
 const (
-	ttyNone   ttyMode = iota // -T
-	ttyAsk                   // -t: a terminal in the box when this side has one
-	ttyForce                 // -tt: a terminal in the box even without one here (tmux attach needs it)
+	ttyNone  ttyMode = iota // -T
+	ttyAsk                  // -t: a terminal in the box when this side has one
+	ttyForce                // -tt: a terminal in the box even without one here (tmux attach needs it)
 )
 
 // sshCommand is the ssh argv running corral-launch with args in box,

@@ -97,4 +97,3 @@ func attachRun(opts *AttachOptions) error {
 	}
 	return err
 }
-

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/spf13/cobra"
