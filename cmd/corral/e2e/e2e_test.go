@@ -94,6 +94,15 @@ func (x *h) corralEnv(extra []string, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
+func (x *h) okEnv(extra []string, args ...string) string {
+	x.t.Helper()
+	out, errOut, code := x.corralEnv(extra, args...)
+	if code != 0 {
+		x.t.Fatalf("corral %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return out
+}
+
 func (x *h) ok(args ...string) string {
 	x.t.Helper()
 	out, errOut, code := x.corral(args...)
@@ -243,6 +252,10 @@ func TestBoxLifecycle(t *testing.T) {
 	t.Run("sessions share corral's ssh master, each with its own variables", func(t *testing.T) {
 		x.t = t
 		sessionsThroughMaster(t, x)
+	})
+	t.Run("a detached session survives its client and is re-attached", func(t *testing.T) {
+		x.t = t
+		detachableSessions(t, x)
 	})
 	t.Run("a keychain secret reaches the session", func(t *testing.T) {
 		x.t = t

@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,5 +100,165 @@ func sessionsThroughMaster(t *testing.T, x *h) {
 	}
 	if got := x.masterPID(); got == 0 || got == pid {
 		t.Errorf("master not replaced: pid %d (was %d)", got, pid)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// attachClient starts `corral attach BOX NAME` in its own process group
+// (so that killing it takes its ssh along), with a stdin that stays open.
+func (x *h) attachClient(t *testing.T, name string) (*exec.Cmd, *syncBuffer, func()) {
+	cmd := exec.Command(x.bin, "-C", x.project, "attach", x.box, name)
+	cmd.Env = x.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	return cmd, out, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = stdin.Close() }
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+type sessionEntry struct {
+	Box      string `json:"box"`
+	Session  string `json:"session"`
+	Agent    string `json:"agent"`
+	Attached int    `json:"attached"`
+}
+
+func (x *h) sessions(t *testing.T) []sessionEntry {
+	var out []sessionEntry
+	must(t, json.Unmarshal([]byte(x.ok("sessions", "--json")), &out))
+	return out
+}
+
+// detachableSessions: `corral run --detach` starts a session in the box
+// that survives its client being killed, is listed by `corral sessions
+// --json`, and is re-attached with its output; its variable reaches it
+// without appearing in any argv, file, tmux environment table or the tmux
+// server's environment. About 40 s on the shared running box.
+func detachableSessions(t *testing.T, x *h) {
+	secret := fmt.Sprintf("e2e-detach-%d", time.Now().UnixNano())
+	sum := sha256.Sum256([]byte(secret))
+	want := "START:sum=" + hex.EncodeToString(sum[:])[:16]
+	finish := fmt.Sprintf("/tmp/e2e-finish-%d", time.Now().UnixNano())
+
+	// The host side: no host process's argv holds the value, all along.
+	stop := make(chan struct{})
+	seen := make(chan string, 1)
+	go func() {
+		found := ""
+		for {
+			select {
+			case <-stop:
+				seen <- found
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			ents, _ := os.ReadDir("/proc")
+			for _, e := range ents {
+				if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(secret)) {
+					found = string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		if s := <-seen; s != "" {
+			t.Errorf("a host process's argv holds the value: %s", s)
+		}
+	}()
+
+	job := `echo "START:sum=$(printf %s "$E2E_SECRET" | sha256sum | cut -c1-16)"; ` +
+		`i=0; while [ $i -lt 120 ] && [ ! -e "$1" ]; do sleep 0.5; i=$((i+1)); done; echo END-OF-JOB`
+	out, errOut, code := x.corralEnv([]string{"E2E_SECRET=" + secret}, "run", "--detach", "--name", "job", "--", "sh", "-c", job, "job", finish)
+	if code != 0 || out != "job\n" {
+		t.Fatalf("run --detach: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	listed := func() bool {
+		for _, s := range x.sessions(t) {
+			if s.Box == x.box && s.Session == "job" && s.Agent == "shell" {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed() {
+		t.Fatalf("sessions --json does not list the job: %+v", x.sessions(t))
+	}
+
+	// A client attaches, sees the output, and is killed (with its ssh).
+	c1, out1, kill1 := x.attachClient(t, "job")
+	waitFor(t, "the first client to show the job's output", 30*time.Second, func() bool { return strings.Contains(out1.String(), want) })
+	kill1()
+	_ = c1.Wait()
+	time.Sleep(500 * time.Millisecond)
+	if !listed() {
+		t.Fatalf("the session did not survive its client: %+v", x.sessions(t))
+	}
+
+	// In the box: the value is in no argv (but grep's own), not in the tmux
+	// server's environment, not in tmux's global or session environment,
+	// and in no file under /tmp, /var/tmp, /run/user or the home.
+	scan := `c() { grep -c -F -- "$E2E_SECRET" || true; }
+argv=$(for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | c)
+srv=$(tmux -L corral display-message -p '#{pid}')
+senv=$(tr '\0' '\n' </proc/"$srv"/environ | c)
+genv=$(tmux -L corral show-environment -g | c)
+jenv=$(tmux -L corral show-environment -t =job | c)
+files=$(grep -rlF --devices=skip -- "$E2E_SECRET" /tmp /var/tmp /run/user "$HOME" 2>/dev/null | wc -l)
+echo "argv=$argv server=$senv global=$genv session=$jenv files=$files"`
+	if got := strings.TrimSpace(x.okEnv([]string{"E2E_SECRET=" + secret}, "run", "--", "bash", "-c", scan)); got != "argv=1 server=0 global=0 session=0 files=0" {
+		t.Errorf("secret scan in the box: %s", got)
+	}
+
+	// A second client re-attaches and gets the output; when the job ends,
+	// so do the session and the client.
+	c2, out2, kill2 := x.attachClient(t, "job")
+	defer kill2()
+	waitFor(t, "the second client to show the job's earlier output", 30*time.Second, func() bool { return strings.Contains(out2.String(), want) })
+	x.ok("run", "--", "touch", finish)
+	done := make(chan error, 1)
+	go func() { done <- c2.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("second client: %v\n%s", err, out2.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the second client did not end with the job:\n%s", out2.String())
+	}
+	if !strings.Contains(out2.String(), "END-OF-JOB") {
+		t.Errorf("the re-attached client missed the job's last output:\n%q", out2.String())
+	}
+	if listed() {
+		t.Errorf("the session is still listed after its command ended")
 	}
 }
