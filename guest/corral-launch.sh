@@ -80,20 +80,20 @@ check_units() {
 }
 
 # rename_fwd renames CORRAL_FWD_NAME to NAME without the values ever
-# touching argv or being parsed: compgen lists exported names only (a
-# value holding a newline cannot forge a name), and ${!name} reads the
-# value indirectly. The names end up in fwd_names.
+# touching argv or being parsed: ${!CORRAL_FWD_@} lists variable names
+# only (a value holding a newline cannot forge a name; no subshell, no
+# fork), and ${!fwd} reads the value indirectly. The names end up in
+# fwd_names.
 fwd_names=()
 rename_fwd() {
 	local fwd name
-	while IFS= read -r fwd; do
-		case $fwd in CORRAL_FWD_*) ;; *) continue ;; esac
+	for fwd in "${!CORRAL_FWD_@}"; do
 		name=${fwd#CORRAL_FWD_}
 		[[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
 		export "$name=${!fwd}"
 		unset "$fwd"
 		fwd_names+=("$name")
-	done < <(compgen -e)
+	done
 }
 
 # run_here execs ARGV (or a login shell) in WORKDIR.
