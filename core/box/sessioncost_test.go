@@ -1,11 +1,18 @@
 package box
 
 import (
+	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
 )
 
 func TestHostSessionsAreFilesNotMetadata(t *testing.T) {
@@ -110,5 +117,72 @@ func TestTemplateHashIsCachedByItsInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = os.WriteFile(exe, []byte("v1"), 0o755)
+	}
+}
+
+func TestSSHCommandUsesCorralsMaster(t *testing.T) {
+	s, r := newTestService(t, &fakeLima{insts: map[string]string{}, fail: map[string]string{}})
+	box := r.Project.Box
+	// No master can be started (no Lima instance): a fresh connection,
+	// with the same SendEnv.
+	argv, err := s.sshCommand(context.Background(), box, ttyNone, []string{"--tmux", "new", "job", "shell", "/p q", "echo", "it's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(s.Layout.LimaHome(), box, "ssh.config")
+	want := []string{"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath=none", "-o", "SendEnv=CORRAL_FWD_*",
+		"lima-" + box, "-o", "LogLevel=ERROR", "-T", "--",
+		`/usr/local/bin/corral-launch '--tmux' 'new' 'job' 'shell' '/p q' 'echo' 'it'\''s'`}
+	if !slices.Equal(argv, want) {
+		t.Errorf("argv\n got %q\nwant %q", argv, want)
+	}
+	// A live master (something listening on the control socket): a
+	// channel over it.
+	sock := s.Layout.SSHMaster(box)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	argv, err = s.sshCommand(context.Background(), box, ttyForce, []string{"--attach", "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath=" + sock, "-o", "SendEnv=CORRAL_FWD_*",
+		"lima-" + box, "-o", "LogLevel=ERROR", "-t", "-t", "--", `/usr/local/bin/corral-launch '--attach' 'job'`}
+	if !slices.Equal(argv, want) {
+		t.Errorf("argv\n got %q\nwant %q", argv, want)
+	}
+	if st, err := os.Stat(filepath.Dir(sock)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("socket directory %v %v", st, err)
+	}
+}
+
+func TestSSHMasterPathFitsTheSocketLimit(t *testing.T) {
+	// The longest box name core/project allows under a home must give a
+	// control socket path (plus ssh's 17-byte temporary suffix) within
+	// the limit.
+	for _, home := range []string{"/h", "/tmp/ce.abcdef/h", "/Users/someone-with-a-long-name/.corral"} {
+		l := paths.Layout{Home: home}
+		n := project.MaxNameLen(l.LimaHome())
+		if n < 1 {
+			continue
+		}
+		p := l.SSHMaster(strings.Repeat("a", n)) + ".0123456789abcdef"
+		if len(p) > project.MaxSockPath {
+			t.Errorf("home %s: %d bytes: %s", home, len(p), p)
+		}
 	}
 }
