@@ -126,9 +126,20 @@ func (s *Service) Attach(ctx context.Context, box, name string, opt AttachOption
 	if err := CheckSessionName(name); err != nil {
 		return err
 	}
+	m, err := ReadMeta(s.Layout, box)
+	if err != nil {
+		return err
+	}
 	if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err != nil || st.Status != lima.StatusRunning {
 		return fmt.Errorf("box %s is not running, so it has no sessions\nhint: corral sessions lists the running ones", box)
 	}
+	// An attached client is a live host session too (corral ls, the
+	// menu), and its end is where stop_on_exit looks again.
+	id := newSessionID()
+	if err := s.addSession(box, Session{ID: id, PID: os.Getpid(), Agent: "attach:" + name, Started: s.now()}); err != nil {
+		s.Logger.Warn("recording the session", "box", box, "err", err)
+	}
+	defer s.endSession(m, id)
 	argv, err := s.sshCommand(ctx, box, ttyForce, []string{"--attach", name})
 	if err != nil {
 		return err
