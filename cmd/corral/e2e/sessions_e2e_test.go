@@ -197,7 +197,7 @@ func detachableSessions(t *testing.T, x *h) {
 	}()
 
 	job := `echo "START:sum=$(printf %s "$E2E_SECRET" | sha256sum | cut -c1-16)"; ` +
-		`i=0; while [ $i -lt 120 ] && [ ! -e "$1" ]; do sleep 0.5; i=$((i+1)); done; echo END-OF-JOB`
+		`i=0; while [ $i -lt 120 ] && [ ! -e "$1" ]; do sleep 0.5; i=$((i+1)); done; echo END-OF-JOB; sleep 2`
 	out, errOut, code := x.corralEnv([]string{"E2E_SECRET=" + secret}, "run", "--detach", "--name", "job", "--", "sh", "-c", job, "job", finish)
 	if code != 0 || out != "job\n" {
 		t.Fatalf("run --detach: exit %d, stdout %q, stderr %q", code, out, errOut)
