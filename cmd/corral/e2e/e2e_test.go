@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -292,9 +293,6 @@ func TestBoxLifecycle(t *testing.T) {
 		x.t = t
 		x.ok("run", "--", "sh", "-c", "echo keep > ~/marker")
 		x.ok("stop")
-		if _, err := os.Stat(x.masterSock()); !os.IsNotExist(err) {
-			t.Errorf("stop left the ssh master's socket: %v", err)
-		}
 		x.ok("snapshot", "create", x.box, "before")
 		for _, e := range x.ls() {
 			if e.Name == x.box && e.State != "Stopped" {
@@ -342,6 +340,21 @@ func TestBoxLifecycle(t *testing.T) {
 		x.ok("up")
 		if got := x.ok("run", "--", "sh", "-c", "cat ~/marker"); got != "keep\n" {
 			t.Errorf("after restore ~/marker = %q", got)
+		}
+	})
+	t.Run("stop closes corral's ssh master", func(t *testing.T) {
+		x.t = t
+		x.ok("run", "--", "true")
+		pid := x.masterPID()
+		if pid == 0 {
+			t.Fatalf("no master before stop")
+		}
+		x.ok("stop")
+		if _, err := os.Stat(x.masterSock()); !os.IsNotExist(err) {
+			t.Errorf("stop left the ssh master's socket: %v", err)
+		}
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("the master (pid %d) outlived the stop", pid)
 		}
 	})
 	t.Run("rm leaves nothing behind", func(t *testing.T) {
