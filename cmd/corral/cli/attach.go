@@ -86,10 +86,7 @@ func attachRun(opts *AttachOptions) error {
 			return fmt.Errorf("box %s has %d sessions (%s): name one\nhint: corral attach %s SESSION", boxName, len(list), strings.Join(names, ", "), boxName)
 		}
 	}
-	term := ""
-	if f.Getenv != nil {
-		term = f.Getenv("TERM")
-	}
+	term, _ := f.lookupEnv("TERM")
 	err = s.Attach(ctx, boxName, session, box.AttachOptions{Term: term, Stdin: opts.IO.In, Stdout: opts.IO.Out, Stderr: opts.IO.ErrOut})
 	var ee *box.ExitError
 	if errors.As(err, &ee) {
