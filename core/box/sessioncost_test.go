@@ -93,7 +93,7 @@ func TestTemplateHashIsCachedByItsInputs(t *testing.T) {
 	// Any input change misses: the config, the broker port, the binary.
 	c := r
 	cpus := 1
-	c.Config.Config.CPUs = &cpus
+	c.Loaded.Config.CPUs = &cpus
 	for name, tc := range map[string]struct {
 		r    Resolved
 		port int
