@@ -25,6 +25,7 @@ import (
 	"github.com/corral-dev/corral/app/notify"
 	"github.com/corral-dev/corral/app/opener"
 	"github.com/corral-dev/corral/app/terminal"
+	"github.com/corral-dev/corral/core/hint"
 )
 
 // The view types come from package menu; these aliases let the lifecycle
@@ -207,9 +208,8 @@ func Run(ctx context.Context, opts Options) error {
 // errorText is the menu's error line: the failed operation, the error and,
 // on its own line, the error's hint when it has one.
 func errorText(op string, err error) string {
-	var h interface{ Hint() string }
-	if errors.As(err, &h) && h.Hint() != "" {
-		return fmt.Sprintf("%s: %v\n%s", op, err, h.Hint())
+	if h := hint.Of(err); h != "" {
+		return fmt.Sprintf("%s: %v\n%s", op, err, h)
 	}
 	return fmt.Sprintf("%s: %v", op, err)
 }

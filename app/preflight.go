@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+
+	"github.com/corral-dev/corral/core/hint"
 )
 
 // ErrNoWindowServer means `corral app` runs outside a macOS login session
@@ -17,19 +19,9 @@ func guiSessionError(gui bool, sshConn string) error {
 	if gui {
 		return nil
 	}
-	hint := "open Corral.app from Finder (or run `open -a Corral`) in the Mac's own login session"
+	what := "open Corral.app from Finder (or run `open -a Corral`) in the Mac's own login session"
 	if sshConn != "" {
-		hint = "this shell came in over ssh; " + hint + ", or run `corral app` in Terminal on the Mac itself"
+		what = "this shell came in over ssh; " + what + ", or run `corral app` in Terminal on the Mac itself"
 	}
-	return &hintError{err: fmt.Errorf("starting the menu-bar app: %w (it needs a macOS login session)", ErrNoWindowServer), hint: hint}
+	return hint.New(fmt.Errorf("starting the menu-bar app: %w (it needs a macOS login session)", ErrNoWindowServer), what)
 }
-
-// hintError carries a hint for the user beside the error.
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (h *hintError) Error() string { return h.err.Error() }
-func (h *hintError) Unwrap() error { return h.err }
-func (h *hintError) Hint() string  { return h.hint }

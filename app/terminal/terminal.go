@@ -92,13 +92,3 @@ func start(argv []string) error {
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
-
-// hintError carries a hint for the user beside the error (Hint()).
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (h *hintError) Error() string { return h.err.Error() }
-func (h *hintError) Unwrap() error { return h.err }
-func (h *hintError) Hint() string  { return h.hint }

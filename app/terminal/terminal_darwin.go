@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/corral-dev/corral/core/hint"
 )
 
 // Darwin opens commands in the terminal app the config names (see
@@ -47,7 +49,7 @@ func (d *Darwin) Open(ctx context.Context, argv []string) error {
 	if err != nil {
 		os.Remove(p)
 		msg := strings.TrimSpace(string(out))
-		return &hintError{err: fmt.Errorf("opening %s: %w: %s", inv.Argv[0], err, msg), hint: MacHint(app, msg)}
+		return hint.New(fmt.Errorf("opening %s: %w: %s", inv.Argv[0], err, msg), MacHint(app, msg))
 	}
 	return nil
 }

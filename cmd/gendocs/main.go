@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/cmd/corral/cli"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra/doc"
 )
 
@@ -60,7 +61,7 @@ func run(check bool) error {
 		}
 	}
 	if len(stale) > 0 {
-		return fmt.Errorf("generated docs are stale: %s\nhint: run make docs and commit the result", strings.Join(stale, ", "))
+		return hint.New(fmt.Errorf("generated docs are stale: %s", strings.Join(stale, ", ")), "run make docs and commit the result")
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 )
@@ -178,7 +179,7 @@ func (s *Store) All() ([]Approval, error) {
 	}
 	var f file
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("reading approvals of box %s (%s): %w\nhint: the file is written by corral; delete it to drop every approval", s.box, s.path, err)
+		return nil, hint.New(fmt.Errorf("reading approvals of box %s (%s): %w", s.box, s.path, err), "the file is written by corral; delete it to drop every approval")
 	}
 	if f.Version > fileVersion {
 		return nil, fmt.Errorf("reading approvals of box %s (%s): format version %d is newer than this corral understands (%d)", s.box, s.path, f.Version, fileVersion)
@@ -282,7 +283,7 @@ func (s *Store) Remove(entry string) (Approval, error) {
 		return Approval{}, fmt.Errorf("revoking %s for box %s: %w", canon, s.box, err)
 	}
 	if !found {
-		return Approval{}, fmt.Errorf("revoking %s for box %s: %w\nhint: corral allow --list %s shows the approvals", canon, s.box, ErrNotFound, s.box)
+		return Approval{}, hint.New(fmt.Errorf("revoking %s for box %s: %w", canon, s.box, ErrNotFound), fmt.Sprintf("corral allow --list %s shows the approvals", s.box))
 	}
 	return removed, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 )
 
@@ -173,7 +174,7 @@ func TestRemove(t *testing.T) {
 		t.Fatalf("Revoke = %+v, %v", a, err)
 	}
 	_, err = s.Remove("b.example.test:*")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "corral allow --list "+testBox) {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(hint.Of(err), "corral allow --list "+testBox) {
 		t.Fatalf("second remove: %v", err)
 	}
 }

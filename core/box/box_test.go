@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -175,7 +176,7 @@ func TestRemoveRunningNeedsForce(t *testing.T) {
 	_ = os.MkdirAll(dir, 0o700)
 	_ = os.WriteFile(filepath.Join(dir, "ha.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	_ = os.WriteFile(filepath.Join(dir, "qemu.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
-	if err := s.Remove(context.Background(), r.Project.Box, false); err == nil || !strings.Contains(err.Error(), "rm -f") {
+	if err := s.Remove(context.Background(), r.Project.Box, false); err == nil || !strings.Contains(hint.Of(err), "rm -f") {
 		t.Fatalf("err = %v", err)
 	}
 	if err := s.Remove(context.Background(), r.Project.Box, true); err != nil {

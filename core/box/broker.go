@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/procinfo"
 )
 
@@ -110,7 +111,7 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for !BrokerAnswering(m.BrokerPort) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%w: box %s, port %d\nhint: see %s", ErrBrokerDown, m.Name, m.BrokerPort, s.Layout.BrokerLog(m.Name))
+			return hint.New(fmt.Errorf("%w: box %s, port %d", ErrBrokerDown, m.Name, m.BrokerPort), fmt.Sprintf("see %s", s.Layout.BrokerLog(m.Name)))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

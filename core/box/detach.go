@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 )
 
@@ -131,7 +132,7 @@ func (s *Service) Attach(ctx context.Context, box, name string, opt AttachOption
 		return err
 	}
 	if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err != nil || st.Status != lima.StatusRunning {
-		return fmt.Errorf("box %s is not running, so it has no sessions\nhint: corral sessions lists the running ones", box)
+		return hint.New(fmt.Errorf("box %s is not running, so it has no sessions", box), "corral sessions lists the running ones")
 	}
 	// An attached client is a live host session too (corral ls, the
 	// menu), and its end is where stop_on_exit looks again.
@@ -157,7 +158,7 @@ func (s *Service) Attach(ctx context.Context, box, name string, opt AttachOption
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee) && ee.ExitCode() == 3:
-		return fmt.Errorf("%w: %s in box %s\nhint: corral sessions lists them", ErrNoSession, name, box)
+		return hint.New(fmt.Errorf("%w: %s in box %s", ErrNoSession, name, box), "corral sessions lists them")
 	case errors.As(err, &ee):
 		return &ExitError{Code: ee.ExitCode()}
 	case err != nil:

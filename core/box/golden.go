@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 )
 
@@ -51,7 +52,7 @@ func (s *Service) RemoveGolden(ctx context.Context, name string, force bool) err
 	}
 	for _, g := range gs {
 		if g.Name == name && len(g.Boxes) > 0 && !force {
-			return fmt.Errorf("golden image %s is the origin of %v\nhint: corral golden rm -f %s (the boxes keep working)", name, g.Boxes, name)
+			return hint.New(fmt.Errorf("golden image %s is the origin of %v", name, g.Boxes), fmt.Sprintf("corral golden rm -f %s (the boxes keep working)", name))
 		}
 	}
 	if err := s.Lima.Delete(ctx, name, true); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -55,7 +56,7 @@ func (s *Service) checkBudget(box string, newCap uint64, force bool) error {
 	b := CheckBudget(others, newCap, host.MemoryBytes, idle)
 	switch {
 	case b.Level == BudgetRefuse && !force:
-		return fmt.Errorf("not starting box %s: %s\nhint: stop a box first, or pass --force", box, b)
+		return hint.New(fmt.Errorf("not starting box %s: %s", box, b), "stop a box first, or pass --force")
 	case b.Level >= BudgetWarn:
 		s.progress("warning: %s", b)
 	}
@@ -106,7 +107,7 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		haveInst, exists = false, false
 	}
 	if haveInst && !exists {
-		return Meta{}, fmt.Errorf("a Lima instance named %s exists but corral has no record of it\nhint: corral rm -f %s removes it", box, box)
+		return Meta{}, hint.New(fmt.Errorf("a Lima instance named %s exists but corral has no record of it", box), fmt.Sprintf("corral rm -f %s removes it", box))
 	}
 	if err := checkGitShadow(r); err != nil {
 		return Meta{}, err
@@ -115,7 +116,7 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return s.create(ctx, r, opt)
 	}
 	if m.Project != r.Project.Dir {
-		return Meta{}, fmt.Errorf("box %s belongs to %s, not %s\nhint: use another name, or corral rm %s", box, m.Project, r.Project.Dir, box)
+		return Meta{}, hint.New(fmt.Errorf("box %s belongs to %s, not %s", box, m.Project, r.Project.Dir), fmt.Sprintf("use another name, or corral rm %s", box))
 	}
 	if inst.Status == lima.StatusRunning {
 		return s.upRunning(ctx, r, m)
@@ -163,7 +164,8 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 // provisioning failed.
 func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, error) {
 	if m.ProvisionError != "" {
-		return m, fmt.Errorf("box %s: %s", m.Name, m.ProvisionError)
+		return m, hint.New(fmt.Errorf("box %s: %s", m.Name, m.ProvisionError),
+			provisionHint(lima.ConsoleLog(s.Layout.LimaHome(), m.Name, m.VMType)))
 	}
 	before := m
 	s.followConfig(r, &m)
@@ -198,8 +200,7 @@ func checkGitShadow(r Resolved) error {
 		return nil
 	}
 	if err := qemu.CheckNamespaces(); err != nil {
-		return fmt.Errorf("box %s: cannot keep the box from writing the host's git directory: %w\nhint: corral doctor says what is missing; git_shadow = false in the box's trusted layer (~/.corral/projects/%s.toml) lets the box write .git (the host guard then reverts changes to what git executes)",
-			r.Project.Box, err, r.Project.Box)
+		return hint.New(fmt.Errorf("box %s: cannot keep the box from writing the host's git directory: %w", r.Project.Box, err), fmt.Sprintf("corral doctor says what is missing; git_shadow = false in the box's trusted layer (~/.corral/projects/%s.toml) lets the box write .git (the host guard then reverts changes to what git executes)", r.Project.Box))
 	}
 	return nil
 }
@@ -291,8 +292,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	s.progress("starting box %s (provisioning)", box)
 	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
-		return m, fmt.Errorf("starting box %s: %w\nhint: the provisioning log is in the box's console log: %s", box, err,
-			lima.ConsoleLog(s.Layout.LimaHome(), box, m.VMType))
+		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, m.VMType)))
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
 	if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
@@ -438,7 +438,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	m, merr := ReadMeta(s.Layout, box)
 	st, serr := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
 	if serr == nil && st.Status != lima.StatusStopped && !force {
-		return fmt.Errorf("box %s is %s\nhint: corral stop %s first, or corral rm -f %s", box, strings.ToLower(string(st.Status)), box, box)
+		return hint.New(fmt.Errorf("box %s is %s", box, strings.ToLower(string(st.Status))), fmt.Sprintf("corral stop %s first, or corral rm -f %s", box, box))
 	}
 	s.CloseMaster(ctx, box)
 	if err := s.Lima.Delete(ctx, box, true); err != nil && !errors.Is(err, lima.ErrNotFound) {
@@ -495,7 +495,7 @@ func (s *Service) fetchNPM(ctx context.Context, r Resolved) error {
 		return err
 	}
 	if _, err := (pins.Fetcher{Dir: s.Layout.NPMCacheDir()}).Fetch(ctx, pin); err != nil {
-		return fmt.Errorf("claude_install = \"npm\": %w\nhint: install the npm client, or set claude_install = \"official\"", err)
+		return hint.New(fmt.Errorf("claude_install = \"npm\": %w", err), "install the npm client, or set claude_install = \"official\"")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 )
 
@@ -76,7 +77,7 @@ func ReadMeta(l paths.Layout, box string) (Meta, error) {
 	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, fmt.Errorf("reading metadata of box %s (%s): %w\nhint: corral rm -f %s removes the box", box, l.BoxMeta(box), err, box)
+		return Meta{}, hint.New(fmt.Errorf("reading metadata of box %s (%s): %w", box, l.BoxMeta(box), err), fmt.Sprintf("corral rm -f %s removes the box", box))
 	}
 	return m, nil
 }

@@ -25,7 +25,14 @@ type ProvisionError struct {
 }
 
 func (e *ProvisionError) Error() string {
-	return fmt.Sprintf("provisioning box %s failed in %s\nhint: the boot log is %s; fix the script or config, then corral rebuild", e.Box, e.Script, e.Log)
+	return fmt.Sprintf("provisioning box %s failed in %s", e.Box, e.Script)
+}
+
+// Hint says where the boot log is and what to do.
+func (e *ProvisionError) Hint() string { return provisionHint(e.Log) }
+
+func provisionHint(log string) string {
+	return fmt.Sprintf("the boot log is %s; fix the script or config, then corral rebuild", log)
 }
 
 // provisionFailure reports the first failed provision script of the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/guest"
@@ -106,7 +107,7 @@ func (s *Service) pullTarget(box string) (Meta, hostgit.Repo, error) {
 		return Meta{}, hostgit.Repo{}, err
 	}
 	if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err != nil || st.Status != lima.StatusRunning {
-		return m, hostgit.Repo{}, fmt.Errorf("%w: %s\nhint: corral start %s", ErrNotRunning, box, box)
+		return m, hostgit.Repo{}, hint.New(fmt.Errorf("%w: %s", ErrNotRunning, box), fmt.Sprintf("corral start %s", box))
 	}
 	repo, err := hostgit.Open(m.Project)
 	if err != nil {

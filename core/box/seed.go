@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/guest"
@@ -50,7 +51,7 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 	if deref(c.Source) == "clone" {
 		repo, err := hostgit.Open(r.Project.Dir)
 		if err != nil {
-			return fmt.Errorf("source = \"clone\" needs a git repository: %w\nhint: git init and commit, or use source = \"mount\"", err)
+			return hint.New(fmt.Errorf("source = \"clone\" needs a git repository: %w", err), "git init and commit, or use source = \"mount\"")
 		}
 		s.progress("bundling %s for the box's clone", r.Project.Dir)
 		if _, err := repo.CreateBundle(ctx, filepath.Join(dir, guest.SeedBundle)); err != nil {

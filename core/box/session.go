@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/guest"
@@ -89,8 +90,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		return err
 	}
 	if m.Network == config.NetworkBroker && !BrokerAnswering(m.BrokerPort) {
-		return fmt.Errorf("%w: box %s, 127.0.0.1:%d; refusing the session (fail closed)\nhint: corral stop %s && corral up restarts it",
-			ErrBrokerDown, m.Name, m.BrokerPort, m.Name)
+		return hint.New(fmt.Errorf("%w: box %s, 127.0.0.1:%d; refusing the session (fail closed)", ErrBrokerDown, m.Name, m.BrokerPort), fmt.Sprintf("corral stop %s && corral up restarts it", m.Name))
 	}
 	if err := funnel.Verify(s.Layout.LimaHome(), m.Name, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
 		return err
@@ -148,9 +148,9 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	s.recordExit(m.Name, id, opt.Agent, code)
 	switch code {
 	case 126:
-		return fmt.Errorf("box %s has no tmux for detachable sessions\nhint: corral golden rm the box's golden image, then corral rebuild", m.Name)
+		return hint.New(fmt.Errorf("box %s has no tmux for detachable sessions", m.Name), "corral golden rm the box's golden image, then corral rebuild")
 	case 125:
-		return fmt.Errorf("box %s refused the session (a guest unit is not active)\nhint: corral doctor %s", m.Name, m.Name)
+		return hint.New(fmt.Errorf("box %s refused the session (a guest unit is not active)", m.Name), fmt.Sprintf("corral doctor %s", m.Name))
 	case 0:
 		return nil
 	}

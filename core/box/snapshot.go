@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 )
 
@@ -138,8 +139,7 @@ func (s *Service) stoppedBox(box, verb string) (Meta, error) {
 		return m, fmt.Errorf("%s box %s: %w", verb, box, err)
 	}
 	if st.Status != lima.StatusStopped {
-		return m, fmt.Errorf("%s box %s: %w (%s)\nhint: corral stop %s first: snapshots are taken and restored only on a stopped box, so the project mount is never stale",
-			verb, box, ErrBoxRunning, strings.ToLower(string(st.Status)), box)
+		return m, hint.New(fmt.Errorf("%s box %s: %w (%s)", verb, box, ErrBoxRunning, strings.ToLower(string(st.Status))), fmt.Sprintf("corral stop %s first: snapshots are taken and restored only on a stopped box, so the project mount is never stale", box))
 	}
 	return m, nil
 }
@@ -196,7 +196,7 @@ func (s *Service) takeSnapshot(ctx context.Context, m Meta, name string, auto bo
 	}
 	for _, e := range existing {
 		if e.Name == name {
-			return fmt.Errorf("snapshotting box %s: a snapshot named %s exists\nhint: corral snapshot rm %s %s, or pick another name", m.Name, name, m.Name, name)
+			return hint.New(fmt.Errorf("snapshotting box %s: a snapshot named %s exists", m.Name, name), fmt.Sprintf("corral snapshot rm %s %s, or pick another name", m.Name, name))
 		}
 	}
 	if err := sn.create(ctx, m.Name, name); err != nil {
@@ -272,7 +272,7 @@ func (s *Service) findSnapshot(ctx context.Context, sn snapshotter, box, name st
 			return x, nil
 		}
 	}
-	return Snapshot{}, fmt.Errorf("%w %q of box %s\nhint: corral snapshot ls %s", ErrNoSnapshot, name, box, box)
+	return Snapshot{}, hint.New(fmt.Errorf("%w %q of box %s", ErrNoSnapshot, name, box), fmt.Sprintf("corral snapshot ls %s", box))
 }
 
 // autoSnapshot takes an automatic snapshot of a stopped box about to start

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 )
 
 func TestPruneAuto(t *testing.T) {
@@ -297,7 +298,7 @@ func TestRestoreRefusesARunningBox(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "ha.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	_ = os.WriteFile(filepath.Join(dir, "qemu.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	err := s.RestoreSnapshot(ctx, box, "clean", func(Snapshot) error { t.Error("asked to confirm a refused restore"); return nil })
-	if !errors.Is(err, ErrBoxRunning) || !strings.Contains(err.Error(), "corral stop "+box) {
+	if !errors.Is(err, ErrBoxRunning) || !strings.Contains(hint.Of(err), "corral stop "+box) {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := s.CreateSnapshot(ctx, box, "x"); !errors.Is(err, ErrBoxRunning) {

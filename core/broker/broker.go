@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/secret"
@@ -70,7 +71,7 @@ func (o Options) Check() error {
 	if o.Box != "" {
 		switch {
 		case len(o.Allow) > 0:
-			return fmt.Errorf("--allow %q: a box's allow-list comes from its config and approvals\nhint: corral allow %s %s", o.Allow[0], o.Box, o.Allow[0])
+			return hint.New(fmt.Errorf("--allow %q: a box's allow-list comes from its config and approvals", o.Allow[0]), fmt.Sprintf("corral allow %s %s", o.Box, o.Allow[0]))
 		case len(o.AllowRanges) > 0:
 			return fmt.Errorf("--allow-range %q cannot be used with --box", o.AllowRanges[0])
 		case o.LogFile != "":

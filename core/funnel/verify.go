@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 
 	"github.com/corral-dev/corral/core/procinfo"
 )
@@ -63,8 +64,7 @@ func Verify(limaHome, box string, w Want) error {
 // mode has no guestfwd.
 func CheckArgs(args []string, pidFile, box string, w Want) error {
 	fail := func(format string, a ...any) error {
-		return fmt.Errorf("refusing a session in box %s: %w: %s\nhint: the box was not started by corral (for example with plain limactl start); restart it: corral stop %s && corral up",
-			box, ErrNotEnforced, fmt.Sprintf(format, a...), box)
+		return hint.New(fmt.Errorf("refusing a session in box %s: %w: %s", box, ErrNotEnforced, fmt.Sprintf(format, a...)), fmt.Sprintf("the box was not started by corral (for example with plain limactl start); restart it: corral stop %s && corral up", box))
 	}
 	var netdevs, others []string
 	pidOK := false

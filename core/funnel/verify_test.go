@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/qemu"
 
 	"github.com/corral-dev/corral/core/procinfo"
@@ -103,7 +104,7 @@ func TestCheckArgs(t *testing.T) {
 				if !errors.Is(err, ErrNotEnforced) {
 					t.Fatalf("CheckArgs = %v, want ErrNotEnforced", err)
 				}
-				if !strings.Contains(err.Error(), "hint: ") || !strings.Contains(err.Error(), "corral stop "+testBox+" && corral up") {
+				if !strings.Contains(hint.Of(err), "corral stop "+testBox+" && corral up") {
 					t.Errorf("error has no restart hint: %v", err)
 				}
 			}

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/corral-dev/corral/core/hint"
 )
 
 // CommandFunc builds the command to run; exec.CommandContext is the default. Tests replace it to record argv.
@@ -152,7 +154,7 @@ func (c *Client) CheckVersion(ctx context.Context) (Version, error) {
 	}
 	if v.Less(MinVersion) {
 		err := fmt.Errorf("checking limactl version: %w: %s is older than %s", ErrTooOld, v, MinVersion)
-		return v, &hintError{err: err, hint: hintFor(ErrTooOld)}
+		return v, hint.New(err, hintFor(ErrTooOld))
 	}
 	return v, nil
 }

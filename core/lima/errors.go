@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/corral-dev/corral/core/hint"
 )
 
 // Sentinels that *Error unwraps to.
@@ -63,16 +65,6 @@ func hintFor(err error) string {
 	return ""
 }
 
-// hintError carries a hint next to a plain wrapped error.
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (h *hintError) Error() string { return h.err.Error() }
-func (h *hintError) Unwrap() error { return h.err }
-func (h *hintError) Hint() string  { return h.hint }
-
 // RefuseRoot returns an error when the process runs as root: limactl refuses root ("must not run as the root
 // user"), and corral should say so before starting anything.
 func RefuseRoot() error { return refuseRoot(os.Geteuid()) }
@@ -81,7 +73,7 @@ func refuseRoot(euid int) error {
 	if euid != 0 {
 		return nil
 	}
-	return &hintError{err: fmt.Errorf("checking user: %w: Lima refuses to run as root", ErrRoot), hint: hintFor(ErrRoot)}
+	return hint.New(fmt.Errorf("checking user: %w: Lima refuses to run as root", ErrRoot), hintFor(ErrRoot))
 }
 
 // stderrMessage picks the line of limactl's stderr that says what went wrong. limactl logs with logrus:

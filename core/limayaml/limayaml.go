@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/pins"
 	"github.com/corral-dev/corral/guest"
 	"go.yaml.in/yaml/v3"
@@ -231,7 +232,7 @@ func Render(in Input) (Rendered, error) {
 		for _, d := range in.GitShadowDirs {
 			// One space-separated list in the guest: refuse what it cannot carry.
 			if strings.ContainsAny(d, " \t\n\r'\"\\") || !filepath.IsAbs(d) {
-				return Rendered{}, fmt.Errorf("git directory %q: corral cannot share a path with blanks or quotes into the box\nhint: move the repository, or set git_shadow = false in the trusted layer", d)
+				return Rendered{}, hint.New(fmt.Errorf("git directory %q: corral cannot share a path with blanks or quotes into the box", d), "move the repository, or set git_shadow = false in the trusted layer")
 			}
 		}
 		t.Param["GIT_SHADOW_DIRS"] = strings.Join(in.GitShadowDirs, " ")
@@ -336,14 +337,14 @@ func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
 	}
 	st, err := os.Stat(loc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("image %q: %w\nhint: build the test image with packaging/linux/build-image.sh, or remove the image key", *image, err)
+		return nil, nil, hint.New(fmt.Errorf("image %q: %w", *image, err), "build the test image with packaging/linux/build-image.sh, or remove the image key")
 	}
 	if !st.IsDir() {
 		return []Image{{Location: loc, Arch: arch}}, nil, nil
 	}
 	for _, f := range []string{ImageRootfs, ImageKernel, ImageInitrd} {
 		if _, err := os.Stat(filepath.Join(loc, f)); err != nil {
-			return nil, nil, fmt.Errorf("image directory %s lacks %s\nhint: rebuild it with packaging/linux/build-image.sh", loc, f)
+			return nil, nil, hint.New(fmt.Errorf("image directory %s lacks %s", loc, f), "rebuild it with packaging/linux/build-image.sh")
 		}
 	}
 	return []Image{{

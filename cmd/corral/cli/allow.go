@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
@@ -66,7 +67,7 @@ the config instead, add it to egress = [...] in that file.`,
 				return nil
 			}
 			if len(args) != 2 {
-				return fmt.Errorf("allow takes a box and a host, got %d arguments\nhint: corral allow BOX api.example.test", len(args))
+				return hint.New(fmt.Errorf("allow takes a box and a host, got %d arguments", len(args)), "corral allow BOX api.example.test")
 			}
 			return nil
 		},
@@ -112,7 +113,7 @@ func allowRun(opts *AllowOptions) error {
 	}
 	m, err := box.ReadMeta(l, opts.Box)
 	if err != nil {
-		return fmt.Errorf("%w\nhint: corral ls lists the boxes", err)
+		return hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
 	}
 	switch {
 	case opts.List:

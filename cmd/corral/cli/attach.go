@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
 )
 
@@ -75,7 +76,7 @@ func attachRun(opts *AttachOptions) error {
 		}
 		switch len(list) {
 		case 0:
-			return fmt.Errorf("box %s has no running session\nhint: corral claude or corral run --detach start one", boxName)
+			return hint.New(fmt.Errorf("box %s has no running session", boxName), "corral claude or corral run --detach start one")
 		case 1:
 			session = list[0].Name
 		default:
@@ -83,7 +84,7 @@ func attachRun(opts *AttachOptions) error {
 			for _, g := range list {
 				names = append(names, g.Name) // checked by box.ParseGuestSessions
 			}
-			return fmt.Errorf("box %s has %d sessions (%s): name one\nhint: corral attach %s SESSION", boxName, len(list), strings.Join(names, ", "), boxName)
+			return hint.New(fmt.Errorf("box %s has %d sessions (%s): name one", boxName, len(list), strings.Join(names, ", ")), fmt.Sprintf("corral attach %s SESSION", boxName))
 		}
 	}
 	term, _ := f.lookupEnv("TERM")

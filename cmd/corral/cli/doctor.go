@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
 )
@@ -105,7 +106,7 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 }
 
 func hintOr(err error, def string) string {
-	if h := hints(err); len(h) > 0 {
+	if h := hint.All(err); len(h) > 0 {
 		return h[0]
 	}
 	return def

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 	"github.com/spf13/cobra"
@@ -120,7 +121,7 @@ func egressRun(opts *EgressOptions) error {
 	if opts.Session != "" {
 		var ok bool
 		if entries, ok = egress.SessionSlice(entries, opts.Session); !ok {
-			return fmt.Errorf("egress: no session %q in the egress log of box %s\nhint: corral egress %s --log lists the session markers", opts.Session, name, name)
+			return hint.New(fmt.Errorf("egress: no session %q in the egress log of box %s", opts.Session, name), fmt.Sprintf("corral egress %s --log lists the session markers", name))
 		}
 		session = entries[0].Session
 	}
@@ -231,7 +232,7 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 		}
 		m, err := box.ReadMeta(l, opts.Box)
 		if err != nil {
-			return "", "", fmt.Errorf("%w\nhint: corral ls lists the boxes", err)
+			return "", "", hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
 		}
 		return m.Name, m.Project, nil
 	}

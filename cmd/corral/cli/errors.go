@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/hint"
 )
 
 // Exit codes.
@@ -51,7 +51,7 @@ func printError(w io.Writer, err error) {
 		return
 	}
 	fmt.Fprintf(w, "corral: %s\n", msg)
-	for _, h := range hints(err) {
+	for _, h := range hint.All(err) {
 		fmt.Fprintf(w, "hint: %s\n", displayLines(h))
 	}
 }
@@ -66,47 +66,6 @@ func displayLines(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// hints collects the Hint() lines of err and the errors it wraps (all
-// branches of errors.Join), once each, in order. A hint is taken from the
-// outermost error that has one on each branch.
-func hints(err error) []string {
-	var out []string
-	var walk func(error)
-	walk = func(e error) {
-		if e == nil {
-			return
-		}
-		if h, ok := e.(interface{ Hint() string }); ok && h.Hint() != "" {
-			if !slices.Contains(out, h.Hint()) {
-				out = append(out, h.Hint())
-			}
-			return
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		case interface{ Unwrap() []error }:
-			for _, c := range u.Unwrap() {
-				walk(c)
-			}
-		}
-	}
-	walk(err)
-	return out
-}
-
-// hinted is an error with a hint line for the user.
-type hinted struct {
-	err  error
-	hint string
-}
-
-func withHint(err error, hint string) error { return &hinted{err: err, hint: hint} }
-
-func (h *hinted) Error() string { return h.err.Error() }
-func (h *hinted) Unwrap() error { return h.err }
-func (h *hinted) Hint() string  { return h.hint }
 
 func indent(s string) string {
 	lines := strings.Split(s, "\n")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
@@ -155,8 +156,8 @@ func strictGroups(c *cobra.Command) {
 		}
 		err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-			return withHint(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))
+			return hint.New(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))
 		}
-		return withHint(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))
+		return hint.New(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -58,7 +59,7 @@ func secretSetRun(opts *SecretSetOptions) error {
 		return err
 	}
 	if value == "" {
-		return withHint(errors.New("refusing to store an empty secret"), `type the value at the prompt, or pipe it in: printf %s "$TOKEN" | corral secret set ...`)
+		return hint.New(errors.New("refusing to store an empty secret"), `type the value at the prompt, or pipe it in: printf %s "$TOKEN" | corral secret set ...`)
 	}
 	store, err := opts.Store()
 	if err != nil {

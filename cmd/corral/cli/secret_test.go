@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/secret"
 )
 
@@ -161,7 +162,7 @@ func TestPrintErrorHints(t *testing.T) {
 	var b strings.Builder
 	err := errors.Join(
 		fmt.Errorf("starting session: %w", secret.NotFound("a", "b")),
-		withHint(errors.New("second"), "do the second thing"),
+		hint.New(errors.New("second"), "do the second thing"),
 		secret.NotFound("a", "b"), // same hint once
 		errors.New("no hint"),
 	)

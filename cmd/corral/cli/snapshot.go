@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
 )
 
@@ -156,7 +157,7 @@ var errDeclined = errors.New("restore cancelled")
 
 func snapshotRestoreRun(opts *SnapshotOptions) error {
 	if !opts.Yes && !opts.IO.InTTY {
-		return withHint(fmt.Errorf("restoring box %s: refusing without confirmation (no terminal to ask on)", opts.Box),
+		return hint.New(fmt.Errorf("restoring box %s: refusing without confirmation (no terminal to ask on)", opts.Box),
 			"pass --yes to restore from a script")
 	}
 	s, err := opts.Service()

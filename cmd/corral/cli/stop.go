@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"fmt"
+
 	"github.com/corral-dev/corral/core/box"
 
 	"github.com/spf13/cobra"
