@@ -248,6 +248,9 @@ ca = %q
 		t.Fatalf("corral up: %d\n%s\n%s", code, o, e)
 	}
 
+	if _, _, code := x.corral("run", "--", "test", "-x", "/usr/local/bin/claude-real"); code != 0 {
+		t.Fatalf("the test image has no Claude Code (/usr/local/bin/claude-real)\nhint: rebuild it with packaging/linux/build-image.sh (it installs the package pinned in core/pins/npm.txt)")
+	}
 	t.Run("claude -p answers through the broker", func(t *testing.T) {
 		x.t = t
 		out, errOut, code := up("claude", "--", "-p", "say hello")
