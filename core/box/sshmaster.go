@@ -150,6 +150,14 @@ func (s *Service) CloseMaster(ctx context.Context, box string) {
 				s.Logger.Warn("closing the ssh master", "box", box, "err", err, "out", firstLine(string(out)))
 			}
 			cancel()
+			// -O exit returns once the master has the request; the master
+			// removes its socket on the way out.
+			for i := 0; i < 40; i++ {
+				if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 		}
 	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
