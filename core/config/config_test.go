@@ -335,3 +335,30 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestEgressRequests: egress in a repository file is a request, pending
+// until a host layer allows the entry, pinned to the file's hash; it never
+// reaches the effective allow-list by itself.
+func TestEgressRequests(t *testing.T) {
+	proj := newProject(t, []byte("egress = [\"a.example.test\", \"b.example.test\"]\n"))
+	req := request(proj, "")
+	req.TrustedPath = filepath.Join(t.TempDir(), "trusted.toml")
+	res, err := Load(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Config.Egress) != 0 {
+		t.Errorf("requests reached the allow-list: %v", res.Config.Egress)
+	}
+	if p := res.Pending(); len(p) != 2 || p[0].Entry != "a.example.test" || p[0].Line != 1 || !strings.HasPrefix(res.ProjectHash, "sha256:") {
+		t.Fatalf("pending %+v, hash %q", p, res.ProjectHash)
+	}
+	must(t, os.WriteFile(req.TrustedPath, []byte("egress = [\"A.example.test.\"]\n"), 0o600))
+	res, err = Load(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res.Pending(); len(p) != 1 || p[0].Entry != "b.example.test" {
+		t.Errorf("after the trusted layer allows a: pending %+v", p)
+	}
+}

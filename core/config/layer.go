@@ -61,18 +61,31 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // box-writable; the others cost nothing to treat the same): a regular file
 // after following symlinks, at most MaxFileSize bytes.
 func LoadFile(kind Kind, path string) (Layer, error) {
+	data, err := readLayerFile(path)
+	if err != nil || data == nil {
+		return Layer{Kind: kind, Path: path}, err
+	}
+	return Parse(kind, path, data)
+}
+
+// readLayerFile reads a config file as hostile input; a missing file is
+// nil data and no error.
+func readLayerFile(path string) ([]byte, error) {
 	data, err := untrusted.ReadFile(path, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Layer{Kind: kind, Path: path}, nil
+		return nil, nil
 	}
 	var fe *untrusted.FileError
 	if errors.As(err, &fe) {
-		return Layer{Kind: kind, Path: path}, &ParseError{File: path, Err: errors.New(fe.What)}
+		return nil, &ParseError{File: path, Err: errors.New(fe.What)}
 	}
 	if err != nil {
-		return Layer{Kind: kind, Path: path}, fmt.Errorf("reading config %s: %w", path, err)
+		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
-	return Parse(kind, path, data)
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
 }
 
 // Parse decodes TOML bytes as a layer named path: size and nesting are

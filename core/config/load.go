@@ -1,7 +1,11 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"slices"
+	"strings"
 	"path/filepath"
 )
 
@@ -27,22 +31,79 @@ type Request struct {
 
 // Snapshot is a repository's .corral.toml as read at one moment.
 type Snapshot struct {
-	Layer Layer // decoded; empty when the file was missing or refused
-	Err   error // why the file was refused, or nil
+	Layer Layer  // decoded; empty when the file was missing or refused
+	Hash  string // "sha256:<hex>" of the file's bytes; "" when missing or unreadable
+	Err   error  // why the file was refused, or nil
 }
 
 // ReadSnapshot reads and decodes the repository file of projectDir now.
 // It does not apply the trust policy: Load does, against the host layers
 // in force at each load.
 func ReadSnapshot(projectDir string) *Snapshot {
-	l, err := LoadFile(KindProject, filepath.Join(projectDir, ProjectFile))
-	return &Snapshot{Layer: l, Err: err}
+	path := filepath.Join(projectDir, ProjectFile)
+	data, err := readLayerFile(path)
+	if err != nil || data == nil {
+		return &Snapshot{Layer: Layer{Kind: KindProject, Path: path}, Err: err}
+	}
+	l, err := Parse(KindProject, path, data)
+	sum := sha256.Sum256(data)
+	return &Snapshot{Layer: l, Hash: "sha256:" + hex.EncodeToString(sum[:]), Err: err}
 }
 
 // Result is a loaded configuration.
 type Result struct {
 	Effective
 	Layers []Layer
+	// Requests are what the repository's file asks for and only the user
+	// can grant (see takeRequests); ProjectHash pins them to the file.
+	Requests    []RepoRequest
+	ProjectHash string
+}
+
+// RepoRequest is one entry a repository's .corral.toml requests.
+type RepoRequest struct {
+	Key     string `json:"key"`   // "egress"
+	Entry   string `json:"entry"` // as written in the file
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"`
+	Pending bool   `json:"pending"` // false: a host layer already allows it
+}
+
+// Pending returns the requests not granted yet.
+func (r Result) Pending() []RepoRequest {
+	var out []RepoRequest
+	for _, q := range r.Requests {
+		if q.Pending {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// takeRequests moves the egress entries of a repository layer out of it:
+// a repository may request hosts, never allow them. Each entry is pending
+// unless a host layer (global or trusted) already allows exactly it; the
+// layer returned sets no egress, so the merge never sees the requests.
+// Other host-only keys (mounts, image, sudo, ...) stay violations.
+func takeRequests(l Layer, hostEgress []string) (Layer, []RepoRequest) {
+	if l.Config.Egress == nil {
+		return l, nil
+	}
+	var reqs []RepoRequest
+	for _, e := range l.Config.Egress {
+		granted := slices.ContainsFunc(hostEgress, func(h string) bool { return sameEntry(h, e) })
+		reqs = append(reqs, RepoRequest{Key: "egress", Entry: e, File: l.Path, Line: l.Lines["egress"], Pending: !granted})
+	}
+	l.Config.Egress = nil // l is a copy; the snapshot's layer is untouched
+	l.Set = setKeys(&l.Config)
+	return l, reqs
+}
+
+// sameEntry compares allow-list entries as host names compare: case and a
+// trailing dot do not matter.
+func sameEntry(a, b string) bool {
+	norm := func(s string) string { return strings.ToLower(strings.TrimSuffix(s, ".")) }
+	return norm(a) == norm(b)
 }
 
 // Load reads every layer, validates each, applies the repository policy,
@@ -71,6 +132,14 @@ func Load(req Request) (Result, error) {
 	if ok {
 		res.Layers = append(res.Layers, global)
 	}
+	// The trusted layer is read before the project's (it is applied
+	// after it): a repository's requests are answered by what the host's
+	// layers already allow.
+	var trusted Layer
+	trustedOK := false
+	if req.TrustedPath != "" {
+		trusted, trustedOK = load(KindTrusted, req.TrustedPath)
+	}
 	if req.ProjectDir != "" {
 		snap := req.Snapshot
 		if snap == nil {
@@ -81,6 +150,12 @@ func Load(req Request) (Result, error) {
 			errs = append(errs, snap.Err)
 		}
 		errs = append(errs, validate(proj)...)
+		res.ProjectHash = snap.Hash
+		var hostEgress []string
+		for _, l := range append(slices.Clone(res.Layers), trusted) {
+			hostEgress = append(hostEgress, l.Config.Egress...)
+		}
+		proj, res.Requests = takeRequests(proj, hostEgress)
 		below := Merge(res.Layers...).Config
 		perrs, checked := checkProject(proj, below, PolicyInput{
 			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,
@@ -92,10 +167,8 @@ func Load(req Request) (Result, error) {
 			errs = append(errs, unchecked(proj, below, Merge(res.Layers...).Config, checked)...)
 		}
 	}
-	if req.TrustedPath != "" {
-		if trusted, ok := load(KindTrusted, req.TrustedPath); ok {
-			res.Layers = append(res.Layers, trusted)
-		}
+	if trustedOK {
+		res.Layers = append(res.Layers, trusted)
 	}
 	flags := Layer{Kind: KindFlags, Path: "flags", Config: req.Flags, Set: setKeys(&req.Flags)}
 	errs = append(errs, validate(flags)...)

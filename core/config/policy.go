@@ -43,9 +43,6 @@ func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked [
 		case ClassHost:
 			lines := tomlLine(name, field(c, name).Interface())
 			reason := "a repository may not set this (it widens host access)"
-			if name == "egress" {
-				reason = "a repository may request hosts but not allow them"
-			}
 			if name == "credentials" {
 				reason = "a repository may request a credential but not configure one (it names host secrets)"
 			}

@@ -104,9 +104,9 @@ func TestConfigCheckJSON(t *testing.T) {
 }
 
 func TestBoxActingCommandRefusesWithExit2(t *testing.T) {
-	e := setup(t, "egress = [\"example.test\"]\n")
+	e := setup(t, "git_tokens = [\"github.com\"]\n")
 	code, out, errOut := run(t, e, false, "render")
-	if code != 2 || out != "" || !strings.Contains(errOut, "corral: refusing: the config has problems:") || !strings.Contains(errOut, "egress") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "corral: refusing: the config has problems:") || !strings.Contains(errOut, "git_tokens") {
 		t.Fatalf("code %d out %q err %q", code, out, errOut)
 	}
 }
@@ -254,5 +254,57 @@ func TestGroupCommandsRefuseUnknownSubcommands(t *testing.T) {
 	}
 	if _, _, errOut := run(t, e, false, "config", "chek"); !strings.Contains(errOut, "hint: did you mean corral config check?") {
 		t.Errorf("no suggestion: %q", errOut)
+	}
+}
+
+// TestRepositoryRequestsFollowTheHint: a repository's egress is a request,
+// not a violation: config check passes, says what is pending and the exact
+// command to approve it; following that command makes the check clean; a
+// changed file makes only its new entries pending again.
+func TestRepositoryRequestsFollowTheHint(t *testing.T) {
+	e := setup(t, "egress = [\"api.example.test\", \"*.cdn.example.test\"]\n")
+	code, out, _ := run(t, e, false, "config", "check")
+	file := filepath.Join(e.proj, ".corral.toml")
+	want := "ok: box " + e.box + " config has no problems\n\n" +
+		"notice: the repository requests 2 host(s) for box " + e.box + "; they are not allowed until you approve them:\n" +
+		"  egress api.example.test  (" + file + ":1)\n" +
+		"  egress *.cdn.example.test  (" + file + ":1)\n" +
+		"to review and allow them: corral approve " + e.box + "\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d, out:\n%s\nwant:\n%s", code, out, want)
+	}
+	// The printed command, on a terminal: answer y to the first, n to the second.
+	io, in, aout, aerr := Test(true)
+	in.WriteString("y\nn\n")
+	f := &Factory{IO: io, Layout: func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
+		Platform: config.Platform{OS: "linux", Arch: "amd64"}, Getenv: func(string) string { return "" }}
+	if code := Run(f, []string{"-C", e.proj, "approve", e.box}); code != 0 {
+		t.Fatalf("approve: exit %d, %s %s", code, aout, aerr)
+	}
+	trusted, _ := os.ReadFile(filepath.Join(e.home, "projects", e.box+".toml"))
+	if !strings.Contains(string(trusted), "egress = [\"api.example.test\"]\n") || !strings.Contains(string(trusted), "(sha256:") {
+		t.Errorf("trusted layer:\n%s", trusted)
+	}
+	_, out, _ = run(t, e, false, "config", "check")
+	if !strings.Contains(out, "requests 1 host(s)") || !strings.Contains(out, "*.cdn.example.test") || strings.Contains(out, "egress api.example.test") {
+		t.Errorf("after approving one:\n%s", out)
+	}
+	if code, _, _ := run(t, e, false, "approve", "--yes"); code != 0 {
+		t.Fatal("approve --yes")
+	}
+	if code, out, _ := run(t, e, false, "config", "check"); code != 0 || out != "ok: box "+e.box+" config has no problems\n" {
+		t.Errorf("after following the hint: exit %d\n%s", code, out)
+	}
+	// The file changes: its new entry is pending, the approved ones stay.
+	if err := os.WriteFile(file, []byte("egress = [\"api.example.test\", \"new.example.test\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = run(t, e, false, "config", "check")
+	if !strings.Contains(out, "requests 1 host(s)") || !strings.Contains(out, "new.example.test") {
+		t.Errorf("after the file changed:\n%s", out)
+	}
+	// Without a terminal and without --yes, approve asks for a decision.
+	if code, _, errOut := run(t, e, false, "approve"); code == 0 || !strings.Contains(errOut, "no terminal to ask") {
+		t.Errorf("approve without a terminal: exit %d %q", code, errOut)
 	}
 }

@@ -83,6 +83,24 @@ func (p checkProblem) text() string {
 	return b.String()
 }
 
+// printRequests says what the repository asks for and how to allow it. A
+// request is not a problem: the check passes, and nothing is allowed
+// until the user approves.
+func printRequests(io *IOStreams, boxName string, pending []config.RepoRequest) {
+	if len(pending) == 0 {
+		return
+	}
+	fmt.Fprintf(io.Out, "\nnotice: the repository requests %d host(s) for box %s; they are not allowed until you approve them:\n", len(pending), boxName)
+	for _, q := range pending {
+		where := display.Text(q.File, maxLine)
+		if q.Line > 0 {
+			where += ":" + strconv.Itoa(q.Line)
+		}
+		fmt.Fprintf(io.Out, "  %s %s  (%s)\n", q.Key, display.Authority(q.Entry, 0), where)
+	}
+	fmt.Fprintf(io.Out, "to review and allow them: corral approve %s\n", boxName)
+}
+
 // maxLine caps one line of repository-derived text in terminal output.
 const maxLine = 1000
 
@@ -118,7 +136,11 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 		}
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems}); err != nil {
+		requests := r.Config.Pending()
+		if requests == nil {
+			requests = []config.RepoRequest{}
+		}
+		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems, "requests": requests}); err != nil {
 			return err
 		}
 	} else {
@@ -130,6 +152,7 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 				fmt.Fprintf(opts.IO.Out, "\n%s\n", p.text())
 			}
 		}
+		printRequests(opts.IO, r.Project.Box, r.Config.Pending())
 	}
 	if len(problems) > 0 {
 		return &ExitCodeError{Code: ExitViolation}

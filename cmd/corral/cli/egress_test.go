@@ -225,7 +225,7 @@ recent denials:
 }
 
 func TestEgressConfigThatDoesNotLoad(t *testing.T) {
-	e := setup(t, "egress = [\"repo.example.test\"]\n")
+	e := setup(t, "egress = [\"repo.example.test\"]\nsudo = true\n") // sudo: a repository may not
 	seedApprovals(t, e)
 	code, out, errOut := runEgressAt(e, false, fixedNow)
 	if code != 0 || !strings.HasPrefix(errOut, "warning: the allow-list below lacks the config, which does not load: ") {

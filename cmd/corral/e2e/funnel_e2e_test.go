@@ -254,7 +254,7 @@ printf 'egress = ["widen.example.test"]\n' > .corral.toml; try valid
 printf 'EGRESS = ["widen.example.test"]\nNetwork = "full"\n' > .corral.toml; try capitalised
 printf 'egress = ["widen.example.test"]\n' > /tmp/w.toml; rm -f .corral.toml; ln -s /tmp/w.toml .corral.toml; try symlink
 rm -f .corral.toml; if mkfifo .corral.toml 2>/dev/null; then try fifo; else echo fifo=unsupported; fi
-rm -f .corral.toml; printf 'egress = ["widen.example.test"]\n' > .corral.toml
+rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 `
 		got := x.ok("run", "--", "env", "PROXY="+proxy, "sh", "-c", script)
 		for _, v := range []string{"valid", "capitalised", "symlink"} {
@@ -265,11 +265,17 @@ rm -f .corral.toml; printf 'egress = ["widen.example.test"]\n' > .corral.toml
 		if !strings.Contains(got, "fifo=403\n") && !strings.Contains(got, "fifo=unsupported\n") {
 			t.Errorf("after a FIFO rewrite: want 403 from the broker, got:\n%s", got)
 		}
-		// The next session start checks the file: a repository may not
-		// widen egress, so it is refused (exit 2) and names the key.
+		// The next session start checks the file: an unknown key is a
+		// violation, so the session is refused (exit 2) naming it.
 		_, e, code := x.corral("run", "--", "true")
-		if code != 2 || !strings.Contains(e, "egress") {
-			t.Errorf("a session with the widened file: exit %d, stderr %q; want 2 naming egress", code, e)
+		if code != 2 || !strings.Contains(e, "EGRESS: unknown key") {
+			t.Errorf("a session with the capitalised file: exit %d, stderr %q; want 2 naming EGRESS", code, e)
+		}
+		// egress in the repository file is a request: the session starts,
+		// and the host stays denied until the user approves it.
+		must(t, os.WriteFile(filepath.Join(x.project, ".corral.toml"), []byte("egress = [\"widen.example.test\"]\n"), 0o644))
+		if got := x.ok("run", "--", "curl", "-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "", "-x", proxy, "http://widen.example.test/"); got != "403" {
+			t.Errorf("a pending request: HTTP %q, want 403", got)
 		}
 		must(t, os.Remove(filepath.Join(x.project, ".corral.toml")))
 	})
