@@ -271,7 +271,7 @@ func writeExpiring(t *testing.T, s *approval.Store, entry string, d time.Duratio
 }
 
 func TestBoxBrokerBadConfig(t *testing.T) {
-	l, name := newBox(t, "egress = [\"repo.example.test\"]\n") // a repository may not widen egress
+	l, name := newBox(t, "git_tokens = [\"github.com\"]\n") // a repository may not set git_tokens
 	err := Run(context.Background(), Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0"})
 	if err == nil || !strings.Contains(err.Error(), "egress policy of box "+name) || !strings.Contains(err.Error(), "egress") {
 		t.Fatalf("err = %v", err)

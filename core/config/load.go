@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
-	"path/filepath"
 )
 
 // ProjectFile is the name of a repository's config file.

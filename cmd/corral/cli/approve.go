@@ -80,7 +80,7 @@ func approveRun(opts *ApproveOptions) error {
 		// would be a promise corral does not keep.
 		return err
 	}
-	pending := r.Config.Pending()
+	pending := r.Loaded.Pending()
 	if len(pending) == 0 {
 		fmt.Fprintf(opts.IO.Out, "box %s: no pending requests\n", r.Project.Box)
 		return nil
@@ -116,7 +116,7 @@ func approveRun(opts *ApproveOptions) error {
 		return err
 	}
 	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: r.Project.Box, Actor: audit.ActorCLI,
-		Fields: map[string]any{"entries": accepted, "scope": "trusted", "request": r.Config.ProjectHash}})
+		Fields: map[string]any{"entries": accepted, "scope": "trusted", "request": r.Loaded.ProjectHash}})
 	if err = errors.Join(err, alog.Close()); err != nil {
 		return fmt.Errorf("approve: recording the approval in the audit log (nothing was approved): %w", err)
 	}
@@ -124,7 +124,7 @@ func approveRun(opts *ApproveOptions) error {
 	if len(pending) > 0 {
 		file = pending[0].File
 	}
-	if err := config.ApproveEgress(trusted, accepted, file, r.Config.ProjectHash, opts.now()); err != nil {
+	if err := config.ApproveEgress(trusted, accepted, file, r.Loaded.ProjectHash, opts.now()); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", len(accepted), len(pending), trusted)

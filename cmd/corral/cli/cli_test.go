@@ -277,7 +277,7 @@ func TestRepositoryRequestsFollowTheHint(t *testing.T) {
 	io, in, aout, aerr := Test(true)
 	in.WriteString("y\nn\n")
 	f := &Factory{IO: io, Layout: func() (paths.Layout, error) { return paths.Layout{Home: e.home}, nil },
-		Platform: config.Platform{OS: "linux", Arch: "amd64"}, Getenv: func(string) string { return "" }}
+		Platform: config.Platform{OS: "linux", Arch: "amd64"}, LookupEnv: func(string) (string, bool) { return "", false }}
 	if code := Run(f, []string{"-C", e.proj, "approve", e.box}); code != 0 {
 		t.Fatalf("approve: exit %d, %s %s", code, aout, aerr)
 	}

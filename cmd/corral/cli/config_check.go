@@ -136,7 +136,7 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 		}
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		requests := r.Config.Pending()
+		requests := r.Loaded.Pending()
 		if requests == nil {
 			requests = []config.RepoRequest{}
 		}
@@ -152,7 +152,7 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 				fmt.Fprintf(opts.IO.Out, "\n%s\n", p.text())
 			}
 		}
-		printRequests(opts.IO, r.Project.Box, r.Config.Pending())
+		printRequests(opts.IO, r.Project.Box, r.Loaded.Pending())
 	}
 	if len(problems) > 0 {
 		return &ExitCodeError{Code: ExitViolation}
