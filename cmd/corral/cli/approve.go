@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
 )
 
@@ -86,7 +87,7 @@ func approveRun(opts *ApproveOptions) error {
 		return nil
 	}
 	if !opts.Yes && !opts.IO.InTTY {
-		return withHint(fmt.Errorf("approve: %d pending request(s) and no terminal to ask", len(pending)),
+		return hint.New(fmt.Errorf("approve: %d pending request(s) and no terminal to ask", len(pending)),
 			fmt.Sprintf("review them with corral config check, then corral approve %s --yes", r.Project.Box))
 	}
 	in := bufio.NewReader(opts.IO.In)
