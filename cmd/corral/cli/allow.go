@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
@@ -164,28 +162,28 @@ func allowList(opts *AllowOptions, l paths.Layout) error {
 		if list == nil {
 			list = []approval.Approval{}
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return printJSON(opts.IO.Out, list)
 	}
 	if !opts.IO.OutTTY {
+		// Machine rows: no header, absolute times.
+		tw := newTable(opts.IO.Out, false)
 		for _, a := range list {
 			exp := "never"
 			if !a.Expires.IsZero() {
 				exp = a.Expires.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(opts.IO.Out, "%s\t%s\t%s\t%s\n", a.Entry, a.Scope, exp, a.Actor)
+			tw.Row(a.Entry, a.Scope, exp, a.Actor)
 		}
-		return nil
+		return tw.Flush()
 	}
 	if len(list) == 0 {
 		fmt.Fprintf(opts.IO.Out, "no approvals for box %s\n", opts.Box)
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ENTRY\tSCOPE\tEXPIRES\tBY")
+	tw := newTable(opts.IO.Out, true)
+	tw.Row("ENTRY", "SCOPE", "EXPIRES", "BY")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", display.Authority(a.Entry, 0), a.Scope, expiresText(a.Expires, now), a.Actor)
+		tw.Row(display.Authority(a.Entry, 0), a.Scope, expiresText(a.Expires, now), a.Actor)
 	}
 	return tw.Flush()
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
@@ -54,9 +53,7 @@ func configShowRun(opts *ConfigShowOptions) error {
 		if opts.Origin {
 			out["origin"] = r.Loaded.Origin
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(opts.IO.Out, out)
 	}
 	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", r.Project.Box, r.Project.Dir, r.Loaded.TOML(opts.Origin))
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -145,9 +144,7 @@ func printChecks(io *IOStreams, checks []box.Check, asJSON bool) error {
 		if checks == nil {
 			checks = []box.Check{}
 		}
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(checks)
+		return printJSON(io.Out, checks)
 	}
 	failed := 0
 	for _, c := range checks {

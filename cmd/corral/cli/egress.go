@@ -159,34 +159,33 @@ func egressRun(opts *EgressOptions) error {
 		if session != "" {
 			out["session"] = session
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(opts.IO.Out, out)
 	case !opts.IO.OutTTY:
-		w := opts.IO.Out
+		// Machine rows, each led by its kind: allow, dest, deny.
+		t := newTable(opts.IO.Out, false)
 		for _, r := range rules {
-			fmt.Fprintf(w, "allow\t%s\t%s\t%s\t%s\n", r.Entry, r.Origin, r.Source, rfc3339(r.Expires))
+			t.Row("allow", r.Entry, r.Origin, r.Source, rfc3339(r.Expires))
 		}
 		for _, s := range summary {
-			fmt.Fprintf(w, "dest\t%s\t%s\t%d\t%d\t%s\t%s\n", verdict(s.Allowed), safeText(s.Host), s.Port, s.Count, rfc3339(s.LastSeen), s.Reason)
+			t.Row("dest", verdict(s.Allowed), safeText(s.Host), s.Port, s.Count, rfc3339(s.LastSeen), s.Reason)
 		}
 		for _, e := range denials {
-			fmt.Fprintf(w, "deny\t%s\t%s\t%s\t%d\t%s\n", rfc3339(e.Time), e.Kind, safeText(e.Host), e.Port, e.Reason)
+			t.Row("deny", rfc3339(e.Time), e.Kind, safeText(e.Host), e.Port, e.Reason)
 		}
-		return nil
+		return t.Flush()
 	}
 	w := opts.IO.Out
 	fmt.Fprintf(w, "box %s\n\nallow-list:\n", name)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w, true)
 	for _, r := range rules {
 		src := string(r.Origin) + " " + r.Source
 		if !r.Expires.IsZero() {
 			src += ", expires " + expiresText(r.Expires, now)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", r.Entry, src)
+		tw.Row("  "+r.Entry, src)
 	}
 	if len(rules) == 0 {
-		fmt.Fprintln(tw, "  none: every destination is denied")
+		tw.Row("  none: every destination is denied")
 	}
 	tw.Flush()
 	if session != "" {
@@ -194,25 +193,25 @@ func egressRun(opts *EgressOptions) error {
 	} else {
 		fmt.Fprintf(w, "\ndestinations in the last %s:\n", shortDuration(opts.Since))
 	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = newTable(w, true)
 	for _, s := range summary {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\tlast %s ago", verdict(s.Allowed), hostPort(s.Host, s.Port), s.Count, shortDuration(now.Sub(s.LastSeen)))
+		row := []any{"  " + verdict(s.Allowed), hostPort(s.Host, s.Port), s.Count, "last " + shortDuration(now.Sub(s.LastSeen)) + " ago"}
 		if !s.Allowed {
-			fmt.Fprintf(tw, "\t%s", s.Reason)
+			row = append(row, s.Reason)
 		}
-		fmt.Fprintln(tw)
+		tw.Row(row...)
 	}
 	if len(summary) == 0 {
-		fmt.Fprintln(tw, "  none")
+		tw.Row("  none")
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nrecent denials:\n")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = newTable(w, true)
 	for _, e := range denials {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), e.Reason, times(e))
+		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e))
 	}
 	if len(denials) == 0 {
-		fmt.Fprintln(tw, "  none")
+		tw.Row("  none")
 	}
 	if err := tw.Flush(); err != nil {
 		return err

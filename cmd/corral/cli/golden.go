@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/spf13/cobra"
@@ -43,12 +41,12 @@ so only the project part is provisioned per box.`,
 				return err
 			}
 			if opts.JSON {
-				return json.NewEncoder(opts.IO.Out).Encode(gs)
+				return printJSON(opts.IO.Out, gs)
 			}
-			tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "GOLDEN\tSTATUS\tBOXES")
+			tw := newTable(opts.IO.Out, opts.IO.OutTTY)
+			tw.Row("GOLDEN", "STATUS", "BOXES")
 			for _, g := range gs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Name, g.Status, strings.Join(g.Boxes, ","))
+				tw.Row(g.Name, g.Status, strings.Join(g.Boxes, ","))
 			}
 			return tw.Flush()
 		},

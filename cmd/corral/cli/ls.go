@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
@@ -51,12 +49,10 @@ func lsRun(opts *LsOptions) error {
 		if list == nil {
 			list = []box.Status{}
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return printJSON(opts.IO.Out, list)
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPROJECT")
+	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
+	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PROJECT")
 	for _, st := range list {
 		mem := "-"
 		if st.MemBytes > 0 {
@@ -67,7 +63,7 @@ func lsRun(opts *LsOptions) error {
 		if st.Live == 0 && st.Idle > 0 {
 			idle = st.Idle.Round(time.Minute).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", st.Name, st.State, mem, st.CPUs, idle, st.Live, st.Network, st.Project)
+		tw.Row(st.Name, st.State, mem, st.CPUs, idle, st.Live, st.Network, st.Project)
 	}
 	return tw.Flush()
 }

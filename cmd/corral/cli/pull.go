@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -121,9 +120,7 @@ func pullJSON(name string, res hostgit.Result) pullResultJSON {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return printJSON(w, v)
 }
 
 // renderPull prints what arrived. Branch names passed hostgit's checks

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
@@ -55,9 +54,7 @@ func renderRun(opts *RenderOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"box": r.Project.Box, "hash": out.Hash, "yaml": string(out.YAML)})
+		return printJSON(opts.IO.Out, map[string]any{"box": r.Project.Box, "hash": out.Hash, "yaml": string(out.YAML)})
 	}
 	fmt.Fprintf(opts.IO.Out, "%s# template hash: sha256:%s\n", out.YAML, out.Hash)
 	return nil

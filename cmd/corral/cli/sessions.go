@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -63,9 +62,7 @@ func sessionsRun(opts *SessionsOptions) error {
 		all = append(all, gs...)
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return printJSON(opts.IO.Out, all)
 	}
 	if len(all) == 0 {
 		if opts.IO.OutTTY {

@@ -3,11 +3,9 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
@@ -116,14 +114,14 @@ func snapshotLsRun(opts *SnapshotOptions) error {
 		if snaps == nil {
 			snaps = []box.Snapshot{}
 		}
-		return json.NewEncoder(opts.IO.Out).Encode(snaps)
+		return printJSON(opts.IO.Out, snaps)
 	}
 	if len(snaps) == 0 {
 		fmt.Fprintf(opts.IO.Out, "box %s has no snapshots\n", opts.Box)
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SNAPSHOT\tCREATED\tKIND")
+	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
+	tw.Row("SNAPSHOT", "CREATED", "KIND")
 	for _, sn := range snaps {
 		created, kind := "-", "manual"
 		if !sn.Created.IsZero() {
@@ -132,7 +130,7 @@ func snapshotLsRun(opts *SnapshotOptions) error {
 		if sn.Auto {
 			kind = "auto"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", sn.Name, created, kind)
+		tw.Row(sn.Name, created, kind)
 	}
 	return tw.Flush()
 }

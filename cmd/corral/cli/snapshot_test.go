@@ -80,8 +80,22 @@ func TestSnapshotLs(t *testing.T) {
 	if out != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out, want)
 	}
+	_, out, _ = runSnapshot(t, someSnaps(), false, "", "ls", "web-1")
+	if want := "SNAPSHOT\tCREATED\tKIND\nauto-20260102T150405Z\t2026-01-02T15:04:05Z\tauto\nclean\t-\tmanual\n"; out != want {
+		t.Errorf("not a terminal: %q, want %q", out, want)
+	}
 	_, out, _ = runSnapshot(t, someSnaps(), false, "", "ls", "web-1", "--json")
-	if out != `[{"name":"auto-20260102T150405Z","created":"2026-01-02T15:04:05Z","auto":true},{"name":"clean","auto":false}]`+"\n" {
+	if out != `[
+  {
+    "name": "auto-20260102T150405Z",
+    "created": "2026-01-02T15:04:05Z",
+    "auto": true
+  },
+  {
+    "name": "clean",
+    "auto": false
+  }
+]`+"\n" {
 		t.Errorf("json %s", out)
 	}
 	_, out, _ = runSnapshot(t, &fakeSnaps{}, true, "", "ls", "web-1")
