@@ -423,3 +423,40 @@ func sorted(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// The Lima 1.2.2 smoke run (Makefile E2E_SMOKE) names e2e subtests; a
+// renamed subtest would silently drop out of it.
+func TestE2ESmokeNamesExist(t *testing.T) {
+	mk := string(readFile(t, "Makefile"))
+	re := regexp.MustCompile(`(?m)^E2E_SMOKE\s*\?=\s*(.*)$`)
+	m := re.FindStringSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile has no E2E_SMOKE")
+	}
+	top, sub, ok := strings.Cut(strings.ReplaceAll(m[1], "$$", "$"), "/")
+	if !ok {
+		t.Fatalf("E2E_SMOKE %q has no subtest part", m[1])
+	}
+	var src strings.Builder
+	ents, err := os.ReadDir(filepath.Join(root, "cmd/corral/e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		src.Write(readFile(t, "cmd/corral/e2e/"+e.Name()))
+	}
+	names := func(part string) []string {
+		part = strings.TrimSuffix(strings.TrimPrefix(part, "^("), ")$")
+		return strings.Split(part, "|")
+	}
+	for _, n := range names(top) {
+		if !strings.Contains(src.String(), "func "+n+"(t *testing.T)") {
+			t.Errorf("E2E_SMOKE names test %s, which does not exist", n)
+		}
+	}
+	for _, n := range names(sub) {
+		if !strings.Contains(src.String(), `t.Run("`+strings.ReplaceAll(n, "_", " ")+`"`) {
+			t.Errorf("E2E_SMOKE names subtest %q, which does not exist", n)
+		}
+	}
+}
