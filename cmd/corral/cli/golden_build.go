@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/spf13/cobra"
+)
+
+// goldenBuilder is what `corral golden build` needs of the lifecycle
+// service.
+type goldenBuilder interface {
+	EnsureGolden(ctx context.Context, r box.Resolved) (string, error)
+}
+
+var _ goldenBuilder = (*box.Service)(nil)
+
+// GoldenBuildOptions are the options of `corral golden build`.
+type GoldenBuildOptions struct {
+	IO      *IOStreams
+	Resolve func() (box.Resolved, error)
+	Service func() (goldenBuilder, error)
+}
+
+// NewCmdGoldenBuild builds `corral golden build`.
+func NewCmdGoldenBuild(f *Factory, runF func(*GoldenBuildOptions) error) *cobra.Command {
+	opts := &GoldenBuildOptions{IO: f.IO,
+		Resolve: func() (box.Resolved, error) { return resolve(f, config.Config{}) },
+		Service: func() (goldenBuilder, error) { return service(f) }}
+	return &cobra.Command{
+		Use: "build", Short: "Build the golden image the project's box would use",
+		Example: "  corral golden build -C ~/src/web", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return goldenBuildRun(opts)
+		},
+	}
+}
+
+func goldenBuildRun(opts *GoldenBuildOptions) error {
+	r, err := opts.Resolve()
+	if err != nil {
+		return err
+	}
+	s, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	name, err := s.EnsureGolden(ctx, r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "golden image %s is ready\n", name)
+	return nil
+}
