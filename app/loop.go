@@ -207,7 +207,7 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		l.allow(ctx, a.Box, a.Host, a.Scope)
 	case menu.ActStopIdle:
 		l.stopIdle(ctx, true)
-	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject:
+	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject, menu.ActReviewRequests:
 		argv := l.opts.Argv(l.opts.CorralPath, a)
 		if len(argv) == 0 {
 			return

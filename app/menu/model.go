@@ -35,6 +35,7 @@ const (
 	ActDismissError                    // clear the error line
 	ActQuit                            // quit the app
 	ActPull                            // fetch Box's new commits into the host repository (corral pull)
+	ActReviewRequests                  // review the hosts Box's repository requests (corral approve in a terminal)
 )
 
 // Action is the effect of clicking an item. Only the fields the kind needs
@@ -331,6 +332,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			{Key: k + "/shell", Title: "Open shell", Disabled: broken, Action: Action{Kind: ActOpenShell, Box: b.Name}},
 			startStop,
 			pullItem(k, b, ui),
+			requestsItem(k, b, lim),
 			deniedItem(k, b, ui.Now, lim),
 			{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
 			reveal,
@@ -357,6 +359,26 @@ func pullItem(k string, b BoxView, ui UI) Item {
 	if _, busy := ui.Busy[b.Name]; busy {
 		it.Disabled = true
 	}
+	return it
+}
+
+// requestsItem is "web-3f2a1c asks for 3 hosts — Review" when the box's
+// repository requests hosts nobody approved yet (a request is never a
+// permission); it opens `corral approve BOX` in a terminal, which shows
+// each entry. Hidden otherwise, so the submenu keeps its slots.
+func requestsItem(k string, b BoxView, lim Limits) Item {
+	it := Item{Key: k + "/requests", Hidden: true}
+	if b.Requests <= 0 {
+		return it
+	}
+	hosts := "hosts"
+	if b.Requests == 1 {
+		hosts = "host"
+	}
+	it.Hidden = false
+	it.Title = fmt.Sprintf("%s asks for %d %s — Review", Truncate(b.Name, lim.MaxTitle), b.Requests, hosts)
+	it.Tooltip = "The repository's .corral.toml requests hosts; nothing is allowed until you approve (corral approve " + b.Name + ")"
+	it.Action = Action{Kind: ActReviewRequests, Box: b.Name, Project: b.Project}
 	return it
 }
 

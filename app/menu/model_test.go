@@ -293,3 +293,37 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestsItem(t *testing.T) {
+	tests := []struct {
+		name  string
+		box   BoxView
+		title string // "" = hidden
+	}{
+		{"none", BoxView{Name: "web-3f2a1c", State: StateRunning}, ""},
+		{"one", BoxView{Name: "web-3f2a1c", State: StateStopped, Requests: 1}, "web-3f2a1c asks for 1 host — Review"},
+		{"three", BoxView{Name: "web-3f2a1c", State: StateRunning, Requests: 3}, "web-3f2a1c asks for 3 hosts — Review"},
+		{"a hostile name is sanitised", BoxView{Name: "web\x1b[2J", State: StateRunning, Requests: 2}, `web\x1b[2J asks for 2 hosts — Review`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Build(State{Boxes: []BoxView{tt.box}}, UI{}, Limits{})
+			it, ok := m.Find("box/" + tt.box.Name + "/requests")
+			if !ok {
+				t.Fatalf("no requests slot in\n%s", m.Text())
+			}
+			if tt.title == "" {
+				if !it.Hidden {
+					t.Errorf("shown: %+v", it)
+				}
+				return
+			}
+			if it.Hidden || it.Title != tt.title || it.Disabled {
+				t.Errorf("item %+v, want %q", it, tt.title)
+			}
+			if it.Action != (Action{Kind: ActReviewRequests, Box: tt.box.Name}) {
+				t.Errorf("action %+v", it.Action)
+			}
+		})
+	}
+}

@@ -48,6 +48,10 @@ type BoxView struct {
 	// pulled yet (corral pull); 0 when none or unknown.
 	NewCommits int
 
+	// Requests are hosts the box's repository requests (egress in its
+	// .corral.toml) that nobody approved yet; 0 when none or unknown.
+	Requests int
+
 	Denied []DeniedHost // hosts the egress proxy refused, any order
 	Err    string       // last lifecycle error for this box, shown in its submenu
 }
