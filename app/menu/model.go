@@ -19,23 +19,23 @@ import (
 type ActionKind int
 
 const (
-	ActNone          ActionKind = iota // not clickable (labels)
-	ActOpenSession                     // open a Claude session in Box
-	ActOpenShell                       // open a shell in Box
-	ActStart                           // start Box
-	ActStop                            // stop Box
-	ActAllow                           // allow Host for Box with Scope
-	ActShowLog                         // open Box's egress log
-	ActRevealProject                   // show Project in the file manager
-	ActArmRebuild                      // first click on "Rebuild…": ask to confirm
-	ActRebuild                         // confirmed rebuild of Box
-	ActOpenProject                     // open a Claude session for Project, creating its box if needed
-	ActStopIdle                        // stop all idle boxes
-	ActOpenConfig                      // open the config file
-	ActDismissError                    // clear the error line
-	ActQuit                            // quit the app
-	ActPull                            // fetch Box's new commits into the host repository (corral pull)
-	ActReviewRequests                  // review the hosts Box's repository requests (corral approve in a terminal)
+	ActNone           ActionKind = iota // not clickable (labels)
+	ActOpenSession                      // open a Claude session in Box
+	ActOpenShell                        // open a shell in Box
+	ActStart                            // start Box
+	ActStop                             // stop Box
+	ActAllow                            // allow Host for Box with Scope
+	ActShowLog                          // open Box's egress log
+	ActRevealProject                    // show Project in the file manager
+	ActArmRebuild                       // first click on "Rebuild…": ask to confirm
+	ActRebuild                          // confirmed rebuild of Box
+	ActOpenProject                      // open a Claude session for Project, creating its box if needed
+	ActStopIdle                         // stop all idle boxes
+	ActOpenConfig                       // open the config file
+	ActDismissError                     // clear the error line
+	ActQuit                             // quit the app
+	ActPull                             // fetch Box's new commits into the host repository (corral pull)
+	ActReviewRequests                   // review the hosts Box's repository requests (corral approve in a terminal)
 )
 
 // Action is the effect of clicking an item. Only the fields the kind needs
