@@ -335,7 +335,8 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 	}
 	c := b.creds[name]
 	if c == nil {
-		return fail(http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config)", ev.Name, ev.Name))
+		return fail(http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config; "+
+			"one taken from a host variable must be set when the box's broker starts: corral stop, then start the box from that shell)", ev.Name, ev.Name))
 	}
 	ev.Upstream = c.auth.String()
 	secret, err := c.Secret(req.Context())
