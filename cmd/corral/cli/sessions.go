@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
@@ -71,15 +70,15 @@ func sessionsRun(opts *SessionsOptions) error {
 		return nil
 	}
 	now := time.Now()
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOX\tSESSION\tAGENT\tSTARTED\tATTACHED\tLAST ACTIVITY")
+	t := newTable(opts.IO.Out, opts.IO.OutTTY)
+	t.Row("BOX", "SESSION", "AGENT", "STARTED", "ATTACHED", "LAST ACTIVITY")
 	for _, g := range all {
 		agent := g.Agent
 		if agent == "" {
 			agent = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%d\t%s ago\n", g.Box, g.Name, agent,
-			now.Sub(g.Created).Round(time.Second), g.Attached, now.Sub(g.Activity).Round(time.Second))
+		t.Row(g.Box, g.Name, agent, now.Sub(g.Created).Round(time.Second).String()+" ago", g.Attached,
+			now.Sub(g.Activity).Round(time.Second).String()+" ago")
 	}
-	return tw.Flush()
+	return t.Flush()
 }
