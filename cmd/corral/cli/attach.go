@@ -50,7 +50,7 @@ the session goes on running.`,
 
 func attachRun(opts *AttachOptions) error {
 	f := opts.Factory
-	s, err := service(f)
+	s, err := f.Service()
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ type DoctorOptions struct {
 
 // NewCmdDoctor builds `corral doctor`.
 func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
-	opts := &DoctorOptions{IO: f.IO, Factory: f, Service: func() (doctorService, error) { return service(f) }}
+	opts := &DoctorOptions{IO: f.IO, Factory: f, Service: func() (doctorService, error) { return f.Service() }}
 	opts.BoxOptions = func(ctx context.Context, b string) (string, box.DoctorBoxOptions, []box.Check) {
 		return doctorBoxOptions(ctx, f, b)
 	}
@@ -74,7 +74,7 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 		return name, opt, []box.Check{{Check: "state directory", Detail: err.Error(), Fix: "set CORRAL_HOME"}}
 	}
 	if name == "" {
-		r, _ := resolve(f, config.Config{})
+		r, _ := f.Resolve(config.Config{})
 		if r.Project.Box == "" {
 			return "", opt, nil
 		}

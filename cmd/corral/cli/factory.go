@@ -21,10 +21,10 @@ type Factory struct {
 	// Executable is the path of the running corral binary (for brokers,
 	// terminals and the qemu wrapper).
 	Executable func() (string, error)
-	// Service builds the lifecycle service; nil means box.NewService over
-	// Layout and Executable (see service). Tests inject one with a fake
-	// limactl.
-	Service func() (*box.Service, error)
+	// NewService builds the lifecycle service; nil means box.NewService
+	// over Layout and Executable. Tests inject one with a fake limactl.
+	// Commands call Service.
+	NewService func() (*box.Service, error)
 	// LookupEnv reads the host environment (sessions forward from it): a
 	// variable that is exported but empty is set, as core/launchenv's
 	// env_from_host rule says. nil means os.LookupEnv.

@@ -28,7 +28,7 @@ type GCOptions struct {
 
 // NewCmdGC builds `corral gc`.
 func NewCmdGC(f *Factory, runF func(*GCOptions) error) *cobra.Command {
-	opts := &GCOptions{IO: f.IO, Service: func() (gcService, error) { return service(f) }}
+	opts := &GCOptions{IO: f.IO, Service: func() (gcService, error) { return f.Service() }}
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove what deleted or half-created boxes left behind",

@@ -27,8 +27,8 @@ type GoldenBuildOptions struct {
 // NewCmdGoldenBuild builds `corral golden build`.
 func NewCmdGoldenBuild(f *Factory, runF func(*GoldenBuildOptions) error) *cobra.Command {
 	opts := &GoldenBuildOptions{IO: f.IO,
-		Resolve: func() (box.Resolved, error) { return resolve(f, config.Config{}) },
-		Service: func() (goldenBuilder, error) { return service(f) }}
+		Resolve: func() (box.Resolved, error) { return f.Resolve(config.Config{}) },
+		Service: func() (goldenBuilder, error) { return f.Service() }}
 	return &cobra.Command{
 		Use: "build", Short: "Build the golden image the project's box would use",
 		Example: "  corral golden build -C ~/src/web", Args: cobra.NoArgs,

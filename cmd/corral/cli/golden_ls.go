@@ -24,7 +24,7 @@ type GoldenLsOptions struct {
 
 // NewCmdGoldenLs builds `corral golden ls`.
 func NewCmdGoldenLs(f *Factory, runF func(*GoldenLsOptions) error) *cobra.Command {
-	opts := &GoldenLsOptions{IO: f.IO, Service: func() (goldenLister, error) { return service(f) }}
+	opts := &GoldenLsOptions{IO: f.IO, Service: func() (goldenLister, error) { return f.Service() }}
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List golden images and the boxes cloned from them",
 		Example: "  corral golden ls --json", Args: cobra.NoArgs,

@@ -25,7 +25,7 @@ type GoldenRmOptions struct {
 
 // NewCmdGoldenRm builds `corral golden rm`.
 func NewCmdGoldenRm(f *Factory, runF func(*GoldenRmOptions) error) *cobra.Command {
-	opts := &GoldenRmOptions{IO: f.IO, Service: func() (goldenRemover, error) { return service(f) }}
+	opts := &GoldenRmOptions{IO: f.IO, Service: func() (goldenRemover, error) { return f.Service() }}
 	cmd := &cobra.Command{
 		Use: "rm GOLDEN...", Short: "Remove golden images",
 		Example: "  corral golden rm golden-4576f2bc1b3e", Args: cobra.MinimumNArgs(1),

@@ -37,7 +37,7 @@ func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 }
 
 func lsRun(opts *LsOptions) error {
-	s, err := service(opts.Factory)
+	s, err := opts.Factory.Service()
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type PullOptions struct {
 
 // NewCmdPull builds `corral pull`.
 func NewCmdPull(f *Factory, runF func(*PullOptions) error) *cobra.Command {
-	opts := &PullOptions{IO: f.IO, Factory: f, Service: func() (pullService, error) { return service(f) }}
+	opts := &PullOptions{IO: f.IO, Factory: f, Service: func() (pullService, error) { return f.Service() }}
 	cmd := &cobra.Command{
 		Use:   "pull [BOX]",
 		Short: "Fetch the commits made in a box into the host repository, for review",

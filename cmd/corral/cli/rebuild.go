@@ -30,11 +30,11 @@ are kept; anything stored only inside the box is lost.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			r, err := resolve(f, config.Config{})
+			r, err := f.Resolve(config.Config{})
 			if err != nil {
 				return err
 			}
-			s, err := service(f)
+			s, err := f.Service()
 			if err != nil {
 				return err
 			}

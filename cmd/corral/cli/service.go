@@ -12,10 +12,11 @@ import (
 	"github.com/corral-dev/corral/core/config"
 )
 
-// service builds the lifecycle service for a command.
-func service(f *Factory) (*box.Service, error) {
-	if f.Service != nil {
-		return f.Service()
+// Service builds the lifecycle service for a command: the one way
+// commands get it (options hold it behind a narrow interface).
+func (f *Factory) Service() (*box.Service, error) {
+	if f.NewService != nil {
+		return f.NewService()
 	}
 	l, err := f.Layout()
 	if err != nil {
@@ -33,9 +34,10 @@ func service(f *Factory) (*box.Service, error) {
 	return s, nil
 }
 
-// resolve loads the project of -C (or the working directory), refusing on
-// any config violation.
-func resolve(f *Factory, flags config.Config) (box.Resolved, error) {
+// Resolve loads the project of -C (or the working directory) with flags as
+// the flags layer, refusing on any config violation; the config's warnings
+// go to stderr.
+func (f *Factory) Resolve(flags config.Config) (box.Resolved, error) {
 	l, err := f.Layout()
 	if err != nil {
 		return box.Resolved{}, err
@@ -48,7 +50,7 @@ func boxArg(f *Factory, args []string) (string, error) {
 	if len(args) > 0 {
 		return args[0], nil
 	}
-	r, err := resolve(f, config.Config{})
+	r, err := f.Resolve(config.Config{})
 	if r.Project.Box == "" {
 		return "", err
 	}
@@ -74,7 +76,7 @@ func eachBox(f *Factory, names []string, fn func(ctx context.Context, s *box.Ser
 		}
 		names = []string{b}
 	}
-	s, err := service(f)
+	s, err := f.Service()
 	if err != nil {
 		return err
 	}

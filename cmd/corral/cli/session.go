@@ -11,11 +11,11 @@ import (
 // launch environment, run the session, and pass its exit code through.
 // mode and name make it a detachable session (see box.SessionMode).
 func sessionRun(f *Factory, agentName string, argv []string, tty bool, mode box.SessionMode, name string) error {
-	r, err := resolve(f, config.Config{})
+	r, err := f.Resolve(config.Config{})
 	if err != nil {
 		return err
 	}
-	s, err := service(f)
+	s, err := f.Service()
 	if err != nil {
 		return err
 	}

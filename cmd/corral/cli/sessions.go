@@ -38,7 +38,7 @@ many terminals are attached, and when they last had input or output.`,
 }
 
 func sessionsRun(opts *SessionsOptions) error {
-	s, err := service(opts.Factory)
+	s, err := opts.Factory.Service()
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ type SnapshotOptions struct {
 
 // NewCmdSnapshot builds `corral snapshot ls|create|restore|rm`.
 func NewCmdSnapshot(f *Factory, runF func(verb string, opts *SnapshotOptions) error) *cobra.Command {
-	opts := &SnapshotOptions{IO: f.IO, Factory: f, Service: func() (snapshotService, error) { return service(f) }}
+	opts := &SnapshotOptions{IO: f.IO, Factory: f, Service: func() (snapshotService, error) { return f.Service() }}
 	run := func(verb string, fn func(*SnapshotOptions) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {

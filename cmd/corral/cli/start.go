@@ -30,7 +30,7 @@ func NewCmdStart(f *Factory, runF func(*StartOptions) error) *cobra.Command {
 			if runF != nil {
 				return runF(opts)
 			}
-			s, err := service(f)
+			s, err := f.Service()
 			if err != nil {
 				return err
 			}

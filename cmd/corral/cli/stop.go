@@ -39,7 +39,7 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 
 func stopRun(opts *StopOptions) error {
 	if opts.Idle {
-		s, err := service(opts.Factory)
+		s, err := opts.Factory.Service()
 		if err != nil {
 			return err
 		}

@@ -22,11 +22,11 @@ func TestStopIdle(t *testing.T) {
 	svc, _ := boxtest.Service(l, now, audit.ActorCLI)
 	io, _, out, errOut := Test(false)
 	f := &Factory{
-		IO:        io,
-		Layout:    func() (paths.Layout, error) { return l, nil },
-		Platform:  config.Platform{OS: "linux", Arch: "amd64"},
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Service:   func() (*box.Service, error) { return svc, nil },
+		IO:         io,
+		Layout:     func() (paths.Layout, error) { return l, nil },
+		Platform:   config.Platform{OS: "linux", Arch: "amd64"},
+		LookupEnv:  func(string) (string, bool) { return "", false },
+		NewService: func() (*box.Service, error) { return svc, nil },
 	}
 	var wantOut strings.Builder
 	for _, b := range want {

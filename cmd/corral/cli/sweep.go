@@ -31,7 +31,7 @@ func sweepIdle(f *Factory, cmd *cobra.Command) {
 	if _, err := os.Stat(l.BoxesDir()); err != nil {
 		return // nothing created yet
 	}
-	s, err := service(f)
+	s, err := f.Service()
 	if err != nil {
 		return
 	}

@@ -37,11 +37,11 @@ func NewCmdUp(f *Factory, runF func(*UpOptions) error) *cobra.Command {
 }
 
 func upRun(opts *UpOptions) error {
-	r, err := resolve(opts.Factory, config.Config{})
+	r, err := opts.Factory.Resolve(config.Config{})
 	if err != nil {
 		return err
 	}
-	s, err := service(opts.Factory)
+	s, err := opts.Factory.Service()
 	if err != nil {
 		return err
 	}
