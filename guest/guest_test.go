@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -306,5 +307,28 @@ func TestLaunchDetachedSessionKeepsSecretsOutOfTmux(t *testing.T) {
 	}
 	if list, _, _ := run(nil, "--list"); list != "" {
 		t.Errorf("list after the end = %q", list)
+	}
+}
+
+// A unit without its status file (stopped, or failed to start) refuses the
+// session with 125 when systemd does not say it is active either.
+func TestLaunchRefusesWithoutUnitStatus(t *testing.T) {
+	run, _, dir := launcher(t)
+	bin := t.TempDir()
+	// systemctl says inactive for everything.
+	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ready", Units[1])); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := run([]string{"PATH=" + bin + ":" + os.Getenv("PATH")}, "/", "true")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(errOut, strings.TrimSuffix(Units[1], ".service")+" is not active") {
+		t.Errorf("err %v stderr %q", err, errOut)
+	}
+	_, _, err = run([]string{"PATH=" + bin + ":" + os.Getenv("PATH")}, "--tmux", "new", "x", "shell", "/", "true")
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+		t.Errorf("detachable session not refused: %v", err)
 	}
 }
