@@ -129,6 +129,29 @@ func TestTunnelsAtFileLimit(t *testing.T) {
 	if status, _, _, _ := rawConnect(t, addr, "denied.example:443"); status != http.StatusForbidden {
 		t.Fatalf("denial at the cap: status %d, want 403", status)
 	}
+	// A flood of connections that send nothing, more than the descriptors
+	// left: the broker evicts the longest-waiting ones, so a denial is
+	// still answered at once (not after the 10 s header timeout).
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 600 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	start := time.Now()
+	if status, _, _, _ := rawConnect(t, addr, "denied.example:443"); status != http.StatusForbidden {
+		t.Fatalf("denial after an idle flood: status %d, want 403", status)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("denial after an idle flood answered after %v", d)
+	}
 	// A request stuck upstream, then SIGTERM.
 	up, _ := stuckUpstream(t)
 	c, err := net.Dial("tcp", addr)
@@ -138,7 +161,7 @@ func TestTunnelsAtFileLimit(t *testing.T) {
 	defer c.Close()
 	fmt.Fprintf(c, "POST http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 10\r\n\r\n0123456789", portOf(t, up))
 	time.Sleep(300 * time.Millisecond)
-	start := time.Now()
+	start = time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -108,7 +109,10 @@ type Server struct {
 	// slots counts connections that hold an upstream descriptor: tunnels
 	// and forwarded HTTP requests in flight. Both share MaxTunnels, so no
 	// mix of them can run the broker out of descriptors.
-	slots    atomic.Int64
+	slots atomic.Int64
+	// fdBudget is the number of descriptors connections may use before
+	// track evicts the longest-waiting idle one; 0 disables eviction.
+	fdBudget int
 	shutting atomic.Bool
 
 	mu        sync.Mutex
@@ -146,8 +150,9 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
 	}
 	maxIdle := 256
+	var soft uint64
 	if cfg.MaxTunnels <= 0 {
-		soft := RaiseFileLimit()
+		soft = RaiseFileLimit()
 		cfg.MaxTunnels = TunnelCap(soft)
 		maxIdle = min(maxIdle, max(cfg.MaxTunnels/8, 4))
 	}
@@ -165,6 +170,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if listenPort != 0 {
 		s.selfPorts[listenPort] = struct{}{}
+	}
+	if soft > fdReserve {
+		s.fdBudget = int(min(soft, 1<<20)) - fdReserve/2
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.logger == nil {
@@ -281,8 +289,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("egress broker accepting on %s: %w", ln.Addr(), err)
 			}
-			// EMFILE and friends: back off like net/http instead of spinning.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			// EMFILE and friends: free a descriptor held by a connection
+			// that sent nothing (the estimate in track can fall short),
+			// and back off like net/http instead of spinning.
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				s.mu.Lock()
+				s.evictIdleLocked(nil)
+				s.mu.Unlock()
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), 100*time.Millisecond)
 			s.logger.Warn("egress broker accept failed; retrying", "err", err, "backoff", backoff)
 			time.Sleep(backoff)
 			continue
@@ -384,15 +399,46 @@ const (
 type conn struct {
 	nc    net.Conn
 	state atomic.Int32
+	// waitSince is when the connection began waiting for a request head
+	// (unix nanoseconds), for eviction (see track).
+	waitSince atomic.Int64
 }
 
+// track adds or removes c. When descriptors run short (fdBudget, derived
+// from RLIMIT_NOFILE), adding a connection first closes the one that has
+// waited longest for a request head: a box that opens connections and sends
+// nothing cannot take every descriptor and starve new requests, denials
+// included, until its header timeouts expire.
 func (s *Server) track(c *conn, add bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if add {
-		s.conns[c] = struct{}{}
-	} else {
+	if !add {
 		delete(s.conns, c)
+		return
+	}
+	s.conns[c] = struct{}{}
+	if s.fdBudget <= 0 {
+		return
+	}
+	tunnels := int(s.tunnels.Load())
+	used := len(s.conns) + (fdsPerTunnel-1)*tunnels + max(int(s.slots.Load())-tunnels, 0)
+	if used < s.fdBudget {
+		return
+	}
+	s.evictIdleLocked(c)
+}
+
+// evictIdleLocked closes the connection (other than keep) that has waited
+// longest for a request head, if any. Caller holds mu.
+func (s *Server) evictIdleLocked(keep *conn) {
+	var oldest *conn
+	for o := range s.conns {
+		if o != keep && o.state.Load() == stateIdle && (oldest == nil || o.waitSince.Load() < oldest.waitSince.Load()) {
+			oldest = o
+		}
+	}
+	if oldest != nil {
+		oldest.nc.Close()
 	}
 }
 
@@ -433,7 +479,8 @@ var readerPool = sync.Pool{New: func() any {
 func (s *Server) serve(nc net.Conn) {
 	s.touch()
 	c := &conn{nc: nc}
-	c.state.Store(stateActive)
+	c.waitSince.Store(time.Now().UnixNano())
+	c.state.Store(stateIdle) // waiting for its first request head
 	s.track(c, true)
 	defer s.track(c, false)
 	cr := readerPool.Get().(*connReader)
@@ -451,13 +498,13 @@ func (s *Server) serve(nc net.Conn) {
 	first := true
 	for {
 		if !first {
+			c.waitSince.Store(time.Now().UnixNano())
 			c.state.Store(stateIdle)
 			nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout)) //nolint:errcheck
 			if _, err := cr.br.Peek(1); err != nil || s.shutting.Load() {
 				nc.Close()
 				return
 			}
-			c.state.Store(stateActive)
 			s.touch()
 		}
 		first = false
@@ -476,6 +523,7 @@ func (s *Server) serve(nc net.Conn) {
 			nc.Close()
 			return
 		}
+		c.state.Store(stateActive)
 		cr.lim.n = noLimit
 		nc.SetReadDeadline(time.Time{}) //nolint:errcheck
 		if req.Method == http.MethodConnect {
