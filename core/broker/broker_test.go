@@ -225,7 +225,9 @@ func TestBoxBrokerLive(t *testing.T) {
 	}
 	waitStatus(t, addr, target("api"), http.StatusForbidden)
 
-	// Every decision is in the box's egress log.
+	// Every decision is in the box's egress log: allowed ones line by line,
+	// repeated denials of one destination as its first line (their count
+	// follows when the aggregation interval ends; see egress.DecisionLog).
 	entries, err := egress.ReadLog(l.EgressLog(name), time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +243,7 @@ func TestBoxBrokerLive(t *testing.T) {
 			denied++
 		}
 	}
-	if denied < 4 || allowed < 3 {
+	if denied < 1 || allowed < 3 {
 		t.Errorf("egress log has %d denied and %d allowed lines", denied, allowed)
 	}
 }
