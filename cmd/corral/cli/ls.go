@@ -9,16 +9,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// boxLister is what `corral ls` needs of the lifecycle service.
+type boxLister interface {
+	List() ([]box.Status, error)
+}
+
+var _ boxLister = (*box.Service)(nil)
+
 // LsOptions are the options of `corral ls`.
 type LsOptions struct {
 	IO      *IOStreams
-	Factory *Factory
+	Service func() (boxLister, error)
 	JSON    bool
 }
 
 // NewCmdLs builds `corral ls`.
 func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
-	opts := &LsOptions{IO: f.IO, Factory: f}
+	opts := &LsOptions{IO: f.IO, Service: func() (boxLister, error) { return f.Service() }}
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -37,7 +44,7 @@ func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 }
 
 func lsRun(opts *LsOptions) error {
-	s, err := opts.Factory.Service()
+	s, err := opts.Service()
 	if err != nil {
 		return err
 	}

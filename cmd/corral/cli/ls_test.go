@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+)
+
+type fakeLister []box.Status
+
+func (f fakeLister) List() ([]box.Status, error) { return f, nil }
+
+func TestLsTable(t *testing.T) {
+	list := fakeLister{
+		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
+			State: box.StateRunning, MemBytes: 1 << 30, Live: 1},
+		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/my api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1},
+			State: box.StateStopped},
+	}
+	for _, c := range []struct {
+		tty  bool
+		want string
+	}{
+		{true, "" +
+			"BOX         STATE    MEMORY       CPUS  IDLE  SESSIONS  NETWORK  PROJECT\n" +
+			"web-3f2a1c  Running  1GiB / 4GiB  2     -     1         broker   /src/web\n" +
+			"api-77aa01  Stopped  - / 2GiB     1     -     0         offline  /src/my api\n"},
+		{false, "" +
+			"BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPROJECT\n" +
+			"web-3f2a1c\tRunning\t1GiB / 4GiB\t2\t-\t1\tbroker\t/src/web\n" +
+			"api-77aa01\tStopped\t- / 2GiB\t1\t-\t0\toffline\t/src/my api\n"},
+	} {
+		ios, _, out, errOut := Test(c.tty)
+		cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+			o.Service = func() (boxLister, error) { return list, nil }
+			return lsRun(o)
+		})
+		if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != c.want {
+			t.Errorf("tty %v: %d\n%q\nwant\n%q", c.tty, code, got, c.want)
+		}
+	}
+}
