@@ -151,19 +151,6 @@ func terminalApp(globalConfig string, logger *slog.Logger) string {
 	return *l.Config.Terminal
 }
 
-// pendingRequests counts the hosts a box's repository requests that no
-// host layer allows yet (config.Result.Pending): the menu's "asks for N
-// hosts — Review". Host caps play no part in it, so none are given.
-func (b *coreBackend) pendingRequests(boxName, project string) int {
-	if project == "" {
-		return 0
-	}
-	l := b.svc.Layout
-	res, _ := config.Load(config.Request{Platform: box.HostPlatform(), ProjectDir: project,
-		GlobalPath: l.GlobalConfig(), TrustedPath: l.ProjectConfig(boxName)})
-	return len(res.Pending())
-}
-
 // argv maps a menu action to the CLI command a terminal runs.
 func (b *coreBackend) argv(corral string, a menu.Action) []string {
 	project := a.Project
@@ -196,7 +183,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		}
 		v.Denied = b.deniedHosts(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
-		v.Requests = b.pendingRequests(s.Name, s.Project)
+		v.Requests = box.PendingRequests(b.svc.Layout, s.Name, s.Project)
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
 	}

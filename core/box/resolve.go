@@ -67,6 +67,18 @@ func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
 	return Resolved{Project: proj, Platform: opt.Platform, Loaded: res}, err
 }
 
+// PendingRequests counts the hosts a box's repository requests that no
+// host layer allows yet (config.Result.Pending), for `corral ls` and the
+// menu. Host caps play no part in it, so none are read.
+func PendingRequests(l paths.Layout, boxName, project string) int {
+	if project == "" {
+		return 0
+	}
+	res, _ := config.Load(config.Request{Platform: HostPlatform(), ProjectDir: project,
+		GlobalPath: l.GlobalConfig(), TrustedPath: l.ProjectConfig(boxName)})
+	return len(res.Pending())
+}
+
 // BrokerGuestHost is the address the guest reaches the broker at: the
 // slirp gateway, which maps to the host's loopback.
 const BrokerGuestHost = "192.168.5.2"

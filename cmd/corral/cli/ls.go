@@ -60,7 +60,14 @@ func lsRun(opts *LsOptions) error {
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PROJECT")
+	l, _ := opts.Factory.Layout()
+	var asking []string
 	for _, st := range list {
+		name := st.Name
+		if n := box.PendingRequests(l, st.Name, st.Project); n > 0 {
+			name += "*"
+			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s); review with corral approve %s", st.Name, n, st.Name))
+		}
 		mem := "-"
 		if st.MemBytes > 0 {
 			mem = config.FormatSize(st.MemBytes)
@@ -70,7 +77,13 @@ func lsRun(opts *LsOptions) error {
 		if st.Live == 0 && st.Idle > 0 {
 			idle = st.Idle.Round(time.Minute).String()
 		}
-		tw.Row(st.Name, st.State, mem, st.CPUs, idle, st.Live, st.Network, st.Project)
+		tw.Row(name, st.State, mem, st.CPUs, idle, st.Live, st.Network, st.Project)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, a := range asking {
+		fmt.Fprintln(opts.IO.Out, a)
+	}
+	return nil
 }

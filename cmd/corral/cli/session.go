@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
@@ -14,6 +15,10 @@ func sessionRun(f *Factory, agentName string, argv []string, tty bool, mode box.
 	r, err := f.Resolve(config.Config{})
 	if err != nil {
 		return err
+	}
+	if p := r.Loaded.Pending(); len(p) > 0 && r.Loaded.Config.Network != nil && *r.Loaded.Config.Network == "broker" {
+		// One line: the broker denies these until the user approves them.
+		fmt.Fprintf(f.IO.ErrOut, "corral: the repository requests %d host(s) not allowed yet; review them with: corral approve %s\n", len(p), r.Project.Box)
 	}
 	s, err := f.Service()
 	if err != nil {
