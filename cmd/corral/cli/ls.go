@@ -20,12 +20,25 @@ var _ boxLister = (*box.Service)(nil)
 type LsOptions struct {
 	IO      *IOStreams
 	Service func() (boxLister, error)
+	// Pending counts a box's pending repository requests (box.PendingRequests);
+	// nil counts none.
+	Pending func(boxName, project string) int
 	JSON    bool
 }
 
 // NewCmdLs builds `corral ls`.
 func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
-	opts := &LsOptions{IO: f.IO, Service: func() (boxLister, error) { return f.Service() }}
+	opts := &LsOptions{IO: f.IO, Service: func() (boxLister, error) { return f.Service() },
+		Pending: func(boxName, project string) int {
+			if f.Layout == nil {
+				return 0
+			}
+			l, err := f.Layout()
+			if err != nil {
+				return 0
+			}
+			return box.PendingRequests(l, boxName, project)
+		}}
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -60,11 +73,10 @@ func lsRun(opts *LsOptions) error {
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PROJECT")
-	l, _ := opts.Factory.Layout()
 	var asking []string
 	for _, st := range list {
 		name := st.Name
-		if n := box.PendingRequests(l, st.Name, st.Project); n > 0 {
+		if n := pending(opts, st); n > 0 {
 			name += "*"
 			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s); review with corral approve %s", st.Name, n, st.Name))
 		}
@@ -86,4 +98,11 @@ func lsRun(opts *LsOptions) error {
 		fmt.Fprintln(opts.IO.Out, a)
 	}
 	return nil
+}
+
+func pending(opts *LsOptions, st box.Status) int {
+	if opts.Pending == nil {
+		return 0
+	}
+	return opts.Pending(st.Name, st.Project)
 }

@@ -41,3 +41,22 @@ func TestLsTable(t *testing.T) {
 		}
 	}
 }
+
+func TestLsMarksPendingRequests(t *testing.T) {
+	list := fakeLister{
+		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
+			State: box.StateStopped},
+	}
+	ios, _, out, errOut := Test(false)
+	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+		o.Service = func() (boxLister, error) { return list, nil }
+		o.Pending = func(name, project string) int { return 3 }
+		return lsRun(o)
+	})
+	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPROJECT\n" +
+		"web-3f2a1c*\tStopped\t- / 4GiB\t2\t-\t0\tbroker\t/src/web\n" +
+		"* web-3f2a1c: its repository requests 3 host(s); review with corral approve web-3f2a1c\n"
+	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
+		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}
