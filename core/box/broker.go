@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -63,13 +62,6 @@ func brokerAlive(pid int, box string, start int64) bool {
 func isBroker(id procinfo.Identity, box string, start int64) bool {
 	a, ok := egress.ParseBrokerArgv(id.Argv)
 	return ok && a.Box == box && procinfo.Same(id, start)
-}
-
-// brokerBox reads a /proc cmdline: the box of a `corral broker --box BOX`
-// process (egress.ParseBrokerArgv), or false for any other process.
-func brokerBox(cmdline []byte) (string, bool) {
-	a, ok := egress.ParseBrokerArgv(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"))
-	return a.Box, ok
 }
 
 // BrokerAnswering dials the broker's port.

@@ -1,7 +1,6 @@
 package box
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +17,9 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/procinfo"
 )
 
 // LogRetention is how long the egress and broker logs of a deleted box are
@@ -261,10 +263,10 @@ func (s *Service) GCState(goldens bool) (GCState, error) {
 			st.Instances = append(st.Instances, e.Name())
 		}
 	}
-	if runtime.GOOS == "linux" {
-		st.Brokers = scanBrokers("/proc", s.Layout.Home)
+	if runtime.GOOS == "linux" || runtime.GOOS == "darwin" {
+		st.Brokers = scanBrokers(hostProcs, s.Layout.Home)
 	} else {
-		st.BrokersUnknown = "brokers of deleted boxes are not looked for on this system (no /proc); ps -ax | grep 'corral broker' lists brokers"
+		st.BrokersUnknown = "brokers of deleted boxes are not looked for on this system; ps -ax | grep 'corral broker' lists brokers"
 	}
 	st.Logs = listFiles(s.Layout.LogsDir())
 	st.Projects = listFiles(s.Layout.ProjectsDir())
@@ -292,31 +294,38 @@ func listFiles(dir string) []GCFile {
 	return out
 }
 
+// procTable is the process reads scanBrokers makes: core/procinfo on the
+// host (/proc on Linux, kern.proc.all and kern.procargs2 on macOS).
+type procTable struct {
+	pids    func() ([]int, error)
+	argv    func(pid int) ([]string, error)
+	environ func(pid int) ([]string, error)
+}
+
+var hostProcs = procTable{pids: procinfo.PIDs, argv: procinfo.Argv, environ: procinfo.Environ}
+
 // scanBrokers finds `corral broker --box BOX` processes of the state dir
-// home in a /proc tree: argv[1] is "broker" and the environment has
-// CORRAL_HOME=home (EnsureBroker sets it), so brokers of other state dirs
-// are never touched.
-func scanBrokers(proc, home string) []BrokerProc {
-	ents, _ := os.ReadDir(proc)
+// home: the argv parses as a broker's (egress.ParseBrokerArgv) and the
+// environment has CORRAL_HOME=home (EnsureBroker sets it), so brokers of
+// other state dirs are never touched. The result is in PID order.
+func scanBrokers(pt procTable, home string) []BrokerProc {
+	pids, _ := pt.pids()
+	slices.Sort(pids)
 	var out []BrokerProc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join(proc, e.Name(), "cmdline"))
+	for _, pid := range pids {
+		argv, err := pt.argv(pid)
 		if err != nil {
 			continue
 		}
-		box, ok := brokerBox(cmdline)
+		a, ok := egress.ParseBrokerArgv(argv)
 		if !ok {
 			continue
 		}
-		environ, err := os.ReadFile(filepath.Join(proc, e.Name(), "environ"))
-		if err != nil || !bytes.Contains(append([]byte{0}, environ...), []byte("\x00"+paths.EnvHome+"="+home+"\x00")) {
+		env, err := pt.environ(pid)
+		if err != nil || !slices.Contains(env, paths.EnvHome+"="+home) {
 			continue
 		}
-		out = append(out, BrokerProc{PID: pid, Box: box})
+		out = append(out, BrokerProc{PID: pid, Box: a.Box})
 	}
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,23 +110,40 @@ func TestLogBox(t *testing.T) {
 }
 
 func TestScanBrokers(t *testing.T) {
-	proc := t.TempDir()
-	write := func(pid int, cmdline, environ string) {
-		d := filepath.Join(proc, strconv.Itoa(pid))
-		_ = os.MkdirAll(d, 0o700)
-		_ = os.WriteFile(filepath.Join(d, "cmdline"), []byte(cmdline), 0o600)
-		_ = os.WriteFile(filepath.Join(d, "environ"), []byte(environ), 0o600)
+	type proc struct{ cmdline, environ string }
+	procs := map[int]proc{
+		14: {"/bin/corral\x00broker\x00--box\x00web\x00", "CORRAL_HOME=/h/x\x00"},
+		10: {"/bin/corral\x00broker\x00--box\x00web\x00--listen\x00127.0.0.1:42001\x00", "PATH=/bin\x00CORRAL_HOME=/h\x00"},
+		11: {"/bin/corral\x00broker\x00--box=api\x00", "CORRAL_HOME=/h\x00"},
+		12: {"/bin/corral\x00broker\x00--box\x00other\x00", "CORRAL_HOME=/h2\x00"},
+		13: {"/bin/corral\x00up\x00--box\x00web\x00", "CORRAL_HOME=/h\x00"},
 	}
-	write(10, "/bin/corral\x00broker\x00--box\x00web\x00--listen\x00127.0.0.1:42001\x00", "PATH=/bin\x00CORRAL_HOME=/h\x00")
-	write(11, "/bin/corral\x00broker\x00--box=api\x00", "CORRAL_HOME=/h\x00")
-	write(12, "/bin/corral\x00broker\x00--box\x00other\x00", "CORRAL_HOME=/h2\x00")
-	write(13, "/bin/corral\x00up\x00--box\x00web\x00", "CORRAL_HOME=/h\x00")
-	write(14, "/bin/corral\x00broker\x00--box\x00web\x00", "CORRAL_HOME=/h/x\x00")
-	_ = os.MkdirAll(filepath.Join(proc, "self"), 0o700)
-	got := scanBrokers(proc, "/h")
+	split := func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\x00"), "\x00") }
+	pt := procTable{
+		pids: func() ([]int, error) {
+			out := []int{99} // gone between the listing and the read
+			for pid := range procs {
+				out = append(out, pid)
+			}
+			return out, nil
+		},
+		argv: func(pid int) ([]string, error) {
+			p, ok := procs[pid]
+			if !ok {
+				return nil, os.ErrNotExist
+			}
+			return split(p.cmdline), nil
+		},
+		environ: func(pid int) ([]string, error) { return split(procs[pid].environ), nil },
+	}
+	got := scanBrokers(pt, "/h")
 	want := []BrokerProc{{PID: 10, Box: "web"}, {PID: 11, Box: "api"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%v, want %v", got, want)
+	}
+	// The real table reads this test process, which is no broker.
+	for _, b := range scanBrokers(hostProcs, "/h") {
+		t.Errorf("found a broker on the host: %+v", b)
 	}
 }
 

@@ -35,34 +35,59 @@ func Same(now Identity, wantStart int64) bool {
 
 // parseProcargs2 reads macOS's kern.procargs2: argc (int32, little-endian
 // on both Mac architectures), the exec path, NUL padding, then argc
-// NUL-terminated arguments (then the environment, which is not read).
+// NUL-terminated arguments (then the environment, see parseProcargs2Env).
 func parseProcargs2(b []byte) ([]string, error) {
+	args, _, err := splitProcargs2(b)
+	return args, err
+}
+
+// parseProcargs2Env returns the environment that follows the arguments in
+// kern.procargs2: NUL-terminated strings up to the first empty one.
+func parseProcargs2Env(b []byte) ([]string, error) {
+	_, rest, err := splitProcargs2(b)
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, 0)
+		if i <= 0 {
+			break
+		}
+		env = append(env, string(rest[:i]))
+		rest = rest[i+1:]
+	}
+	return env, nil
+}
+
+// splitProcargs2 returns the arguments and the bytes after them.
+func splitProcargs2(b []byte) ([]string, []byte, error) {
 	if len(b) < 4 {
-		return nil, errors.New("short kern.procargs2")
+		return nil, nil, errors.New("short kern.procargs2")
 	}
 	argc := int(binary.LittleEndian.Uint32(b))
 	b = b[4:]
 	i := bytes.IndexByte(b, 0)
 	if i < 0 {
-		return nil, errors.New("malformed kern.procargs2")
+		return nil, nil, errors.New("malformed kern.procargs2")
 	}
 	b = b[i:]
 	for len(b) > 0 && b[0] == 0 {
 		b = b[1:]
 	}
 	if argc < 0 || argc > len(b) {
-		return nil, errors.New("malformed kern.procargs2: bad argc")
+		return nil, nil, errors.New("malformed kern.procargs2: bad argc")
 	}
 	args := make([]string, 0, argc)
 	for len(args) < argc {
 		i := bytes.IndexByte(b, 0)
 		if i < 0 {
-			return nil, errors.New("malformed kern.procargs2")
+			return nil, nil, errors.New("malformed kern.procargs2")
 		}
 		args = append(args, string(b[:i]))
 		b = b[i+1:]
 	}
-	return args, nil
+	return args, b, nil
 }
 
 // parseCmdline splits /proc/PID/cmdline.

@@ -2,6 +2,7 @@ package procinfo
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,4 +31,30 @@ func Read(pid int) (Identity, error) {
 		return Identity{}, fmt.Errorf("reading process %d: no such process", pid)
 	}
 	return Identity{Argv: argv, Start: kp.Proc.P_starttime.Nano()}, nil
+}
+
+// Environ returns the environment of process pid from kern.procargs2 (the
+// user's own processes only).
+func Environ(pid int) ([]string, error) {
+	b, err := unix.SysctlRaw("kern.procargs2", pid)
+	if err != nil {
+		return nil, err
+	}
+	return parseProcargs2Env(b)
+}
+
+// PIDs lists the user's running processes (kern.proc.all, by real uid).
+func PIDs() ([]int, error) {
+	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil, err
+	}
+	uid := uint32(os.Getuid())
+	var out []int
+	for i := range procs {
+		if procs[i].Eproc.Pcred.P_ruid == uid && procs[i].Proc.P_pid > 0 {
+			out = append(out, int(procs[i].Proc.P_pid))
+		}
+	}
+	return out, nil
 }

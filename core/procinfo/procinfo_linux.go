@@ -31,3 +31,28 @@ func Read(pid int) (Identity, error) {
 	}
 	return Identity{Argv: argv, Start: start}, nil
 }
+
+// Environ returns the environment of process pid (the user's own
+// processes only: /proc/PID/environ is private to the owner).
+func Environ(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil, err
+	}
+	return parseCmdline(b), nil
+}
+
+// PIDs lists the running processes.
+func PIDs() ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}

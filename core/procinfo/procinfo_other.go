@@ -14,3 +14,9 @@ func Argv(int) ([]string, error) { return nil, errUnsupported }
 
 // Read is not supported here.
 func Read(int) (Identity, error) { return Identity{}, errUnsupported }
+
+// Environ is not supported here.
+func Environ(int) ([]string, error) { return nil, errUnsupported }
+
+// PIDs is not supported here.
+func PIDs() ([]int, error) { return nil, errUnsupported }

@@ -17,6 +17,10 @@ func TestParseProcargs2(t *testing.T) {
 	if want := []string{"qemu-system-aarch64", "-netdev", "user,id=net0,restrict=on"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	env, err := parseProcargs2Env(append(b, "CORRAL_HOME=/Users/x/.corral\x00\x00\x00ptr_munge=\x00"...))
+	if want := []string{"HOME=/Users/x", "CORRAL_HOME=/Users/x/.corral"}; err != nil || !slices.Equal(env, want) {
+		t.Errorf("env %q, %v; want %q", env, err, want)
+	}
 	for _, bad := range [][]byte{b[:10], b[:2], {0xff, 0xff, 0xff, 0x7f, 'x', 0, 'a', 0}} {
 		if _, err := parseProcargs2(bad); err == nil {
 			t.Errorf("%q: no error", bad)
