@@ -10,13 +10,14 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/egress"
 
 	"github.com/spf13/cobra"
 )
 
 // noSweep are commands that must not stop boxes on their own: long-running
 // helpers and shell completion.
-var noSweep = map[string]bool{"broker": true, "app": true, "__complete": true, "__completeNoDesc": true, "completion": true}
+var noSweep = map[string]bool{egress.BrokerCommand: true, "app": true, "__complete": true, "__completeNoDesc": true, "completion": true}
 
 // sweepIdle stops idle boxes at the start of a command: corral has no
 // daemon, so every invocation does the housekeeping. Failures only warn.
