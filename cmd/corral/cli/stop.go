@@ -2,25 +2,37 @@ package cli
 
 import (
 	"context"
-
 	"fmt"
 
+	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
-
 	"github.com/spf13/cobra"
 )
+
+// boxStopper is what `corral stop` needs of the lifecycle service.
+type boxStopper interface {
+	Stop(ctx context.Context, box string, kind audit.Kind) error
+	Sweep(ctx context.Context) ([]string, error)
+}
+
+var _ boxStopper = (*box.Service)(nil)
 
 // StopOptions are the options of `corral stop`.
 type StopOptions struct {
 	IO      *IOStreams
-	Factory *Factory
+	Service func() (boxStopper, error)
+	// Project names the box of the current project, for a stop without
+	// names.
+	Project func() (string, error)
 	Boxes   []string
 	Idle    bool
 }
 
 // NewCmdStop builds `corral stop`.
 func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
-	opts := &StopOptions{IO: f.IO, Factory: f}
+	opts := &StopOptions{IO: f.IO,
+		Service: func() (boxStopper, error) { return f.Service() },
+		Project: func() (string, error) { return boxArg(f, nil) }}
 	cmd := &cobra.Command{
 		Use:     "stop [BOX...]",
 		Short:   "Stop boxes and their brokers (default: the project's box)",
@@ -38,13 +50,21 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 }
 
 func stopRun(opts *StopOptions) error {
-	if opts.Idle {
-		s, err := opts.Factory.Service()
+	names := opts.Boxes
+	if len(names) == 0 && !opts.Idle {
+		b, err := opts.Project()
 		if err != nil {
 			return err
 		}
-		ctx, cancel := signalContext()
-		defer cancel()
+		names = []string{b}
+	}
+	s, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if opts.Idle {
 		stopped, err := s.Sweep(ctx)
 		for _, b := range stopped {
 			fmt.Fprintf(opts.IO.Out, "stopped idle box %s\n", b)
@@ -54,11 +74,11 @@ func stopRun(opts *StopOptions) error {
 		}
 		return err
 	}
-	return eachBox(opts.Factory, opts.Boxes, func(ctx context.Context, s *box.Service, b string) error {
+	for _, b := range names {
 		if err := s.Stop(ctx, b, ""); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "stopped %s\n", b)
-		return nil
-	})
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -38,5 +39,35 @@ func TestStopIdle(t *testing.T) {
 	out.Reset()
 	if code := Run(f, []string{"stop", "--idle"}); code != 0 || out.String() != "no idle boxes\n" {
 		t.Errorf("second stop --idle: %d %q", code, out)
+	}
+}
+
+type fakeStopper struct{ stopped []string }
+
+func (f *fakeStopper) Stop(_ context.Context, name string, _ audit.Kind) error {
+	f.stopped = append(f.stopped, name)
+	return nil
+}
+func (f *fakeStopper) Sweep(context.Context) ([]string, error) { return nil, nil }
+
+func TestStopNamesOrProject(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"a-1", "b-2"}, "stopped a-1\nstopped b-2\n"},
+		{nil, "stopped web-3f2a1c\n"},
+		{[]string{"--idle"}, "no idle boxes\n"},
+	} {
+		fake := &fakeStopper{}
+		ios, _, out, errOut := Test(false)
+		cmd := NewCmdStop(&Factory{IO: ios}, func(o *StopOptions) error {
+			o.Service = func() (boxStopper, error) { return fake, nil }
+			o.Project = func() (string, error) { return "web-3f2a1c", nil }
+			return stopRun(o)
+		})
+		if code, got, _ := execCmd(cmd, out, errOut, c.args...); code != 0 || got != c.want {
+			t.Errorf("stop %q: %d %q, want %q", c.args, code, got, c.want)
+		}
 	}
 }
