@@ -22,7 +22,7 @@ func needGit(t *testing.T) {
 }
 
 // git runs plain git (the test's stand-in for the box or the user) in dir.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -56,6 +56,8 @@ func treeHash(t *testing.T, dir string) string {
 }
 
 // hostAndBox makes a host repository with one commit and a box clone of it.
+func benchGit(b *testing.B, dir string, args ...string) { git(b, dir, args...) }
+
 func hostAndBox(t *testing.T) (host, box string) {
 	t.Helper()
 	needGit(t)
