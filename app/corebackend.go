@@ -183,7 +183,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		}
 		v.Denied = b.deniedHosts(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
-		v.Requests = box.PendingRequests(b.svc.Layout, s.Name, s.Project)
+		v.Requests = len(box.PendingRequests(b.svc.Layout, s.Name, s.Project))
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
 	}

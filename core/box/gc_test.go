@@ -252,7 +252,7 @@ func TestPendingRequests(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, ".corral.toml"), []byte("egress = [\"a.example.test\", \"b.example.test\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n := PendingRequests(l, "web-1", proj); n != 2 {
+	if n := len(PendingRequests(l, "web-1", proj)); n != 2 {
 		t.Errorf("pending = %d, want 2", n)
 	}
 	if err := os.MkdirAll(l.ProjectsDir(), 0o700); err != nil {
@@ -261,10 +261,10 @@ func TestPendingRequests(t *testing.T) {
 	if err := os.WriteFile(l.ProjectConfig("web-1"), []byte("egress = [\"a.example.test\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n := PendingRequests(l, "web-1", proj); n != 1 {
+	if n := len(PendingRequests(l, "web-1", proj)); n != 1 {
 		t.Errorf("pending after the trusted layer allows one = %d, want 1", n)
 	}
-	if n := PendingRequests(l, "web-1", ""); n != 0 {
+	if n := len(PendingRequests(l, "web-1", "")); n != 0 {
 		t.Errorf("no project: %d", n)
 	}
 }

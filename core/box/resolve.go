@@ -67,16 +67,17 @@ func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
 	return Resolved{Project: proj, Platform: opt.Platform, Loaded: res}, err
 }
 
-// PendingRequests counts the hosts a box's repository requests that no
-// host layer allows yet (config.Result.Pending), for `corral ls` and the
-// menu. Host caps play no part in it, so none are read.
-func PendingRequests(l paths.Layout, boxName, project string) int {
+// PendingRequests returns the entries a box's repository requests that no
+// host layer allows yet (config.Result.Pending), for `corral ls`,
+// `corral egress` and the menu. Host caps play no part in it, so none are
+// read.
+func PendingRequests(l paths.Layout, boxName, project string) []config.RepoRequest {
 	if project == "" {
-		return 0
+		return nil
 	}
 	res, _ := config.Load(config.Request{Platform: HostPlatform(), ProjectDir: project,
 		GlobalPath: l.GlobalConfig(), TrustedPath: l.ProjectConfig(boxName)})
-	return len(res.Pending())
+	return res.Pending()
 }
 
 // BrokerGuestHost is the address the guest reaches the broker at: the

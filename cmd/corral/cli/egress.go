@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/broker"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/hint"
@@ -132,6 +133,7 @@ func egressRun(opts *EgressOptions) error {
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", err)
 	}
+	requests := box.PendingRequests(l, name, projectDir)
 	summary := egress.Summarize(entries)
 	var denials []egress.Entry
 	for i := len(entries) - 1; i >= 0 && len(denials) < recentDenials; i-- {
@@ -154,8 +156,11 @@ func egressRun(opts *EgressOptions) error {
 		if denials == nil {
 			denials = []egress.Entry{}
 		}
+		if requests == nil {
+			requests = []config.RepoRequest{}
+		}
 		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules,
-			"destinations": dests, "recent_denials": denials}
+			"destinations": dests, "recent_denials": denials, "pending_requests": requests}
 		if session != "" {
 			out["session"] = session
 		}
@@ -165,6 +170,9 @@ func egressRun(opts *EgressOptions) error {
 		t := newTable(opts.IO.Out, false)
 		for _, r := range rules {
 			t.Row("allow", r.Entry, r.Origin, r.Source, rfc3339(r.Expires))
+		}
+		for _, q := range requests {
+			t.Row("request", safeText(q.Entry), "pending", safeText(q.File))
 		}
 		for _, s := range summary {
 			t.Row("dest", verdict(s.Allowed), safeText(s.Host), s.Port, s.Count, rfc3339(s.LastSeen), s.Reason)
@@ -188,6 +196,12 @@ func egressRun(opts *EgressOptions) error {
 		tw.Row("  none: every destination is denied")
 	}
 	tw.Flush()
+	if len(requests) > 0 {
+		fmt.Fprintf(w, "\nrequested by the repository, not allowed (review with corral approve %s):\n", name)
+		for _, q := range requests {
+			fmt.Fprintf(w, "  %s\n", safeText(q.Entry))
+		}
+	}
 	if session != "" {
 		fmt.Fprintf(w, "\ndestinations in session %s:\n", safeText(session))
 	} else {

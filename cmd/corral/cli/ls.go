@@ -37,7 +37,7 @@ func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 			if err != nil {
 				return 0
 			}
-			return box.PendingRequests(l, boxName, project)
+			return len(box.PendingRequests(l, boxName, project))
 		}}
 	cmd := &cobra.Command{
 		Use:     "ls",
