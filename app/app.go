@@ -44,6 +44,7 @@ const (
 	AllowSession = menu.AllowSession
 	AllowOnce    = menu.AllowOnce
 	AllowDomain  = menu.AllowDomain
+	AllowHour    = menu.AllowHour
 )
 
 // Backend is everything the app needs from the lifecycle service.

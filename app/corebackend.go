@@ -229,6 +229,9 @@ func (b *coreBackend) Allow(ctx context.Context, name, host string, scope AllowS
 		sc = approval.ScopeOnce
 	case AllowDomain:
 		host = "*." + host
+	case AllowHour:
+		_, err := approval.AllowFor(b.svc.Layout, name, host, menu.HourFor, audit.ActorApp)
+		return err
 	}
 	_, err := approval.Allow(b.svc.Layout, name, host, sc, audit.ActorApp)
 	return err

@@ -420,14 +420,34 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 		}
 		it.Children = append(it.Children, Item{
 			Key: hk, Title: title, Tooltip: display.Authority(hostPort(d), 0),
-			Children: []Item{
-				{Key: hk + "/allow-always", Title: "Allow always", Action: Action{Kind: ActAllow, Box: b.Name, Host: d.Host, Scope: AllowAlways}},
-				{Key: hk + "/allow-session", Title: "Allow for this session", Action: Action{Kind: ActAllow, Box: b.Name, Host: d.Host, Scope: AllowSession}},
-				domain,
-			},
+			Children: append(allowItems(hk, b.Name, d.Host), domain),
 		})
 	}
 	return it
+}
+
+// allowScopes are the scopes the menu offers for a denied host, shortest
+// first, each with its title and what it means.
+var allowScopes = []struct {
+	key     string
+	scope   AllowScope
+	title   string
+	tooltip string
+}{
+	{"allow-once", AllowOnce, "Allow once", "Allow the next connection only (a held connection proceeds)"},
+	{"allow-hour", AllowHour, "Allow for 1 hour", "Allow for the next hour, then deny again"},
+	{"allow-session", AllowSession, "Allow for this session", "Allow until the box stops (at most 12 hours)"},
+	{"allow-always", AllowAlways, "Allow always", "Allow until revoked (corral allow --revoke)"},
+}
+
+// allowItems are the allow items of the denied host under key hk.
+func allowItems(hk, box, host string) []Item {
+	out := make([]Item, 0, len(allowScopes)+1)
+	for _, s := range allowScopes {
+		out = append(out, Item{Key: hk + "/" + s.key, Title: s.title, Tooltip: s.tooltip,
+			Action: Action{Kind: ActAllow, Box: box, Host: host, Scope: s.scope}})
+	}
+	return out
 }
 
 func projectsItem(ps []Project, lim Limits) Item {

@@ -81,12 +81,16 @@ Quit corral
   Stopping… [disabled]
   Denied hosts (2) >
     api.example.test:443 · 3× · 14:58 >
-      Allow always
+      Allow once
+      Allow for 1 hour
       Allow for this session
+      Allow always
       Allow *.example.test
     10.0.0.7:22 · 1× · Sat 13:00 >
-      Allow always
+      Allow once
+      Allow for 1 hour
       Allow for this session
+      Allow always
   Show egress log
   Reveal project [disabled]
   Rebuild… [disabled]
@@ -244,6 +248,8 @@ func TestActionsAndKeys(t *testing.T) {
 		"box/web/rebuild": {Kind: ActArmRebuild, Box: "web"},
 		"box/web/denied/cdn.example.test:443/allow-always":  {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowAlways},
 		"box/web/denied/cdn.example.test:443/allow-session": {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowSession},
+		"box/web/denied/cdn.example.test:443/allow-once":    {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowOnce},
+		"box/web/denied/cdn.example.test:443/allow-hour":    {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowHour},
 		"box/web/denied/cdn.example.test:443/allow-domain":  {Kind: ActAllow, Box: "web", Host: "example.test", Scope: AllowDomain},
 		"stop-idle": {Kind: ActStopIdle},
 		"quit":      {Kind: ActQuit},

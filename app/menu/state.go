@@ -89,7 +89,12 @@ const (
 	// AllowDomain adds the domain (passed as host, e.g. "example.test")
 	// and all its subdomains to the persistent allow-list.
 	AllowDomain
+	// AllowHour allows host for the next hour (`corral allow --for 1h`).
+	AllowHour
 )
+
+// HourFor is how long AllowHour lasts.
+const HourFor = time.Hour
 
 func (s AllowScope) String() string {
 	switch s {
@@ -101,6 +106,8 @@ func (s AllowScope) String() string {
 		return "once"
 	case AllowDomain:
 		return "domain"
+	case AllowHour:
+		return "hour"
 	}
 	return "unknown"
 }

@@ -17,10 +17,14 @@
 //   - session: lasts while the box runs. The lifecycle calls [ClearSession]
 //     when the box stops; as a safety net it also expires [SessionMaxAge]
 //     after it was granted, in case the stop was never seen (crash, reboot).
-//   - once: the next [OnceFor] (10 minutes), long enough for the retry of the
-//     request that was denied and what follows it, without an open-ended
-//     grant. It is not consumed by the first connection: the broker decides
-//     per connection and has no notion of "the" request.
+//   - for: a duration the user chose (`corral allow --for 2h`), between
+//     [MinFor] and [MaxFor]; the approval records its end in Expires.
+//   - once: exactly one connection (one CONNECT tunnel or one forwarded
+//     request). The broker admits a connection by a once-approval only after
+//     it removed the approval from the file under the file lock ([Store.Consume]),
+//     so two connections, or two brokers, can never both use it. An unused
+//     once-approval lapses after [OnceFor], so a forgotten one is not an
+//     open-ended grant.
 package approval
 
 import (
@@ -52,17 +56,35 @@ type Scope string
 const (
 	ScopeAlways  Scope = "always"
 	ScopeSession Scope = "session"
+	ScopeFor     Scope = "for"
 	ScopeOnce    Scope = "once"
 )
 
 // Scopes lists the scopes, longest-lived first.
-var Scopes = []Scope{ScopeAlways, ScopeSession, ScopeOnce}
+var Scopes = []Scope{ScopeAlways, ScopeSession, ScopeFor, ScopeOnce}
 
-// Lifetimes of the expiring scopes.
+// Lifetimes of the expiring scopes, and the bounds of a chosen duration.
+// Below MinFor a grant would lapse before a user could retry; above MaxFor
+// "always" (revocable) is the honest scope.
 const (
 	OnceFor       = 10 * time.Minute
 	SessionMaxAge = 12 * time.Hour
+	MinFor        = time.Minute
+	MaxFor        = 30 * 24 * time.Hour
 )
+
+// CheckFor checks a chosen duration for the "for" scope.
+func CheckFor(d time.Duration) error {
+	switch {
+	case d <= 0:
+		return hint.New(fmt.Errorf("approval duration %s: must be positive", d), "use a duration such as 30m or 2h")
+	case d < MinFor:
+		return hint.New(fmt.Errorf("approval duration %s: shorter than %s, it would lapse before a retry", d, MinFor), "use --once to allow a single connection")
+	case d > MaxFor:
+		return hint.New(fmt.Errorf("approval duration %s: longer than %s", d, "30 days (720h)"), "use --always (revocable with --revoke) for a lasting approval")
+	}
+	return nil
+}
 
 // ParseScope parses a scope name.
 func ParseScope(s string) (Scope, error) {
@@ -71,16 +93,19 @@ func ParseScope(s string) (Scope, error) {
 			return sc, nil
 		}
 	}
-	return "", fmt.Errorf("unknown approval scope %q (want always, session or once)", s)
+	return "", fmt.Errorf("unknown approval scope %q (want always, session, for or once)", s)
 }
 
-// expiry is when an approval of scope granted at now ends (zero: never).
-func (s Scope) expiry(now time.Time) time.Time {
+// expiry is when an approval of scope granted at now ends (zero: never);
+// d is the chosen duration of ScopeFor.
+func (s Scope) expiry(now time.Time, d time.Duration) time.Time {
 	switch s {
 	case ScopeSession:
 		return now.Add(SessionMaxAge)
 	case ScopeOnce:
 		return now.Add(OnceFor)
+	case ScopeFor:
+		return now.Add(d)
 	}
 	return time.Time{}
 }
@@ -223,14 +248,20 @@ func (s *Store) Active(now time.Time) ([]string, error) {
 // replaced, so the latest grant decides the scope (allowing "once" an entry
 // that was allowed "always" narrows it). Expired approvals are dropped from
 // the file on the way.
+// ScopeFor takes its duration from [Store.AddFor].
 func (s *Store) Add(entry string, scope Scope, actor audit.Actor) (Approval, error) {
-	return s.add(entry, scope, actor, nil)
+	return s.add(entry, scope, 0, actor, nil)
+}
+
+// AddFor grants entry for d (the "for" scope); d must pass [CheckFor].
+func (s *Store) AddFor(entry string, d time.Duration, actor audit.Actor) (Approval, error) {
+	return s.add(entry, ScopeFor, d, actor, nil)
 }
 
 // add is Add with a record step: record (when not nil) runs under the file
 // lock after the approval is made and before it is written, and a failure
 // stops the write, so an approval is never in force without its record.
-func (s *Store) add(entry string, scope Scope, actor audit.Actor, record func(Approval) error) (Approval, error) {
+func (s *Store) add(entry string, scope Scope, d time.Duration, actor audit.Actor, record func(Approval) error) (Approval, error) {
 	canon, err := Canonical(entry)
 	if err != nil {
 		return Approval{}, err
@@ -243,8 +274,13 @@ func (s *Store) add(entry string, scope Scope, actor audit.Actor, record func(Ap
 	if _, err := ParseScope(string(scope)); err != nil {
 		return Approval{}, err
 	}
+	if scope == ScopeFor {
+		if err := CheckFor(d); err != nil {
+			return Approval{}, err
+		}
+	}
 	now := s.now()
-	a := Approval{Entry: canon, Scope: scope, Added: now.UTC(), Expires: scope.expiry(now.UTC()), Actor: actor}
+	a := Approval{Entry: canon, Scope: scope, Added: now.UTC(), Expires: scope.expiry(now.UTC(), d), Actor: actor}
 	err = s.update(func(list []Approval) ([]Approval, error) {
 		if record != nil {
 			if err := record(a); err != nil {
@@ -286,6 +322,28 @@ func (s *Store) Remove(entry string) (Approval, error) {
 		return Approval{}, hint.New(fmt.Errorf("revoking %s for box %s: %w", canon, s.box, ErrNotFound), fmt.Sprintf("corral allow --list %s shows the approvals", s.box))
 	}
 	return removed, nil
+}
+
+// Consume uses up the once-approval of entry: it removes it if it is in
+// force and reports whether it did. Of several callers (connections, or
+// brokers in other processes) exactly one gets true for one approval: the
+// removal is a read-modify-write under the file lock.
+func (s *Store) Consume(entry string) (bool, error) {
+	now := s.now()
+	used := false
+	err := s.update(func(list []Approval) ([]Approval, error) {
+		return slices.DeleteFunc(list, func(x Approval) bool {
+			if !used && x.Entry == entry && x.Scope == ScopeOnce && x.ActiveAt(now) {
+				used = true
+				return true
+			}
+			return false
+		}), nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("using the once-approval of %s for box %s: %w", entry, s.box, err)
+	}
+	return used, nil
 }
 
 // ClearSession drops the box's session approvals (and expired ones). The
@@ -360,6 +418,16 @@ func lockFile(path string) (func(), error) {
 // `corral allow` and the menu-bar app both call it; a running broker picks
 // the approval up by watching the file.
 func Allow(l paths.Layout, box, entry string, scope Scope, actor audit.Actor) (Approval, error) {
+	return allow(l, box, entry, scope, 0, actor)
+}
+
+// AllowFor is [Allow] with the "for" scope: entry is allowed for d, which
+// must pass [CheckFor].
+func AllowFor(l paths.Layout, box, entry string, d time.Duration, actor audit.Actor) (Approval, error) {
+	return allow(l, box, entry, ScopeFor, d, actor)
+}
+
+func allow(l paths.Layout, box, entry string, scope Scope, d time.Duration, actor audit.Actor) (Approval, error) {
 	s, err := Open(l, box)
 	if err != nil {
 		return Approval{}, err
@@ -368,7 +436,7 @@ func Allow(l paths.Layout, box, entry string, scope Scope, actor audit.Actor) (A
 	// be written, the approval is not either. (A record whose write then
 	// fails says "allow" for a grant that did not happen; that is the safe
 	// side of the two.)
-	return s.add(entry, scope, actor, func(a Approval) error {
+	return s.add(entry, scope, d, actor, func(a Approval) error {
 		expires := "never"
 		if !a.Expires.IsZero() {
 			expires = a.Expires.Format(time.RFC3339)

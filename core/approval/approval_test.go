@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +94,13 @@ func TestScopes(t *testing.T) {
 func TestClearSession(t *testing.T) {
 	s, c, l := newStore(t)
 	for _, sc := range Scopes {
-		if _, err := s.Add(string(sc)+".example.test", sc, audit.ActorApp); err != nil {
+		var err error
+		if sc == ScopeFor {
+			_, err = s.AddFor(string(sc)+".example.test", time.Hour, audit.ActorApp)
+		} else {
+			_, err = s.Add(string(sc)+".example.test", sc, audit.ActorApp)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,7 +111,7 @@ func TestClearSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"always.example.test", "once.example.test"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"always.example.test", "for.example.test", "once.example.test"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after ClearSession: %q", got)
 	}
 }
@@ -398,5 +405,79 @@ func TestAllowNeedsItsAuditRecord(t *testing.T) {
 	}
 	if all, _ := s.All(); len(all) != 1 {
 		t.Errorf("approvals %v", all)
+	}
+}
+
+func TestAddForExpires(t *testing.T) {
+	s, c, _ := newStore(t)
+	a, err := s.AddFor("api.example.test", 2*time.Hour, audit.ActorCLI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Scope != ScopeFor || !a.Expires.Equal(c.now().UTC().Add(2*time.Hour)) {
+		t.Fatalf("approval %+v", a)
+	}
+	c.advance(2*time.Hour - time.Second)
+	if got, _ := s.Active(c.now()); !reflect.DeepEqual(got, []string{"api.example.test"}) {
+		t.Fatalf("before its end: %q", got)
+	}
+	c.advance(time.Second)
+	if got, _ := s.Active(c.now()); len(got) != 0 {
+		t.Fatalf("after its end: %q", got)
+	}
+}
+
+func TestCheckFor(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string // "" accepts
+	}{
+		{time.Minute, ""}, {2 * time.Hour, ""}, {MaxFor, ""},
+		{0, "must be positive"}, {-time.Hour, "must be positive"},
+		{30 * time.Second, "shorter than 1m0s"}, {MaxFor + time.Second, "longer than 30 days"},
+	} {
+		err := CheckFor(tc.d)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckFor(%s) = %v, want %q", tc.d, err, tc.want)
+		}
+	}
+	s, _, _ := newStore(t)
+	if _, err := s.Add("api.example.test", ScopeFor, audit.ActorCLI); err == nil {
+		t.Error("Add with ScopeFor and no duration succeeded")
+	}
+}
+
+func TestConsumeOnceExactlyOnce(t *testing.T) {
+	s, c, _ := newStore(t)
+	mustAdd(t, s, "once.example.test", ScopeOnce)
+	mustAdd(t, s, "always.example.test", ScopeAlways)
+	if ok, err := s.Consume("always.example.test"); ok || err != nil {
+		t.Fatalf("consumed an always approval: %v %v", ok, err)
+	}
+	var wg sync.WaitGroup
+	var used atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			ok, err := s.Consume("once.example.test")
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				used.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if used.Load() != 1 {
+		t.Fatalf("once approval used %d times", used.Load())
+	}
+	if got, _ := s.Active(c.now()); !reflect.DeepEqual(got, []string{"always.example.test"}) {
+		t.Fatalf("after use: %q", got)
+	}
+	// An unused once-approval lapses.
+	mustAdd(t, s, "late.example.test", ScopeOnce)
+	c.advance(OnceFor)
+	if ok, _ := s.Consume("late.example.test"); ok {
+		t.Fatal("consumed a lapsed once approval")
 	}
 }

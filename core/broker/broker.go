@@ -144,7 +144,7 @@ func runBox(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	policy, err := bp.load()
+	policy, once, err := bp.load()
 	if err != nil {
 		return fmt.Errorf("egress policy of box %s: %w", o.Box, err)
 	}
@@ -165,10 +165,12 @@ func runBox(ctx context.Context, o Options) error {
 	}
 	srv, err := egress.NewServer(egress.Config{Listen: o.Listen, Box: o.Box, Policy: policy,
 		Log: decisions, Resolver: o.Resolver, Logger: logger,
-		Credentials: creds, SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome())})
+		Credentials: creds, SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome()),
+		Hold: bp.hold(), ConsumeOnce: bp.consumeOnce})
 	if err != nil {
 		return err
 	}
+	srv.SetOnce(once)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -179,8 +181,10 @@ func runBox(ctx context.Context, o Options) error {
 	reload := func() (*egress.Policy, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		p, err := bp.load()
+		p, once, err := bp.load()
 		if err == nil {
+			srv.SetOnce(once)
+			srv.SetHold(bp.hold())
 			srv.SetPolicy(p)
 		}
 		return p, err

@@ -257,7 +257,7 @@ func writeExpiring(t *testing.T, s *approval.Store, entry string, d time.Duratio
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	all = append(all, approval.Approval{Entry: entry, Scope: approval.ScopeOnce, Added: now, Expires: now.Add(d), Actor: audit.ActorCLI})
+	all = append(all, approval.Approval{Entry: entry, Scope: approval.ScopeFor, Added: now, Expires: now.Add(d), Actor: audit.ActorCLI})
 	b, err := json.Marshal(map[string]any{"version": 1, "box": "x", "approvals": all})
 	if err != nil {
 		t.Fatal(err)

@@ -146,14 +146,57 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 	return approval.AllowList(*b.cfg, active)
 }
 
-// load returns the policy in force now.
-func (b *boxPolicy) load() (*egress.Policy, error) {
+// load returns the policy in force now and the once-approvals, each as its
+// own rule: a once-approval admits one connection (see approval.Store.Consume)
+// and is not part of the policy.
+func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 	rules, err := b.rules()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	names, ranges := splitRanges(approval.Entries(rules))
-	return egress.ParsePolicy(names, append(ranges, b.ranges...))
+	var lasting, once []approval.Rule
+	for _, r := range rules {
+		if r.Origin == approval.OriginApproval && r.Source == string(approval.ScopeOnce) {
+			once = append(once, r)
+		} else {
+			lasting = append(lasting, r)
+		}
+	}
+	names, ranges := splitRanges(approval.Entries(lasting))
+	ranges = append(ranges, b.ranges...)
+	p, err := egress.ParsePolicy(names, ranges)
+	if err != nil {
+		return nil, nil, err
+	}
+	var onceRules []egress.OnceRule
+	for _, r := range once {
+		op, err := egress.ParsePolicy([]string{r.Entry}, ranges)
+		if err != nil {
+			return nil, nil, err
+		}
+		onceRules = append(onceRules, egress.OnceRule{Entry: r.Entry, Policy: op})
+	}
+	return p, onceRules, nil
+}
+
+// hold is the configured hold_denied (0 before a config loaded).
+func (b *boxPolicy) hold() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cfg == nil || b.cfg.Config.HoldDenied == nil {
+		return 0
+	}
+	return b.cfg.Config.HoldDenied.Duration
+}
+
+// consumeOnce uses up the once-approval of entry (see egress.Config.ConsumeOnce).
+func (b *boxPolicy) consumeOnce(entry string) bool {
+	ok, err := b.store.Consume(entry)
+	if err != nil {
+		b.logger.Error("using a once-approval", "box", b.box, "entry", entry, "err", err)
+		return false
+	}
+	return ok
 }
 
 // splitRanges separates CIDR entries of the trusted egress config (such as

@@ -34,6 +34,7 @@ func Defaults(p Platform) Layer {
 		Profile:         ptr("default"),
 		Golden:          ptr(true),
 		IdleStop:        &Duration{30 * time.Minute},
+		HoldDenied:      &Duration{},
 		StopOnExit:      ptr(false),
 		Snapshots:       ptr("off"),
 		SnapshotsKeep:   ptr(3),

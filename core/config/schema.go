@@ -81,6 +81,7 @@ var Schema = []Key{
 	{"source", "string", `"mount"`, ClassTighten, MergeReplace, `"mount" shares the project directory with the box (under the git shadow, the box's git writes stay in the box). "clone" never mounts the project: at its first boot the box clones the repository (its committed branches and tags, from a bundle the host writes) onto its own disk, at the same path; ` + "`corral pull`" + ` brings its commits back. clone is the strongest mode: use it for untrusted repositories or unattended agents, when the box need not see uncommitted files and you review its work as commits. Order: mount < clone.`},
 	{"network", "string", `"broker"`, ClassTighten, MergeReplace, `"full" (no filter), "broker" (only the host allow-list proxy) or "offline" (loopback only). Order: full < broker < offline.`},
 	{"egress", "list of strings", "[]", ClassHost, MergeUnion, "Extra hosts the broker allows: host, *.suffix, host:port or host:*. Entries without a port allow 443 and 80. A CIDR range (e.g. 10.1.2.0/24) explicitly allows private or loopback addresses, which the broker otherwise denies. In a repository's .corral.toml an entry is a request, never a permission: `corral config check` lists pending requests, and `corral approve` writes the ones you accept to the trusted layer (with the repository file's content hash); when the file changes, new entries are pending again and approved ones stay."},
+	{"hold_denied", "duration", `"0"`, ClassHost, MergeReplace, `Hold a connection the broker denies by host or port for up to this long (at most 10m) instead of answering at once: the app asks as for any denial, and an approval given meanwhile (` + "`corral allow`" + `, the menu) lets the held connection proceed with no retry; at the end of the hold it is answered 403 as before. At most 8 connections per box are held at once; more are denied at once. "0" never holds. Only trusted layers may set it: a hold keeps the box's tools waiting on the user.`},
 	{"agent", "string", `"claude"`, ClassHost, MergeReplace, "Default agent for `corral claude`-style sessions: " + fmt.Sprint(Agents) + "."},
 	{"agent_state", "string", `"seeded"`, ClassTighten, MergeReplace, `Where the agent's state (settings, hooks, MCP servers, instructions, login) lives. "seeded": on the box's own disk, copied at its first boot from the host-owned template ~/.corral/agent-templates/<agent> (corral writes the first-run settings there; it is never mounted into a box). "isolated": on the box's own disk, starting empty. "shared": ~/.corral/agents/<agent> mounted writable into every box that chooses it — a trusted opt-in only: a box working on an untrusted repository can plant a hook or MCP server that the next session in another box runs, and the strict profile refuses it. Order: shared < seeded < isolated.`},
 	{"profile", "string", `"default"`, ClassTighten, MergeReplace, `"default" or "strict". strict is a floor: network at least broker, no sudo in the box, no reverse-sshfs, no shared agent state.`},
@@ -163,6 +164,9 @@ var (
 	ClaudeInstalls        = []string{"official", "npm"}
 )
 
+// MaxHoldDenied bounds hold_denied: a tool held longer has given up anyway.
+const MaxHoldDenied = 10 * time.Minute
+
 // Duration is a time.Duration written as "30m" in TOML.
 type Duration struct{ time.Duration }
 
@@ -210,6 +214,7 @@ type Config struct {
 	Source          *string               `toml:"source" json:"source,omitempty"`
 	Network         *string               `toml:"network" json:"network,omitempty"`
 	Egress          []string              `toml:"egress" json:"egress,omitempty"`
+	HoldDenied      *Duration             `toml:"hold_denied" json:"hold_denied,omitempty"`
 	Agent           *string               `toml:"agent" json:"agent,omitempty"`
 	AgentState      *string               `toml:"agent_state" json:"agent_state,omitempty"`
 	Profile         *string               `toml:"profile" json:"profile,omitempty"`

@@ -25,7 +25,7 @@ var sampleValues = map[string]string{
 	"git_tokens": `["github.com"]`, "provision": `["setup.sh"]`, "sudo": "true", "golden": "false",
 	"idle_stop": `"0"`, "stop_on_exit": "true", "snapshots": `"auto"`, "snapshots_keep": "5", "terminal": `"iTerm2"`,
 	"credentials":       `{ a = { upstream = "https://evil.test", header = "x-api-key", env_from_host = "ANTHROPIC_API_KEY" } }`,
-	"agent_credentials": `"forwarded"`, "claude_install": `"npm"`,
+	"agent_credentials": `"forwarded"`, "claude_install": `"npm"`, "hold_denied": `"5m"`,
 }
 
 // foldVariants returns spellings of name that a case-insensitive,

@@ -122,6 +122,9 @@ func validate(l Layer) []error {
 	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
 		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
 	}
+	if c.HoldDenied != nil && (c.HoldDenied.Duration < 0 || c.HoldDenied.Duration > MaxHoldDenied) {
+		bad("hold_denied", strconv.Quote(c.HoldDenied.String()), "must be between 0 and "+MaxHoldDenied.String(), `use a hold such as "30s", or "0" to answer denials at once`)
+	}
 	if c.Terminal != nil && !ValidTerminal(*c.Terminal) {
 		bad("terminal", strconv.Quote(*c.Terminal), "not an app or command name", `use a name such as "Terminal", "iTerm2" or "Ghostty"`)
 	}

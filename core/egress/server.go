@@ -83,6 +83,17 @@ type Config struct {
 	// [CredentialPrefix]) to origin-form requests and to absolute URIs
 	// naming one of SelfAddrs.
 	Credentials *CredentialBroker
+	// Hold is how long a request denied by name or port is held, waiting
+	// for an approval, before it is answered 403; 0 answers at once. See
+	// [Server.SetHold].
+	Hold time.Duration
+	// MaxHeld caps the requests held at once; past it a denial is answered
+	// at once. Zero means DefaultMaxHeld.
+	MaxHeld int
+	// ConsumeOnce uses up the once-approval of an entry (see [OnceRule])
+	// and reports whether it did; a request is admitted by a once rule only
+	// when it returns true. Nil admits nothing by once rules.
+	ConsumeOnce func(entry string) bool
 	// SelfAddrs are the broker's own addresses as the box sees them
 	// ("192.168.5.4:PORT"), for clients that send credential requests
 	// through their proxy setting, i.e. to the broker in absolute form.
@@ -104,7 +115,13 @@ type Server struct {
 	cancel context.CancelFunc
 
 	policy   atomic.Pointer[Policy]
-	lastConn atomic.Int64 // unix nanoseconds
+	once     atomic.Pointer[[]OnceRule]
+	hold     atomic.Int64 // time.Duration
+	held     atomic.Int64
+	maxHeld  int
+	chMu     sync.Mutex
+	ch       chan struct{} // closed on the next change (see changed)
+	lastConn atomic.Int64  // unix nanoseconds
 	tunnels  atomic.Int64
 	// slots counts connections that hold an upstream descriptor: tunnels
 	// and forwarded HTTP requests in flight. Both share MaxTunnels, so no
@@ -159,7 +176,11 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
+	}
 	s := &Server{
+		maxHeld:   cfg.MaxHeld,
 		cfg:       cfg,
 		logger:    cfg.Logger,
 		resolver:  cfg.Resolver,
@@ -200,6 +221,7 @@ func NewServer(cfg Config) (*Server, error) {
 		p, _ = ParsePolicy(nil, nil)
 	}
 	s.policy.Store(p)
+	s.hold.Store(int64(max(cfg.Hold, 0)))
 	return s, nil
 }
 
@@ -210,6 +232,7 @@ func (s *Server) SetPolicy(p *Policy) {
 		p, _ = ParsePolicy(nil, nil)
 	}
 	s.policy.Store(p)
+	s.broadcast() // held requests check again
 }
 
 // Policy returns the current policy.
@@ -351,6 +374,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	clear(s.listeners)
 	s.mu.Unlock()
+	s.broadcast() // held requests are answered now
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var err error
@@ -554,7 +578,11 @@ type target struct {
 // resolves once and checks every address. Only addresses that passed are
 // returned, and only they may be dialled.
 func (s *Server) check(ctx context.Context, kind Kind, auth Authority) target {
-	pol := s.policy.Load()
+	return s.checkWith(ctx, s.policy.Load(), kind, auth)
+}
+
+// checkWith is check against pol.
+func (s *Server) checkWith(ctx context.Context, pol *Policy, kind Kind, auth Authority) target {
 	t := target{auth: auth}
 	t.d = pol.Decide(Request{Kind: kind, Host: auth.Host, Port: auth.Port})
 	t.d.Time = time.Now()
@@ -754,8 +782,7 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		nc.Close()
 		return
 	}
-	t := s.check(s.ctx, KindConnect, auth)
-	s.logDecision(t.d)
+	t := s.admit(KindConnect, auth)
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
 		if br.Buffered() > 0 {

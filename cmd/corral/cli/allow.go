@@ -22,6 +22,8 @@ type AllowOptions struct {
 	Box   string
 	Entry string
 	Scope approval.Scope
+	// For is the duration of ScopeFor.
+	For time.Duration
 
 	List   bool
 	Revoke bool
@@ -45,9 +47,14 @@ HOST is host, *.domain (every name below domain), host:port or host:*
 (any port); without a port, 443 and 80 are allowed.
 
 Scopes:
-  --always   until revoked (the default)
-  --session  until the box stops, and at most 12 hours
-  --once     for the next 10 minutes
+  --always     until revoked (the default)
+  --session    until the box stops, and at most 12 hours
+  --for DUR    for a duration such as 30m or 2h (1m to 720h)
+  --once       one connection: the next one the broker admits by it
+               (unused, it lapses after 10 minutes)
+
+A broker with hold_denied set keeps a denied connection waiting: an
+approval given within the hold lets it proceed, with no retry.
 
 Approvals are kept in ~/.corral/projects/BOX.approvals.json, beside the
 box's trusted config, which corral never rewrites. To make an entry part of
@@ -55,6 +62,7 @@ the config instead, add it to egress = [...] in that file.`,
 		Example: `  corral allow web-3f2a1c api.example.test
   corral allow web-3f2a1c '*.cdn.example.test' --session
   corral allow web-3f2a1c registry.example.test:5000 --once
+  corral allow web-3f2a1c api.example.test --for 2h
   corral allow --list web-3f2a1c
   corral allow --revoke web-3f2a1c api.example.test`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -75,14 +83,20 @@ the config instead, add it to egress = [...] in that file.`,
 				opts.Entry = args[1]
 			}
 			opts.Scope = approval.ScopeAlways
+			hasFor := cmd.Flags().Changed("for")
 			switch {
 			case once:
 				opts.Scope = approval.ScopeOnce
 			case session:
 				opts.Scope = approval.ScopeSession
+			case hasFor:
+				opts.Scope = approval.ScopeFor
+				if err := approval.CheckFor(opts.For); err != nil {
+					return fmt.Errorf("allow --for: %w", err)
+				}
 			}
-			if (opts.List || opts.Revoke) && (once || session || always) {
-				return fmt.Errorf("allow: --once, --session and --always go with adding an approval, not with --list or --revoke")
+			if (opts.List || opts.Revoke) && (once || session || always || hasFor) {
+				return fmt.Errorf("allow: --once, --session, --for and --always go with adding an approval, not with --list or --revoke")
 			}
 			if runF != nil {
 				return runF(opts)
@@ -92,11 +106,12 @@ the config instead, add it to egress = [...] in that file.`,
 	}
 	cmd.Flags().BoolVar(&always, "always", false, "allow until revoked (default)")
 	cmd.Flags().BoolVar(&session, "session", false, "allow until the box stops (at most 12h)")
-	cmd.Flags().BoolVar(&once, "once", false, "allow for the next 10 minutes")
+	cmd.Flags().DurationVar(&opts.For, "for", 0, "allow for this `duration` (such as 30m or 2h)")
+	cmd.Flags().BoolVar(&once, "once", false, "allow one connection (unused, it lapses after 10m)")
 	cmd.Flags().BoolVar(&opts.List, "list", false, "list the box's approvals")
 	cmd.Flags().BoolVar(&opts.Revoke, "revoke", false, "remove the approval of HOST")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON (with --list)")
-	cmd.MarkFlagsMutuallyExclusive("always", "session", "once")
+	cmd.MarkFlagsMutuallyExclusive("always", "session", "once", "for")
 	cmd.MarkFlagsMutuallyExclusive("list", "revoke")
 	return cmd
 }
@@ -124,25 +139,32 @@ func allowRun(opts *AllowOptions) error {
 		fmt.Fprintf(opts.IO.Out, "revoked %s for box %s\n", display.Authority(a.Entry, 0), opts.Box)
 		return nil
 	}
-	a, err := approval.Allow(l, opts.Box, opts.Entry, opts.Scope, audit.ActorCLI)
+	var a approval.Approval
+	if opts.Scope == approval.ScopeFor {
+		a, err = approval.AllowFor(l, opts.Box, opts.Entry, opts.For, audit.ActorCLI)
+	} else {
+		a, err = approval.Allow(l, opts.Box, opts.Entry, opts.Scope, audit.ActorCLI)
+	}
 	if a.Entry == "" {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "allowed %s for box %s (%s)\n", display.Authority(a.Entry, 0), opts.Box, scopeText(a.Scope))
+	fmt.Fprintf(opts.IO.Out, "allowed %s for box %s (%s)\n", display.Authority(a.Entry, 0), opts.Box, scopeText(a))
 	if m.Network != "" && m.Network != config.NetworkBroker {
 		fmt.Fprintf(opts.IO.ErrOut, "note: box %s has network = %q, so its broker does not filter; the approval applies when it uses \"broker\"\n", opts.Box, m.Network)
 	}
 	return err // the approval holds; a failed audit record is still reported
 }
 
-func scopeText(s approval.Scope) string {
-	switch s {
+func scopeText(a approval.Approval) string {
+	switch a.Scope {
 	case approval.ScopeSession:
 		return "session: until the box stops, at most 12h"
 	case approval.ScopeOnce:
-		return "once: for the next 10 minutes"
+		return "once: the next connection, within 10 minutes"
+	case approval.ScopeFor:
+		return "for " + a.Expires.Sub(a.Added).String() + ": until " + a.Expires.Format(time.RFC3339)
 	}
-	return string(s)
+	return string(a.Scope)
 }
 
 func allowList(opts *AllowOptions, l paths.Layout) error {

@@ -43,7 +43,7 @@ func TestAllowScopes(t *testing.T) {
 		{"", "api.example.test", "(always)"},
 		{"--always", "API.Example.test.:8443", "(always)"},
 		{"--session", "*.cdn.example.test", "(session: until the box stops, at most 12h)"},
-		{"--once", "dl.example.test:*", "(once: for the next 10 minutes)"},
+		{"--once", "dl.example.test:*", "(once: the next connection, within 10 minutes)"},
 	} {
 		args := []string{"allow", e.box, c.entry}
 		if c.flag != "" {
@@ -179,6 +179,13 @@ func TestAllowErrors(t *testing.T) {
 		{[]string{"allow", e.box, "a.example.test", "--once", "--session"}, "[once session] were all set"},
 		{[]string{"allow", "--list", e.box, "--once"}, "go with adding an approval, not with --list or --revoke"},
 		{[]string{"allow", "--list", "--revoke", e.box}, "[list revoke] were all set"},
+		{[]string{"allow", e.box, "a.example.test", "--for", "10s"}, "corral: allow --for: approval duration 10s: shorter than 1m0s, it would lapse before a retry\nhint: use --once to allow a single connection\n"},
+		{[]string{"allow", e.box, "a.example.test", "--for", "0s"}, "approval duration 0s: must be positive"},
+		{[]string{"allow", e.box, "a.example.test", "--for", "-2h"}, "approval duration -2h0m0s: must be positive"},
+		{[]string{"allow", e.box, "a.example.test", "--for", "721h"}, "longer than 30 days (720h)\nhint: use --always"},
+		{[]string{"allow", e.box, "a.example.test", "--for", "2"}, `invalid argument "2" for "--for" flag`},
+		{[]string{"allow", e.box, "a.example.test", "--for", "1h", "--once"}, "[for once] were all set"},
+		{[]string{"allow", "--list", e.box, "--for", "1h"}, "go with adding an approval, not with --list or --revoke"},
 	} {
 		code, out, errOut := run(t, e, false, c.args...)
 		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
@@ -188,5 +195,27 @@ func TestAllowErrors(t *testing.T) {
 	s, _ := approval.Open(writeBoxMeta(t, e, "broker"), e.box)
 	if list, _ := s.List(time.Now()); len(list) != 0 {
 		t.Errorf("refused commands stored %+v", list)
+	}
+}
+
+func TestAllowFor(t *testing.T) {
+	e := setup(t, "")
+	l := writeBoxMeta(t, e, "broker")
+	code, out, errOut := run(t, e, false, "allow", e.box, "api.example.test", "--for", "2h")
+	if code != 0 || !strings.HasPrefix(out, "allowed api.example.test for box "+e.box+" (for 2h0m0s: until ") || errOut != "" {
+		t.Fatalf("code %d out %q err %q", code, out, errOut)
+	}
+	s, _ := approval.Open(l, e.box)
+	list, err := s.List(time.Now())
+	if err != nil || len(list) != 1 || list[0].Scope != approval.ScopeFor || list[0].Expires.Sub(list[0].Added) != 2*time.Hour {
+		t.Fatalf("stored %+v %v", list, err)
+	}
+	// --list shows when it ends, and it is gone after that.
+	at := list[0].Added.Add(90 * time.Minute)
+	if code, out, _ := runAllowAt(e, true, at, "--list", e.box); code != 0 || !strings.Contains(out, "api.example.test  for") || !strings.Contains(out, "in 30m") {
+		t.Fatalf("--list at +90m: %d %q", code, out)
+	}
+	if code, out, _ := runAllowAt(e, true, list[0].Expires, "--list", e.box); code != 0 || out != "no approvals for box "+e.box+"\n" {
+		t.Fatalf("--list at its end: %d %q", code, out)
 	}
 }

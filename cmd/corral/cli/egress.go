@@ -187,7 +187,10 @@ func egressRun(opts *EgressOptions) error {
 	tw := newTable(w, true)
 	for _, r := range rules {
 		src := string(r.Origin) + " " + r.Source
-		if !r.Expires.IsZero() {
+		switch {
+		case r.Origin == approval.OriginApproval && r.Source == string(approval.ScopeOnce):
+			src += " (one connection), lapses " + expiresText(r.Expires, now) + " unused"
+		case !r.Expires.IsZero():
 			src += ", expires " + expiresText(r.Expires, now)
 		}
 		tw.Row("  "+r.Entry, src)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/paths"
@@ -81,7 +83,7 @@ allow-list:
   pkg.example.test     config ` + l.GlobalConfig() + `
   api.example.test     approval always
   *.cdn.example.test   approval session, expires in 11h
-  dl.example.test:*    approval once, expires in 7m
+  dl.example.test:*    approval once (one connection), lapses in 7m unused
 
 destinations in the last 24h:
   denied   evil.example.test:443  3  last 1m ago  host-not-allowed
@@ -314,5 +316,44 @@ func TestEgressSession(t *testing.T) {
 	code, _, errOut = runEgressAt(e, true, fixedNow, "--session", "nope")
 	if code != 1 || !strings.Contains(errOut, `no session "nope" in the egress log of box `+e.box) {
 		t.Errorf("unknown session: %d %q", code, errOut)
+	}
+}
+
+func TestEgressShowsForExpiry(t *testing.T) {
+	e := setup(t, "")
+	l := seedEgress(t, e)
+	s, err := approval.Open(l, e.box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Now = func() time.Time { return fixedNow.Add(-time.Hour) }
+	if _, err := s.AddFor("tmp.example.test", 2*time.Hour, audit.ActorCLI); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := runEgressAt(e, true, fixedNow)
+	if !strings.Contains(out, "  tmp.example.test     approval for, expires in 1h\n") {
+		t.Errorf("TTY output lacks the expiry:\n%s", out)
+	}
+	_, out, _ = runEgressAt(e, false, fixedNow, "--json")
+	var got struct {
+		AllowList []approval.Rule `json:"allow_list"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range got.AllowList {
+		if r.Entry == "tmp.example.test" {
+			found = true
+			if r.Source != "for" || !r.Expires.Equal(fixedNow.Add(time.Hour)) {
+				t.Errorf("JSON rule %+v", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("JSON lacks the approval:\n%s", out)
+	}
+	if _, out, _ = runEgressAt(e, true, fixedNow.Add(time.Hour)); strings.Contains(out, "tmp.example.test") {
+		t.Errorf("listed after its end:\n%s", out)
 	}
 }
