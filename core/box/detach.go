@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/core/hint"
@@ -26,12 +27,12 @@ import (
 // ErrNoSession means the box has no detachable session by that name.
 var ErrNoSession = errors.New("no such session")
 
-var sessionNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+var sessionNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
 
 // CheckSessionName validates a detachable session's name (the guest
 // launcher applies the same rule).
 func CheckSessionName(name string) error {
-	if !sessionNameRe.MatchString(name) {
+	if !sessionNameRe().MatchString(name) {
 		return fmt.Errorf("invalid session name %q: use up to 32 lowercase letters, digits and dashes", name)
 	}
 	return nil
@@ -53,7 +54,7 @@ const (
 	maxGuestSessions = 256
 )
 
-var agentNameRe = regexp.MustCompile(`^[a-z0-9-]{0,32}$`)
+var agentNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]{0,32}$`) })
 
 // ParseGuestSessions parses corral-launch --list output: lines of
 // "NAME AGENT CREATED ATTACHED ACTIVITY". Lines that do not fit the
@@ -63,7 +64,7 @@ func ParseGuestSessions(box string, b []byte) []GuestSession {
 	var out []GuestSession
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Split(line, " ")
-		if len(f) != 5 || CheckSessionName(f[0]) != nil || !agentNameRe.MatchString(f[1]) {
+		if len(f) != 5 || CheckSessionName(f[0]) != nil || !agentNameRe().MatchString(f[1]) {
 			continue
 		}
 		created, err1 := strconv.ParseInt(f[2], 10, 64)

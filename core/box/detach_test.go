@@ -40,7 +40,7 @@ func FuzzParseGuestSessions(f *testing.F) {
 	f.Add([]byte("a  1 0 1\nb x 2 3 4"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, g := range ParseGuestSessions("box", b) {
-			if CheckSessionName(g.Name) != nil || !agentNameRe.MatchString(g.Agent) || g.Attached < 0 || !utf8.ValidString(g.Name) {
+			if CheckSessionName(g.Name) != nil || !agentNameRe().MatchString(g.Agent) || g.Attached < 0 || !utf8.ValidString(g.Name) {
 				t.Fatalf("accepted %+v", g)
 			}
 		}

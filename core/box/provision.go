@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -17,7 +18,9 @@ import (
 // console log of the current boot (lima.ConsoleLog: each driver writes its
 // own and truncates it at every start) and refuses a box whose
 // provisioning failed.
-var failedRe = regexp.MustCompile(`Failed to execute /mnt/lima-cidata/provision\.(system|user)/(\d+)`)
+var failedRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`Failed to execute /mnt/lima-cidata/provision\.(system|user)/(\d+)`)
+})
 
 // ProvisionError names a provision script that failed in the box.
 type ProvisionError struct {
@@ -47,7 +50,7 @@ func (s *Service) provisionFailure(box, vmType string, r limayaml.Rendered) erro
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		m := failedRe.FindStringSubmatch(sc.Text())
+		m := failedRe().FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/core/atomicfile"
@@ -70,11 +71,11 @@ type snapshotter interface {
 	remove(ctx context.Context, box, name string) error
 }
 
-var snapNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+var snapNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`) })
 
 // CheckSnapshotName validates a snapshot name a user gives.
 func CheckSnapshotName(name string) error {
-	if !snapNameRe.MatchString(name) {
+	if !snapNameRe().MatchString(name) {
 		return fmt.Errorf("invalid snapshot name %q: use up to 63 letters, digits, '.', '_' and '-', starting with a letter or digit", name)
 	}
 	if strings.HasPrefix(name, AutoSnapshotPrefix) {
@@ -389,7 +390,7 @@ func (c *cloneSnapshots) list(_ context.Context, box string) ([]Snapshot, error)
 	}
 	var out []Snapshot
 	for _, e := range ents {
-		if !e.IsDir() || !snapNameRe.MatchString(e.Name()) {
+		if !e.IsDir() || !snapNameRe().MatchString(e.Name()) {
 			continue // ".tmp-*" of an interrupted create
 		}
 		sn := snapshotOf(e.Name())

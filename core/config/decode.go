@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
@@ -187,7 +188,7 @@ func (d *strictDecoder) leaf(path string, p toml.Primitive, v reflect.Value) boo
 	if errors.As(err, &pe) {
 		msg = pe.Message
 	}
-	msg = tomlErrPrefix.ReplaceAllString(msg, "")
+	msg = tomlErrPrefix().ReplaceAllString(msg, "")
 	if strings.HasPrefix(msg, "incompatible types") {
 		msg = "wrong type: " + wantType(v.Type())
 	}
@@ -195,7 +196,7 @@ func (d *strictDecoder) leaf(path string, p toml.Primitive, v reflect.Value) boo
 	return false
 }
 
-var tomlErrPrefix = regexp.MustCompile(`^toml: (line \d+ )?(\(last key "[^"]*"\): )?`)
+var tomlErrPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^toml: (line \d+ )?(\(last key "[^"]*"\): )?`) })
 
 // wantType names the TOML type a Go type takes, for error messages.
 func wantType(t reflect.Type) string {
@@ -270,7 +271,7 @@ func sortedKeys(m map[string]toml.Primitive) []string {
 	return keys
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var bareKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // maxKeyShown caps how much of a key an error shows.
 const maxKeyShown = 64
@@ -279,7 +280,7 @@ const maxKeyShown = 64
 // look-alike letter or a control character shows as \u017f or \x1b) when
 // it is not a bare key.
 func joinKey(path, k string) string {
-	if !bareKey.MatchString(k) {
+	if !bareKey().MatchString(k) {
 		k = strconv.QuoteToASCII(k)
 	}
 	if len(k) > maxKeyShown {

@@ -119,7 +119,7 @@ func TestFoldedKeysRefused(t *testing.T) {
 
 // tomlKey writes k as a TOML key: bare when it can be, quoted otherwise.
 func tomlKey(k string) string {
-	if bareKey.MatchString(k) {
+	if bareKey().MatchString(k) {
 		return k
 	}
 	return fmt.Sprintf("%q", k)

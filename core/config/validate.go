@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/idna"
 )
@@ -57,7 +58,7 @@ func (e *ParseError) Is(target error) bool { return target == ErrViolation }
 // ParseSize parses "4GiB", "512MiB", "2G" or a plain byte count. Units
 // are binary, as in Lima.
 func ParseSize(s string) (uint64, error) {
-	m := sizeRe.FindStringSubmatch(strings.TrimSpace(s))
+	m := sizeRe().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("invalid size %q: use a number and a unit such as \"4GiB\"", s)
 	}
@@ -73,14 +74,22 @@ func ParseSize(s string) (uint64, error) {
 	return uint64(v), nil
 }
 
-var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([KMGTkmgtBb]?)(?:i?[Bb])?$`)
+// The patterns are compiled on first use, not at init: every process of the
+// binary pays for package initialisers, including the guest-conn that qemu
+// starts per guest connection (issue 18; BenchmarkGuestConnProcess). The
+// bounded repetitions ({0,61}) make these programs large.
+var sizeRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([KMGTkmgtBb]?)(?:i?[Bb])?$`)
+})
 
 var (
-	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	hostnameRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	envNameRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	hostnameRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	})
 	// terminalRe: an app name for `open -a` or a command name, never a path or options.
-	terminalRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,63}$`)
-	pkgRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
+	terminalRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,63}$`) })
+	pkgRe      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`) })
 )
 
 // validate checks the values a layer sets, whatever its trust, and
@@ -137,7 +146,7 @@ func validate(l Layer) []error {
 		}
 	}
 	for _, p := range c.Packages {
-		if !pkgRe.MatchString(p) {
+		if !pkgRe().MatchString(p) {
 			bad("packages", strconv.Quote(p), "not a Debian package name", "use names like \"ripgrep\" or \"jq=1.6-2\"")
 		}
 	}
@@ -158,25 +167,25 @@ func validate(l Layer) []error {
 		}
 	}
 	for _, n := range c.ForwardEnv {
-		if !envNameRe.MatchString(n) {
+		if !envNameRe().MatchString(n) {
 			bad("forward_env", strconv.Quote(n), "not a variable name", "")
 		}
 	}
 	for _, n := range SortedKeys(c.Env) {
-		if !envNameRe.MatchString(n) {
+		if !envNameRe().MatchString(n) {
 			bad("env."+n, "", "not a variable name", "")
 		}
 	}
 	for _, n := range SortedKeys(c.EnvFromHost) {
-		if !envNameRe.MatchString(n) {
+		if !envNameRe().MatchString(n) {
 			bad("env_from_host."+n, "", "not a variable name", "")
 		}
-		if v := c.EnvFromHost[n]; !envNameRe.MatchString(v) {
+		if v := c.EnvFromHost[n]; !envNameRe().MatchString(v) {
 			bad("env_from_host."+n, strconv.Quote(v), "value must name a host variable", "")
 		}
 	}
 	for _, n := range SortedKeys(c.KeychainEnv) {
-		if !envNameRe.MatchString(n) {
+		if !envNameRe().MatchString(n) {
 			bad("keychain_env."+n, "", "not a variable name", "")
 		}
 		ref := c.KeychainEnv[n]
@@ -188,7 +197,7 @@ func validate(l Layer) []error {
 		checkCredential(n, c.Credentials[n], bad)
 	}
 	for _, h := range c.GitTokens {
-		if !hostnameRe.MatchString(h) {
+		if !hostnameRe().MatchString(h) {
 			bad("git_tokens", strconv.Quote(h), "not a host name", `use a host such as "github.com"`)
 		}
 	}
@@ -197,7 +206,7 @@ func validate(l Layer) []error {
 
 // ValidTerminal reports whether name may be the terminal key: an app name
 // for `open -a` or a command name, never a path, an option or shell text.
-func ValidTerminal(name string) bool { return terminalRe.MatchString(name) }
+func ValidTerminal(name string) bool { return terminalRe().MatchString(name) }
 
 // CheckEgressEntry validates the syntax of an allow-list entry:
 // host, *.suffix, host:port, host:* or a CIDR range (a config-only entry
@@ -222,7 +231,7 @@ func CheckEgressEntry(e string) error {
 	if a, err := idna.Lookup.ToASCII(host); err == nil {
 		host = a
 	}
-	if host == "" || strings.Contains(host, "*") || !hostnameRe.MatchString(host) {
+	if host == "" || strings.Contains(host, "*") || !hostnameRe().MatchString(host) {
 		return fmt.Errorf("invalid host %q", host)
 	}
 	return nil
@@ -236,14 +245,14 @@ func quoteList(xs []string) string {
 	return strings.Join(q, ", ")
 }
 
-var credNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var credNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // checkCredential is the early, file-naming check of a [credentials.NAME]
 // table; core/egress (NewCredentialBroker) is the authority when the broker
 // starts.
 func checkCredential(n string, cr Credential, bad func(key, value, reason, fix string)) {
 	key := "credentials." + n
-	if !credNameRe.MatchString(n) {
+	if !credNameRe().MatchString(n) {
 		bad(key, "", "not a credential name", "use lowercase letters, digits, - and _ (it is a URL path segment)")
 	}
 	u, err := url.Parse(cr.Upstream)
@@ -263,7 +272,7 @@ func checkCredential(n string, cr Credential, bad func(key, value, reason, fix s
 		bad(key, "", "both keychain and env_from_host", "keep one")
 	case cr.Keychain != nil && (cr.Keychain.Service == "" || cr.Keychain.Account == ""):
 		bad(key+".keychain", "", "needs both service and account", "")
-	case cr.Keychain == nil && !envNameRe.MatchString(cr.EnvFromHost):
+	case cr.Keychain == nil && !envNameRe().MatchString(cr.EnvFromHost):
 		bad(key+".env_from_host", strconv.Quote(cr.EnvFromHost), "must name a host variable", "")
 	}
 	if cr.CA != "" && !filepath.IsAbs(cr.CA) && !strings.HasPrefix(cr.CA, "~/") {

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -77,11 +78,11 @@ type Credential struct {
 	RootCAs *x509.CertPool
 }
 
-var credNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var credNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // ValidCredentialName reports whether name can name a credential (it is a
 // path segment and a config key).
-func ValidCredentialName(name string) bool { return credNameRe.MatchString(name) }
+func ValidCredentialName(name string) bool { return credNameRe().MatchString(name) }
 
 // ParseUpstream checks a credential upstream: https, a host, no userinfo,
 // query or fragment. It returns the URL with any trailing "/" removed from

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/corral-dev/corral/core/gitshadow"
 )
@@ -173,7 +174,7 @@ func (r Repo) Tips(ctx context.Context, prefix string) (map[string]string, error
 	return tips, nil
 }
 
-var oidRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+var oidRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`) })
 
 // ValidOID reports whether s is a full hex object name (SHA-1 or SHA-256).
-func ValidOID(s string) bool { return oidRE.MatchString(s) }
+func ValidOID(s string) bool { return oidRE().MatchString(s) }

@@ -64,6 +64,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/core/agent"
@@ -277,7 +278,7 @@ var ErrRefused = errors.New("session environment refused")
 // Is makes errors.Is(err, ErrRefused) true for every *Error.
 func (e *Error) Is(target error) bool { return target == ErrRefused }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // TokenVar is the variable holding the git token of host:
 // CORRAL_GIT_TOKEN_ and the host upper-cased with every character other
@@ -332,7 +333,7 @@ func (a *assembler) set(v Var) {
 // checkName refuses names that cannot be variables or are reserved.
 func (a *assembler) checkName(key, name string) bool {
 	switch {
-	case !nameRe.MatchString(name):
+	case !nameRe().MatchString(name):
 		a.fail(key, fmt.Errorf("%q is not a variable name", name), "")
 		return false
 	case strings.HasPrefix(name, ReservedPrefix):

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Status is an instance status as limactl reports it.
@@ -107,7 +108,7 @@ func (v Version) Less(w Version) bool {
 	return v.Pre != "" && (w.Pre == "" || v.Pre < w.Pre)
 }
 
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?`) })
 
 // ParseVersion parses `limactl --version` output ("limactl version 1.2.2") or a bare version.
 func ParseVersion(s string) (Version, error) {
@@ -115,7 +116,7 @@ func ParseVersion(s string) (Version, error) {
 	first, _, _ := strings.Cut(s, "\n")
 	rest := strings.TrimPrefix(first, "limactl version ")
 	rest = strings.TrimPrefix(rest, "v")
-	m := versionRE.FindStringSubmatch(rest)
+	m := versionRE().FindStringSubmatch(rest)
 	if m == nil || !strings.HasPrefix(rest, m[0]) {
 		return Version{}, fmt.Errorf("parsing limactl version %q: not a version (a build without version ldflags says <unknown>)", first)
 	}

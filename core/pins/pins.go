@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 //go:embed npm.txt
@@ -58,8 +59,8 @@ func (p Package) SHA512Hex() string {
 }
 
 var (
-	nameRe    = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`)
-	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	nameRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`) })
+	versionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`) })
 )
 
 // Parse reads a pins file: "NAME VERSION INTEGRITY" per line, "#" comments
@@ -81,9 +82,9 @@ func Parse(b []byte) ([]Package, error) {
 		}
 		p := Package{Name: f[0], Version: f[1], Integrity: f[2]}
 		switch {
-		case !nameRe.MatchString(p.Name):
+		case !nameRe().MatchString(p.Name):
 			errs = append(errs, fmt.Errorf("line %d: %q is not an npm package name", n, p.Name))
-		case !versionRe.MatchString(p.Version):
+		case !versionRe().MatchString(p.Version):
 			errs = append(errs, fmt.Errorf("line %d: %q is not an exact version", n, p.Version))
 		case seen[p.Name]:
 			errs = append(errs, fmt.Errorf("line %d: %s is pinned twice", n, p.Name))

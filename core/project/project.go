@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MaxSockPath is the longest Unix socket path macOS accepts (sun_path is
@@ -108,13 +109,13 @@ func MaxNameLen(limaHome string) int {
 	return min(n, maxNameLen)
 }
 
-var nameRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
 // CheckName validates a box name given by the user (or a stored one): the
 // same alphabet as derived names, and within the socket path limit. A name
 // is never silently truncated, since two truncated names could collide.
 func CheckName(name, limaHome string) error {
-	if !nameRe.MatchString(name) {
+	if !nameRe().MatchString(name) {
 		return fmt.Errorf("invalid box name %q: use lowercase letters, digits and single dashes", name)
 	}
 	if budget := MaxNameLen(limaHome); len(name) > budget {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
 
@@ -40,6 +41,29 @@ func NewCmdGuestConn(f *Factory, runF func(*GuestConnOptions) error) *cobra.Comm
 			return guestConnRun(opts)
 		},
 	}
+}
+
+// isGuestConn reports whether args (argv without argv[0]) are a
+// `corral guest-conn` invocation, which Main dispatches before anything else.
+func isGuestConn(args []string) bool {
+	return len(args) > 0 && args[0] == funnel.GuestConnCommand
+}
+
+// guestConnMain is `corral guest-conn BOX` as Main runs it: qemu starts one
+// per guest connection, so it builds no command tree, reads no config and
+// touches nothing but the state directory's layout (issue 18: at most 3 ms
+// of CPU per connection; BenchmarkGuestConnProcess in cmd/corral measures
+// it). args are argv without argv[0]; NewCmdGuestConn is the same command in
+// the tree, for help and tests.
+func guestConnMain(args []string) int {
+	if len(args) != 2 || args[1] == "" {
+		return 2
+	}
+	opts := &GuestConnOptions{
+		Factory: &Factory{Layout: paths.Default},
+		Box:     args[1],
+	}
+	return exitCode(guestConnRun(opts))
 }
 
 // guestConnRun passes the connection's socket to the broker and exits. It

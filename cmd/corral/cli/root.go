@@ -21,6 +21,9 @@ func Main(argv []string, app AppFunc) int {
 		return qemuMain(argv)
 	}
 	args := LaunchArgs(argv)
+	if isGuestConn(args) {
+		return guestConnMain(args)
+	}
 	f := &Factory{
 		App:        app,
 		IO:         System(),
