@@ -43,8 +43,11 @@ func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked [
 		case ClassHost:
 			lines := tomlLine(name, field(c, name).Interface())
 			reason := "a repository may not set this (it widens host access)"
-			if name == "credentials" {
+			switch name {
+			case "credentials":
 				reason = "a repository may request a credential but not configure one (it names host secrets)"
+			case "hold_denied":
+				reason = "a repository may not set this (holding denied connections keeps the box waiting on the user: the user's choice)"
 			}
 			bad(name, shortValue(field(c, name).Interface()), reason, trustFix(lines))
 		case ClassTighten:
