@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/spf13/cobra"
+)
+
+// InfoOptions are the options of `corral info`.
+type InfoOptions struct {
+	IO *IOStreams
+	// Box names the box; "" is the current project's box (Project).
+	Box     string
+	Project func() (string, error)
+	// Status reads one box's status and its pending repository requests.
+	Status func(name string) (Info, error)
+	JSON   bool
+}
+
+// Info is everything `corral info` shows about one box: its status
+// (metadata, state, memory, sessions, idle time) and the hosts its
+// repository requests that no one has approved.
+type Info struct {
+	box.Status
+	Pending []config.RepoRequest `json:"pending_requests"`
+}
+
+// NewCmdInfo builds `corral info [BOX]`.
+func NewCmdInfo(f *Factory, runF func(*InfoOptions) error) *cobra.Command {
+	opts := &InfoOptions{IO: f.IO,
+		Project: func() (string, error) { return boxArg(f, nil) },
+		Status: func(name string) (Info, error) {
+			s, err := f.Service()
+			if err != nil {
+				return Info{}, err
+			}
+			m, err := box.ReadMeta(s.Layout, name)
+			if err != nil {
+				return Info{}, fmt.Errorf("reading box %q: %w", name, err)
+			}
+			return Info{Status: s.StatusOf(m), Pending: box.PendingRequests(s.Layout, m.Name, m.Project)}, nil
+		}}
+	cmd := &cobra.Command{
+		Use:     "info [BOX]",
+		Short:   "Show everything about one box",
+		Long:    "Info shows one box (the current project's when none is named): state, project, template hash, golden image, network mode and broker, mounts, memory now and cap, sessions, idle time and pending repository requests.",
+		Example: "  corral info\n  corral info web-1a2b3c --json",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Box = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return infoRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func infoRun(opts *InfoOptions) error {
+	name := opts.Box
+	if name == "" {
+		var err error
+		if name, err = opts.Project(); err != nil {
+			return err
+		}
+	}
+	in, err := opts.Status(name)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		if in.Pending == nil {
+			in.Pending = []config.RepoRequest{}
+		}
+		return printJSON(opts.IO.Out, in)
+	}
+	st := in.Status
+	or := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	mem := "-"
+	if st.MemBytes > 0 {
+		mem = config.FormatSize(st.MemBytes)
+	}
+	mem += " / " + config.FormatSize(st.MemoryCap)
+	idle := "-"
+	if st.Live == 0 && st.Idle > 0 {
+		idle = st.Idle.Round(time.Minute).String()
+	}
+	broker := "-"
+	if st.BrokerPort > 0 {
+		broker = fmt.Sprintf("port %d, not running", st.BrokerPort)
+		if st.Broker {
+			broker = fmt.Sprintf("port %d, running", st.BrokerPort)
+		}
+	}
+	t := newTable(opts.IO.Out, opts.IO.OutTTY)
+	t.Row("box", st.Name)
+	t.Row("state", st.State)
+	t.Row("project", or(st.Project))
+	t.Row("template hash", or(st.TemplateHash))
+	t.Row("golden", or(st.Golden))
+	t.Row("network", st.Network)
+	t.Row("broker", broker)
+	t.Row("vm type", or(st.VMType))
+	t.Row("mount", or(st.MountType))
+	t.Row("memory", mem)
+	t.Row("cpus", st.CPUs)
+	t.Row("sessions", st.Live)
+	t.Row("idle", idle)
+	t.Row("idle stop", or(st.IdleStop))
+	t.Row("pending requests", len(in.Pending))
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	if len(in.Pending) > 0 {
+		fmt.Fprintf(opts.IO.Out, "its repository requests %d host(s); review with corral approve %s\n", len(in.Pending), st.Name)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/paths"
+)
+
+func infoFixture() Info {
+	return Info{
+		Status: box.Status{
+			Meta: box.Meta{Name: "web-1a2b3c", Project: "/src/web", TemplateHash: "abc123", BrokerPort: 42001,
+				Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2, VMType: "qemu", MountType: "9p", IdleStop: "30m"},
+			State: box.StateRunning, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
+		},
+		Pending: []config.RepoRequest{{}},
+	}
+}
+
+func runInfo(t *testing.T, tty bool, args ...string) (string, string, error) {
+	t.Helper()
+	io, _, out, errOut := Test(tty)
+	f := &Factory{IO: io}
+	cmd := NewCmdInfo(f, func(o *InfoOptions) error {
+		o.Project = func() (string, error) { return "web-1a2b3c", nil }
+		o.Status = func(name string) (Info, error) {
+			in := infoFixture()
+			in.Name = name
+			return in, nil
+		}
+		return infoRun(o)
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Out)
+	cmd.SetErr(io.ErrOut)
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestInfoTTY(t *testing.T) {
+	out, errOut, err := runInfo(t, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `box               web-1a2b3c
+state             Running
+project           /src/web
+template hash     abc123
+golden            -
+network           broker
+broker            port 42001, running
+vm type           qemu
+mount             9p
+memory            1GiB / 4GiB
+cpus              2
+sessions          0
+idle              12m0s
+idle stop         30m
+pending requests  1
+its repository requests 1 host(s); review with corral approve web-1a2b3c
+`
+	if out != want || errOut != "" {
+		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr %q", out, want, errOut)
+	}
+}
+
+func TestInfoNotTTYNamesTheBox(t *testing.T) {
+	out, _, err := runInfo(t, false, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "box\tother\nstate\tRunning\n"; len(out) < len(want) || out[:len(want)] != want {
+		t.Errorf("stdout %q", out)
+	}
+}
+
+func TestInfoJSON(t *testing.T) {
+	out, _, err := runInfo(t, false, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for k, v := range map[string]any{"name": "web-1a2b3c", "state": "Running", "network": "broker", "broker_port": 42001.0, "broker_running": true, "template_hash": "abc123"} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if p, ok := got["pending_requests"].([]any); !ok || len(p) != 1 {
+		t.Errorf("pending_requests %v", got["pending_requests"])
+	}
+}
+
+// TestInfoReadsTheBox runs the real status path over written metadata: a
+// box with no Lima instance is Missing, and an unknown box is an error.
+func TestInfoReadsTheBox(t *testing.T) {
+	e := setup(t, "")
+	writeBoxMeta(t, e, config.NetworkBroker)
+	f, out, _ := testFactory(e, false)
+	svc, _ := boxtest.Service(paths.Layout{Home: e.home}, time.Now(), audit.ActorCLI)
+	f.NewService = func() (*box.Service, error) { return svc, nil }
+	cmd := NewCmdInfo(f, nil)
+	cmd.SetArgs([]string{e.box, "--json"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var got Info
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Name != e.box || got.State != box.StateMissing || got.BrokerPort != 42001 || got.Pending == nil {
+		t.Errorf("info %+v", got)
+	}
+	cmd = NewCmdInfo(f, nil)
+	cmd.SetArgs([]string{"no-such-box"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err == nil {
+		t.Error("unknown box: no error")
+	}
+}
