@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,5 +185,32 @@ func TestOnceRuleAdmitsOneConnection(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 1 || denied.Load() != 5 {
 		t.Fatalf("%d admitted, %d denied; want 1 and 5", ok.Load(), denied.Load())
+	}
+}
+
+func TestHeldHTTPRequestProceedsWhenAllowed(t *testing.T) {
+	up := newUpstream(t, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })) //nolint:errcheck
+	p := startProxy(t, nil, []string{"127.0.0.0/8"}, func(c *Config) { c.Hold = 5 * time.Second })
+	target := "http://held.test:" + portOf(t, up.Listener.Addr().String()) + "/"
+	type result struct {
+		code int
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: p.addr}), DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 15 * time.Second}).Get(target)
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		res <- result{code: resp.StatusCode}
+	}()
+	eventually(t, 5*time.Second, "the request to be held", func() bool { return p.srv.Held() == 1 })
+	p.srv.SetPolicy(mustPolicy(t, []string{"held.test:*"}, []string{"127.0.0.0/8"}))
+	if r := <-res; r.err != nil || r.code != http.StatusOK {
+		t.Fatalf("held request: %d %v", r.code, r.err)
 	}
 }
