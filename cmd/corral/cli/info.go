@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/spf13/cobra"
 )
 
@@ -26,6 +28,22 @@ type InfoOptions struct {
 type Info struct {
 	box.Status
 	Pending []config.RepoRequest `json:"pending_requests"`
+	// Funnel is the proof of the host egress funnel of a running box
+	// (funnel.Verify over its qemu's command line): "in force", "not
+	// applicable" (vz, full network, or a stopped box), or "not proved: "
+	// and why.
+	Funnel string `json:"funnel"`
+}
+
+// funnelProof is Info.Funnel for a box in layout l.
+func funnelProof(limaHome string, st box.Status) string {
+	if st.State != box.StateRunning || !funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
+		return "not applicable"
+	}
+	if err := funnel.Verify(limaHome, st.Name, funnel.Want{VMType: st.VMType, Network: st.Network, BrokerPort: st.BrokerPort}); err != nil {
+		return "not proved: " + err.Error()
+	}
+	return "in force"
 }
 
 // NewCmdInfo builds `corral info [BOX]`.
@@ -41,12 +59,14 @@ func NewCmdInfo(f *Factory, runF func(*InfoOptions) error) *cobra.Command {
 			if err != nil {
 				return Info{}, fmt.Errorf("reading box %q: %w", name, err)
 			}
-			return Info{Status: s.StatusOf(m), Pending: box.PendingRequests(s.Layout, m.Name, m.Project)}, nil
+			st := s.StatusOf(m)
+			return Info{Status: st, Pending: box.PendingRequests(s.Layout, m.Name, m.Project),
+				Funnel: funnelProof(s.Layout.LimaHome(), st)}, nil
 		}}
 	cmd := &cobra.Command{
 		Use:     "info [BOX]",
 		Short:   "Show everything about one box",
-		Long:    "Info shows one box (the current project's when none is named): state, project, template hash, golden image, network mode and broker, mounts, memory now and cap, sessions, idle time and pending repository requests.",
+		Long:    "Info shows one box (the current project's when none is named): state, project, template hash, golden image, network mode, broker and egress funnel proof, mounts, memory now and cap, sessions, idle time and pending repository requests.",
 		Example: "  corral info\n  corral info web-1a2b3c --json",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -112,6 +132,7 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("golden", or(st.Golden))
 	t.Row("network", st.Network)
 	t.Row("broker", broker)
+	t.Row("funnel", or(in.Funnel))
 	t.Row("vm type", or(st.VMType))
 	t.Row("mount", or(st.MountType))
 	t.Row("memory", mem)

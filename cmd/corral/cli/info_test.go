@@ -21,6 +21,7 @@ func infoFixture() Info {
 			State: box.StateRunning, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
 		},
 		Pending: []config.RepoRequest{{}},
+		Funnel:  "in force",
 	}
 }
 
@@ -56,6 +57,7 @@ template hash     abc123
 golden            -
 network           broker
 broker            port 42001, running
+funnel            in force
 vm type           qemu
 mount             9p
 memory            1GiB / 4GiB
@@ -119,7 +121,7 @@ func TestInfoReadsTheBox(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Name != e.box || got.State != box.StateMissing || got.BrokerPort != 42001 || got.Pending == nil {
+	if got.Name != e.box || got.State != box.StateMissing || got.BrokerPort != 42001 || got.Pending == nil || got.Funnel != "not applicable" {
 		t.Errorf("info %+v", got)
 	}
 	cmd = NewCmdInfo(f, nil)
@@ -128,5 +130,23 @@ func TestInfoReadsTheBox(t *testing.T) {
 	cmd.SetErr(io.Discard)
 	if err := cmd.Execute(); err == nil {
 		t.Error("unknown box: no error")
+	}
+}
+
+// TestFunnelProof: a running qemu box in broker mode whose qemu cannot be
+// read is "not proved"; a stopped or vz box needs no proof.
+func TestFunnelProof(t *testing.T) {
+	run := box.Status{Meta: box.Meta{Name: "b", VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42001}, State: box.StateRunning}
+	if got := funnelProof(t.TempDir(), run); got[:len("not proved: ")] != "not proved: " {
+		t.Errorf("no qemu.pid: %q", got)
+	}
+	stopped := run
+	stopped.State = box.StateStopped
+	vz := run
+	vz.VMType = "vz"
+	for _, st := range []box.Status{stopped, vz} {
+		if got := funnelProof(t.TempDir(), st); got != "not applicable" {
+			t.Errorf("%s %s: %q", st.State, st.VMType, got)
+		}
 	}
 }
