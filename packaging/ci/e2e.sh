@@ -44,8 +44,8 @@ unshare -n sh -c '
 	cd "$1"
 	echo "e2e: $(runuser -u "$2" -- env PATH="$5" limactl --version)" >&2
 	exec runuser -u "$2" -- env -i PATH="$5" HOME="$1" \
-		CORRAL_E2E=1 CORRAL_BENCH_OUT="$1/bench-run.md" CORRAL_BIN="$1/corral" CORRAL_E2E_IMAGE="$3" CORRAL_HOME="$1/h" \
-		"$1/e2e.test" -test.v -test.timeout 40m -test.run "$4"
+		CORRAL_E2E=1 CORRAL_E2E_BENCH="${CORRAL_E2E_BENCH:-}" CORRAL_BENCH_OUT="$1/bench-run.md" CORRAL_BIN="$1/corral" CORRAL_E2E_IMAGE="$3" CORRAL_HOME="$1/h" \
+		"$1/e2e.test" -test.v -test.timeout 80m -test.run "$4"
 ' e2e "$work" "$user" "$image" "${CORRAL_E2E_RUN:-.}" "$path" || rc=$?
 # The run-overhead table (docs/BENCHMARKS.md) outlives the work dir.
 [ -f "$work/bench-run.md" ] && cp "$work/bench-run.md" "${CORRAL_BENCH_OUT:-/tmp/corral-bench-run.md}"

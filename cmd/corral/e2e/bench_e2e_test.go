@@ -16,6 +16,16 @@ import (
 	"time"
 )
 
+// benchOnly skips a measurement unless CORRAL_E2E_BENCH=1 (`make bench-e2e`):
+// the numbers in docs/BENCHMARKS.md come from such a run, and CI's test run
+// (make test-all) spends its VM minutes on assertions, not on timing loops.
+func benchOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CORRAL_E2E_BENCH") != "1" {
+		t.Skip("a measurement: set CORRAL_E2E_BENCH=1 (make bench-e2e)")
+	}
+}
+
 // runOverhead measures, on the same running box and in one run, `corral
 // run -- true` against what a Lima user runs instead (`limactl shell BOX
 // true`), a bare ssh through Lima's own master, a bare ssh client through

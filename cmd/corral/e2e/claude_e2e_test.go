@@ -274,6 +274,7 @@ ca = %q
 	})
 	t.Run("time to the first answer byte", func(t *testing.T) {
 		x.t = t
+		benchOnly(t)
 		// docs/BENCHMARKS.md: `corral claude -- -p "say hello"` on a running
 		// box, from exec to the first byte on stdout (Claude Code prints the
 		// answer once the stream ends, so this is the whole turn against

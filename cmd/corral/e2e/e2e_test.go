@@ -264,6 +264,7 @@ func TestBoxLifecycle(t *testing.T) {
 	})
 	t.Run("benchmark: run overhead", func(t *testing.T) {
 		x.t = t
+		benchOnly(t)
 		runOverhead(t, x, 10)
 	})
 	t.Run("a failed guest unit refuses the session", func(t *testing.T) {
