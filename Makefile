@@ -9,10 +9,10 @@ BIN     := bin/corral
 PREFIX  ?= /usr/local
 GO      ?= go
 
-.PHONY: help build test test-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz fuzz-short docs docs-check clean
+.PHONY: help build test test-e2e bench-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz fuzz-short docs docs-check clean
 
 help: ## show this help
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build bin/corral
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/corral
@@ -31,6 +31,9 @@ E2E_SMOKE    ?= ^(TestRenderValidates|TestBoxLifecycle)$$/^(up_from_a_golden_clo
 test-e2e: build ## end-to-end tests on real Lima VMs: all on Lima 2.2.0, a smoke run on 1.2.2 (needs packaging/linux/test-deps.sh)
 	CORRAL_E2E_LIMA='$(LIMA2_PREFIX)' packaging/ci/e2e.sh
 	CORRAL_E2E_RUN='$(E2E_SMOKE)' packaging/ci/e2e.sh
+
+bench-e2e: build ## the e2e measurements (session overhead, claude first answer byte) on Lima 2.2.0; tables in docs/BENCHMARKS.md
+	CORRAL_E2E_BENCH=1 CORRAL_E2E_LIMA='$(LIMA2_PREFIX)' CORRAL_E2E_RUN='^(TestBoxLifecycle|TestClaudeBrokered)$$/^(up_from_a_golden_clone|benchmark.*|claude_-p_answers.*|time_to_the_first_answer_byte)$$' packaging/ci/e2e.sh
 
 # After packaging/linux/test-deps.sh the desktop stack (D-Bus, keyring,
 # notification daemon, Xvfb) is installed, so its tests must run, not skip.
