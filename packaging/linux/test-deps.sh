@@ -12,9 +12,22 @@ apt-get update -q
 apt-get install -y -q --no-install-recommends \
 	shellcheck shfmt git curl ca-certificates make iproute2 util-linux \
 	dbus gnome-keyring libsecret-tools xvfb dunst \
-	dpkg-dev desktop-file-utils npm
+	dpkg-dev desktop-file-utils
+# npm fetches the pinned agent packages (core/pins). Machines of this kind
+# already have Node.js and npm from outside Debian, and Debian's npm
+# conflicts with that nodejs: install Debian's only where there is none.
+command -v npm >/dev/null 2>&1 ||
+	apt-get install -y -q --no-install-recommends npm
 
 "$here/setup-lima.sh"
-"$here/setup-lima2.sh"
-"$here/build-image.sh"
+# Lima 2.2.0's build is CPU-bound and the image build (debootstrap) mostly
+# waits on downloads and disk, so they overlap; the image needs 1.2.2's guest
+# agent, which setup-lima.sh has installed by now.
+"$here/setup-lima2.sh" &
+lima2=$!
+"$here/build-image.sh" || {
+	kill "$lima2" 2>/dev/null || true
+	exit 1
+}
+wait "$lima2"
 "$here/create-test-user.sh"
