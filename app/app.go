@@ -47,6 +47,16 @@ const (
 	AllowHour    = menu.AllowHour
 )
 
+// GitRevert is one git guard event: what box could write and changed in
+// project's git directory. All of it is box-derived: display it through
+// core/display. Err is nil when every change was reverted.
+type GitRevert struct {
+	Box     string
+	Project string
+	Changes []string // "modified config", … (relative to Project/.git)
+	Err     error
+}
+
 // Backend is everything the app needs from the lifecycle service.
 type Backend interface {
 	// Snapshot returns the current boxes and recent projects. It is called
@@ -59,6 +69,10 @@ type Backend interface {
 	// due (BoxView.IdleDue) and returns their names. The app calls it for
 	// "Stop idle boxes" and every SweepInterval.
 	StopIdle(ctx context.Context) ([]string, error)
+	// GuardGit runs the host git guard (box.Service.GuardGit) and returns
+	// one GitRevert per box whose project git directory had changed. The
+	// app calls it before every StopIdle and notifies each.
+	GuardGit(ctx context.Context) []GitRevert
 	// Allow adds host to box's egress allow-list for scope. For AllowDomain,
 	// host is the domain (e.g. "example.test") and the rule covers it and
 	// all its subdomains.

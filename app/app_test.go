@@ -29,6 +29,7 @@ import (
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
+	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 )
@@ -128,6 +129,7 @@ func (f *fileBackend) Stop(ctx context.Context, box string) error {
 func (f *fileBackend) StopIdle(ctx context.Context) ([]string, error) {
 	return nil, f.record(call{Op: "stop-idle"})
 }
+func (f *fileBackend) GuardGit(ctx context.Context) []app.GitRevert { return nil }
 func (f *fileBackend) Allow(ctx context.Context, box, host string, scope app.AllowScope) error {
 	return f.record(call{Op: "allow", Box: box, Host: host, Scope: scope.String()})
 }
@@ -702,5 +704,64 @@ func TestNotifiesDenialsOfBoxesCreatedLater(t *testing.T) {
 	}
 	if !strings.Contains(n.Summary, p.Box) || !strings.Contains(n.Summary, "blocked.example.test") {
 		t.Errorf("notification %+v", n)
+	}
+}
+
+// TestNotifiesGitGuardRevert: a box that could write its project's .git
+// (the opt-out) changed core.fsmonitor; the app's sweep reverts it and
+// posts exactly one notification, with no actions. The project's name
+// holds an escape character: the notification shows it escaped.
+func TestNotifiesGitGuardRevert(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	h := newHarness(t)
+	conn := coredt.Conn(t, h.addr)
+	notifyd, err := desktoptest.StartFakeNotifyd(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "home")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(t.TempDir(), "we\x1b[31mb")
+	if out, err := exec.Command("git", "init", "-q", proj).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	proj, _ = filepath.EvalSymlinks(proj)
+	const name = "web-1"
+	if err := box.WriteMeta(l, box.Meta{Name: name, Project: proj, VMType: "vz", GitShadowOff: true, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := (gitshadow.Guard{Dir: l.GitGuardDir(name)}).Record(proj, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(proj, ".git", "config")
+	orig, _ := os.ReadFile(cfg)
+	if out, err := exec.Command("git", "-C", proj, "config", "core.fsmonitor", "touch /tmp/pwned").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v %s", err, out)
+	}
+	t.Setenv("CORRAL_APPTEST_HOME", l.Home)
+	t.Setenv("CORRAL_APPTEST_SWEEP", "200ms")
+	h.start(time.Second)
+
+	n, err := notifyd.WaitPosted(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("posted %q / %q", n.Summary, n.Body)
+	if len(n.Actions) != 0 {
+		t.Errorf("actions %q, want none", n.Actions)
+	}
+	if !strings.HasPrefix(n.Body, "corral reverted a change to ") || !strings.HasSuffix(n.Body, "/.git made while box "+name+" could write it: modified config") || strings.ContainsRune(n.Summary+n.Body, 0x1b) {
+		t.Errorf("notification %q / %q", n.Summary, n.Body)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != string(orig) {
+		t.Errorf("config not reverted: %s", b)
+	}
+	// Several more sweeps: the event was notified once.
+	if extra, err := notifyd.WaitPosted(time.Second); err == nil {
+		t.Errorf("second notification %+v", extra)
 	}
 }

@@ -211,11 +211,32 @@ func (b *coreBackend) Stop(ctx context.Context, name string) error {
 }
 
 // StopIdle is the sweep of `corral stop --idle`: it stops the boxes whose
-// Snapshot says IdleDue. The git guard runs first, as it does before every
-// CLI command (reverts are in the audit log).
+// Snapshot says IdleDue. The app runs GuardGit first, as every CLI command
+// does.
 func (b *coreBackend) StopIdle(ctx context.Context) ([]string, error) {
-	b.svc.GuardGit()
 	return b.svc.Sweep(ctx)
+}
+
+// GuardGit reverts what boxes changed in their projects' git directories
+// (audited by core/box) and reports it for the app's notifications.
+func (b *coreBackend) GuardGit(ctx context.Context) []GitRevert {
+	var out []GitRevert
+	for _, r := range b.svc.GuardGit() {
+		g := GitRevert{Box: r.Box, Err: r.Err}
+		if m, err := box.ReadMeta(b.svc.Layout, r.Box); err == nil {
+			g.Project = m.Project
+		}
+		gitDir := filepath.Join(g.Project, ".git")
+		for _, c := range r.Changes {
+			// "modified config" under the .git the title names.
+			if rel, err := filepath.Rel(gitDir, c.Path); g.Project != "" && err == nil && filepath.IsLocal(rel) {
+				c.Path = rel
+			}
+			g.Changes = append(g.Changes, c.String())
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // Allow calls the same core function as `corral allow`; the box's broker

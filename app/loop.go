@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -239,6 +240,11 @@ func (l *loop) stopIdle(ctx context.Context, clicked bool) {
 		l.sweeping = true
 	}
 	l.goDo(ctx, func(ctx context.Context) func() {
+		// Off the loop: the guard reads and rewrites files, and posting
+		// is a D-Bus (or main-queue) round trip.
+		for _, r := range l.b.GuardGit(ctx) {
+			l.notifyGitRevert(ctx, r)
+		}
 		names, err := l.b.StopIdle(ctx)
 		return func() {
 			if !clicked {
@@ -371,6 +377,44 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 		})
 	}
 	l.refresh(ctx)
+}
+
+// notifyGitRevert posts one informational notification (no actions) for a
+// git guard event. It runs off the loop. Every shown string is box-derived
+// (box name, project path, changed paths) and goes through core/display.
+func (l *loop) notifyGitRevert(ctx context.Context, r GitRevert) {
+	l.log.Warn("git guard reverted a change", "box", r.Box, "project", r.Project, "changes", r.Changes, "err", r.Err)
+	n := notify.Notification{Kind: notify.KindInfo, Box: r.Box}
+	n.Title, n.Body = gitRevertText(r)
+	if err := l.opts.Notifier.Notify(ctx, n); err != nil {
+		l.log.Warn("posting git guard notification", "err", err)
+	}
+}
+
+// maxRevertLines caps the changes a notification lists; the audit log has
+// them all.
+const maxRevertLines = 3
+
+// gitRevertText is the title and body of a git guard notification.
+func gitRevertText(r GitRevert) (title, body string) {
+	gitDir := display.Text(filepath.Join(r.Project, ".git"), 0)
+	boxName := display.Text(r.Box, 0)
+	what := make([]string, 0, maxRevertLines+1)
+	for i, c := range r.Changes {
+		if i == maxRevertLines {
+			what = append(what, fmt.Sprintf("and %d more (corral audit)", len(r.Changes)-i))
+			break
+		}
+		what = append(what, display.Text(c, 0))
+	}
+	list := strings.Join(what, "; ")
+	if r.Err != nil {
+		return "corral could not revert a change to " + gitDir,
+			fmt.Sprintf("Box %s could write %s and changed it: %s. Reverting failed: %s. Do not run git there; run corral doctor.",
+				boxName, gitDir, list, display.Text(r.Err.Error(), 0))
+	}
+	return "corral reverted a change to " + gitDir,
+		fmt.Sprintf("corral reverted a change to %s made while box %s could write it: %s", gitDir, boxName, list)
 }
 
 // watchDenials runs Backend.WatchDenials until ctx is done, restarting it

@@ -68,7 +68,8 @@ func NewFreedesktop(conn *dbus.Conn, log *slog.Logger) (*Freedesktop, error) {
 	return f, nil
 }
 
-// Notify posts n with the actions "Allow" and "Allow once".
+// Notify posts n with the actions "Allow" and "Allow once", or none for
+// KindInfo.
 func (f *Freedesktop) Notify(ctx context.Context, n Notification) error {
 	// Hold mu across the call: a fast daemon may emit ActionInvoked for the
 	// new id before we see the reply, and handle must not look the id up
@@ -78,11 +79,14 @@ func (f *Freedesktop) Notify(ctx context.Context, n Notification) error {
 	var id uint32
 	call := f.conn.Object(fdoName, fdoPath).CallWithContext(ctx, fdoIface+".Notify", 0,
 		"corral", uint32(0), "network-wired", n.Title, n.Body,
-		[]string{ActionAllow, "Allow", ActionAllowOnce, "Allow once"},
+		n.Kind.actions(),
 		map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(1))},
 		int32(-1))
 	if err := call.Store(&id); err != nil {
 		return fmt.Errorf("posting notification for %s on box %q: %w", n.Host, n.Box, err)
+	}
+	if n.Kind == KindInfo {
+		return nil // no action can be invoked on it
 	}
 	f.open[id] = n
 	return nil

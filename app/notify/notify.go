@@ -1,5 +1,6 @@
 // Package notify posts "host denied" desktop notifications with Allow
-// actions and reports which action the user picked.
+// actions and reports which action the user picked, and informational
+// notifications (KindInfo) with no actions.
 //
 // Linux uses org.freedesktop.Notifications over D-Bus (freedesktop.go);
 // macOS uses UNUserNotificationCenter (un_darwin.go), which only works from a
@@ -11,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,12 +22,33 @@ const (
 	ActionAllowOnce = "allow-once" // label "Allow once"
 )
 
-// Notification is one "box wants to reach host" message.
+// Kind says what a notification offers the user.
+type Kind int
+
+const (
+	// KindDenied is "box wants to reach host", with Allow and Allow once.
+	KindDenied Kind = iota
+	// KindInfo only informs (e.g. the git guard reverted a change): no
+	// actions, so nothing the user clicks can allow anything.
+	KindInfo
+)
+
+// Notification is one message: by default a "box wants to reach host"
+// one; Kind KindInfo has no actions and Host may be empty.
 type Notification struct {
+	Kind  Kind
 	Box   string
 	Host  string
 	Title string
 	Body  string
+}
+
+// actions is the freedesktop action list (key, label, …) for k.
+func (k Kind) actions() []string {
+	if k == KindInfo {
+		return []string{}
+	}
+	return []string{ActionAllow, "Allow", ActionAllowOnce, "Allow once"}
 }
 
 // ActionEvent is the user's choice on a notification.
@@ -130,4 +153,17 @@ func AuthorizationProblem(granted bool, domain string, code int, desc string) st
 		return "notifications unavailable (" + domain + " " + fmt.Sprint(code) + ": " + desc + "); denied hosts show in this menu"
 	}
 	return "notifications are off for Corral: turn them on in System Settings › Notifications › Corral; denied hosts show in this menu"
+}
+
+// infoSeq numbers informational notifications: each is its own event, so
+// none replaces another.
+var infoSeq atomic.Uint64
+
+// id is the UN request identifier: one denial notification per (box,
+// host), a later one replaces it; every informational one is new.
+func (n Notification) id() string {
+	if n.Kind == KindInfo {
+		return fmt.Sprintf("corral-info-%d", infoSeq.Add(1))
+	}
+	return "corral-denied-" + n.Box + "-" + n.Host
 }

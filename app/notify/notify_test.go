@@ -52,3 +52,22 @@ func TestAuthorizationProblem(t *testing.T) {
 		}
 	}
 }
+
+// Informational notifications carry no actions and never replace one
+// another; a denial replaces the earlier one for its (box, host).
+func TestKindActionsAndIDs(t *testing.T) {
+	if a := KindInfo.actions(); len(a) != 0 {
+		t.Errorf("info actions %q", a)
+	}
+	if a := KindDenied.actions(); len(a) != 4 || a[0] != ActionAllow || a[2] != ActionAllowOnce {
+		t.Errorf("denied actions %q", a)
+	}
+	i := Notification{Kind: KindInfo, Box: "b"}
+	if i.id() == i.id() {
+		t.Error("two info notifications share an id")
+	}
+	d := Notification{Box: "b", Host: "h"}
+	if d.id() != d.id() {
+		t.Error("a denial's id changes")
+	}
+}

@@ -167,17 +167,19 @@ func newUNDelegate() objc.Object {
 }
 
 // Notify posts n in the "corral-denied" category (Allow, Allow once) with
-// the box and host in userInfo. The request goes through the main queue.
+// the box and host in userInfo, or, for KindInfo, in no category (no
+// actions). The request goes through the main queue.
 func (u *UN) Notify(ctx context.Context, n Notification) error {
 	errc := make(chan error, 1)
 	dispatch.MainQueue().DispatchAsync(func() {
 		content := objc.Call[objc.Object](objc.GetClass("UNMutableNotificationContent"), objc.Sel("new"))
 		objc.Call[objc.Void](content, objc.Sel("setTitle:"), n.Title)
 		objc.Call[objc.Void](content, objc.Sel("setBody:"), n.Body)
-		objc.Call[objc.Void](content, objc.Sel("setCategoryIdentifier:"), unCategory)
-		objc.Call[objc.Void](content, objc.Sel("setUserInfo:"), map[string]string{"box": n.Box, "host": n.Host})
-		// One notification per (box, host): a later one replaces it.
-		id := "corral-denied-" + n.Box + "-" + n.Host
+		id := n.id()
+		if n.Kind != KindInfo {
+			objc.Call[objc.Void](content, objc.Sel("setCategoryIdentifier:"), unCategory)
+			objc.Call[objc.Void](content, objc.Sel("setUserInfo:"), map[string]string{"box": n.Box, "host": n.Host})
+		}
 		req := objc.Call[objc.Object](objc.GetClass("UNNotificationRequest"), objc.Sel("requestWithIdentifier:content:trigger:"),
 			id, content, objc.Object{})
 		// A nil completion handler: darwinkit v0.5.0's dispose helper for
