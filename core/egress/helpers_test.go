@@ -119,8 +119,9 @@ func newUpstream(t testing.TB, secure bool, h http.Handler) *httptest.Server {
 	return srv
 }
 
-// echoServer accepts on 127.0.0.1 and echoes until the test ends.
-func echoServer(t *testing.T) string {
+// serveConns accepts on a test upstream listener until the test ends and
+// runs handle for each connection (closed after handle returns).
+func serveConns(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln := listenUpstream(t)
 	t.Cleanup(func() { ln.Close() })
@@ -132,11 +133,17 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				io.Copy(c, c) //nolint:errcheck
+				handle(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// echoServer accepts on 127.0.0.1 and echoes until the test ends.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	return serveConns(t, func(c net.Conn) { io.Copy(c, c) }) //nolint:errcheck
 }
 
 func portOf(t *testing.T, addr string) string {

@@ -18,30 +18,18 @@ import (
 // the request body when the response is already in.
 func earlyAnswerUpstream(t *testing.T) string {
 	t.Helper()
-	ln := listenUpstream(t)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope") //nolint:errcheck
-				// Read a little of the body, slowly, so the transport is
-				// mid-body when the broker has its answer.
-				buf := make([]byte, 1024)
-				c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)) //nolint:errcheck
-				br.Read(buf)                                              //nolint:errcheck
-			}()
+	return serveConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope") //nolint:errcheck
+		// Read a little of the body, slowly, so the transport is
+		// mid-body when the broker has its answer.
+		buf := make([]byte, 1024)
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)) //nolint:errcheck
+		br.Read(buf)                                              //nolint:errcheck
+	})
 }
 
 // TestEarlyAnswerPOST is the regression test for the pooled-reader crash:
