@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/recent"
 )
 
 // fakeLima is an in-memory limactl behind the Client's exec seam: it keeps
@@ -124,6 +125,10 @@ func TestUpCreatesAndStarts(t *testing.T) {
 	}
 	if f.insts[r.Project.Box] != "Running" {
 		t.Errorf("instance %v", f.insts)
+	}
+	// The menu's Projects offers the folder again (core/recent).
+	if rs := recent.Read(s.Layout); len(rs) != 1 || rs[0].Dir != r.Project.Dir {
+		t.Errorf("recent projects %+v, want %s", rs, r.Project.Dir)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/pins"
 	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/recent"
 )
 
 // UpOptions tune Up.
@@ -72,6 +73,11 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return Meta{}, err
 	}
 	defer lock.Unlock()
+	// The menu's Projects offers the folder again, also after the box
+	// is removed.
+	if err := recent.Record(s.Layout, r.Project.Dir, s.now()); err != nil {
+		s.Logger.Warn("recording the recent project", "err", err)
+	}
 
 	m, err := ReadMeta(s.Layout, box)
 	exists := err == nil

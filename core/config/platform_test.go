@@ -104,3 +104,34 @@ func TestTerminalKey(t *testing.T) {
 		t.Error("a repository chose the host's terminal app")
 	}
 }
+
+func TestProjectRootsKey(t *testing.T) {
+	l, err := Parse(KindGlobal, "g.toml", []byte(`project_roots = ["~/src", "/srv/code", "~"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validate(l); len(errs) != 0 {
+		t.Errorf("refused: %v", errs)
+	}
+	for _, v := range []string{"", "src", "~other/src", "/a\nb", "/a\x1bb"} {
+		l, err := Parse(KindGlobal, "g.toml", []byte("project_roots = ["+strconv.Quote(v)+"]"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := validate(l); len(errs) != 1 || !strings.Contains(errs[0].Error(), "project_roots") {
+			t.Errorf("%q: %v, want one violation on project_roots", v, errs)
+		}
+	}
+	many := strings.Repeat(`"/r", `, MaxProjectRoots+1)
+	l, err = Parse(KindGlobal, "g.toml", []byte("project_roots = ["+many+"]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validate(l); len(errs) != 1 {
+		t.Errorf("%d roots: %v, want one violation", MaxProjectRoots+1, errs)
+	}
+	proj := newProject(t, []byte(`project_roots = ["/"]`))
+	if _, err := Load(request(proj, "")); err == nil || !strings.Contains(err.Error(), "project_roots") {
+		t.Errorf("a repository set project_roots: %v", err)
+	}
+}

@@ -102,6 +102,7 @@ var Schema = []Key{
 	{"snapshots", "string", `"off"`, ClassFree, MergeReplace, `"auto" snapshots the box before every start; "off" only on request.`},
 	{"snapshots_keep", "integer", "3", ClassFree, MergeReplace, "How many automatic snapshots to keep."},
 	{"terminal", "string", `"Terminal" on macOS; on Linux the first terminal found`, ClassHost, MergeReplace, `The terminal app the menu opens sessions and shells in. macOS: "Terminal" (a .command script opened through LaunchServices, no Automation prompt), "iTerm2" (AppleScript run by osascript: allow Corral under System Settings › Privacy & Security › Automation), "Ghostty", or the name of another app that opens .command scripts. Linux: a terminal command that takes -e, tried before $TERMINAL.`},
+	{"project_roots", "list of paths", "[]", ClassHost, MergeUnion, "Folders the menu's Projects lists repositories from: each is scanned one level deep for directories holding .git (at most 16 roots, 512 entries read per root, 50 repositories listed; symlinks below a root are not followed). Absolute or starting with ~/, e.g. [\"~/src\"]. A repository's .corral.toml may not set it."},
 }
 
 // Toolchains corral knows how to install.
@@ -235,4 +236,5 @@ type Config struct {
 	Snapshots       *string               `toml:"snapshots" json:"snapshots,omitempty"`
 	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
 	Terminal        *string               `toml:"terminal" json:"terminal,omitempty"`
+	ProjectRoots    []string              `toml:"project_roots" json:"project_roots,omitempty"`
 }

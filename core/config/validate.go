@@ -137,6 +137,7 @@ func validate(l Layer) []error {
 	if c.Terminal != nil && !ValidTerminal(*c.Terminal) {
 		bad("terminal", strconv.Quote(*c.Terminal), "not an app or command name", `use a name such as "Terminal", "iTerm2" or "Ghostty"`)
 	}
+	checkProjectRoots(c.ProjectRoots, bad)
 	if c.Image != nil && strings.TrimSpace(*c.Image) == "" {
 		bad("image", `""`, "must not be empty", "remove the key to use the default image")
 	}
@@ -202,6 +203,26 @@ func validate(l Layer) []error {
 		}
 	}
 	return errs
+}
+
+// MaxProjectRoots caps project_roots: each root is read at every menu
+// refresh of its scan.
+const MaxProjectRoots = 16
+
+// checkProjectRoots: absolute or ~/ paths, printable, at most
+// MaxProjectRoots.
+func checkProjectRoots(roots []string, bad func(k, v, r, f string)) {
+	if len(roots) > MaxProjectRoots {
+		bad("project_roots", fmt.Sprintf("(%d entries)", len(roots)), fmt.Sprintf("at most %d roots", MaxProjectRoots), "name the folders that hold your repositories, e.g. [\"~/src\"]")
+	}
+	for _, r := range roots {
+		switch {
+		case r == "" || len(r) > 4096 || strings.ContainsFunc(r, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+			bad("project_roots", strconv.Quote(r), "not a path", `use an absolute path or one starting with ~/, e.g. "~/src"`)
+		case !filepath.IsAbs(r) && r != "~" && !strings.HasPrefix(r, "~/"):
+			bad("project_roots", strconv.Quote(r), "must be absolute or start with ~/", `e.g. "~/src"`)
+		}
+	}
 }
 
 // ValidTerminal reports whether name may be the terminal key: an app name

@@ -6,6 +6,7 @@
 //	  lima/                    LIMA_HOME, private to corral
 //	  boxes/<box>.json         box metadata
 //	  projects/<box>.toml      trusted per-box config layer (and approvals)
+//	  recent.json              project folders corral used lately (the menu's Projects)
 //	  agents/<agent>/          agent state shared by boxes with agent_state = "shared" (opt-in)
 //	  agent-templates/<agent>/ host-owned template "seeded" boxes copy; never mounted
 //	  seed/<box>/              what a box copies at its first boot (agent state, clone bundle); read-only share
@@ -55,6 +56,10 @@ func (l Layout) GlobalConfig() string { return filepath.Join(l.Home, "config.tom
 
 // LimaHome is the LIMA_HOME corral runs limactl with.
 func (l Layout) LimaHome() string { return filepath.Join(l.Home, "lima") }
+
+// RecentProjects is the capped list of project folders corral used lately
+// (core/recent), which the menu offers beside the projects with a box.
+func (l Layout) RecentProjects() string { return filepath.Join(l.Home, "recent.json") }
 
 // BoxesDir holds box metadata.
 func (l Layout) BoxesDir() string { return filepath.Join(l.Home, "boxes") }
