@@ -19,13 +19,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/app/notify"
 	"github.com/corral-dev/corral/app/opener"
+	"github.com/corral-dev/corral/app/picker"
 	"github.com/corral-dev/corral/app/terminal"
+	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/project"
 )
 
 // The view types come from package menu; these aliases let the lifecycle
@@ -105,12 +109,12 @@ type Options struct {
 	Notifier notify.Notifier
 	Launcher terminal.Launcher
 	Opener   opener.Opener
+	// Picker asks for a folder for "Open folder…"; nil means the
+	// platform's (NSOpenPanel, the desktop portal).
+	Picker picker.Picker
 	// Terminal returns the terminal config key at each Open ("" for the
 	// platform's default); nil means the default.
 	Terminal func() string
-	// Argv builds the command a terminal runs for an action; default
-	// DefaultArgv.
-	Argv func(corral string, a menu.Action) []string
 
 	RefreshInterval time.Duration // default 3s
 	// SweepInterval is how often the app stops idle boxes
@@ -127,22 +131,36 @@ type Options struct {
 // app instance of the same user holds the lock in StateDir.
 var ErrAlreadyRunning = errors.New("the corral app is already running")
 
-// DefaultArgv is the terminal command for the session, shell and project
-// actions:
+// CommandArgv is the command a terminal runs for a menu action:
 //
-//	corral claude BOX
-//	corral shell BOX
-//	corral claude --project DIR   (creates the project's box when needed)
-func DefaultArgv(corral string, a menu.Action) []string {
+//	corral claude -C DIR          (a box's session, a project; the box is
+//	                               created on first use)
+//	corral shell -C DIR
+//	corral approve -C DIR
+//	corral attach BOX SESSION
+//
+// DIR is the project folder the action carries. BOX and SESSION came from
+// the box's state and the box itself: they must pass the box and session
+// name rules before they reach an argv.
+func CommandArgv(corral string, a menu.Action) ([]string, error) {
 	switch a.Kind {
-	case menu.ActOpenSession:
-		return []string{corral, "claude", a.Box}
-	case menu.ActOpenShell:
-		return []string{corral, "shell", a.Box}
-	case menu.ActOpenProject:
-		return []string{corral, "claude", "--project", a.Project}
+	case menu.ActOpenSession, menu.ActOpenProject, menu.ActOpenShell, menu.ActReviewRequests:
+		if a.Project == "" || !filepath.IsAbs(a.Project) {
+			return nil, fmt.Errorf("box %s has no known project folder", a.Box)
+		}
+		cmd := map[menu.ActionKind]string{menu.ActOpenSession: "claude", menu.ActOpenProject: "claude",
+			menu.ActOpenShell: "shell", menu.ActReviewRequests: "approve"}[a.Kind]
+		return []string{corral, cmd, "-C", a.Project}, nil
+	case menu.ActAttach:
+		if err := project.CheckName(a.Box, ""); err != nil {
+			return nil, err
+		}
+		if err := box.CheckSessionName(a.Session); err != nil {
+			return nil, err
+		}
+		return []string{corral, "attach", a.Box, a.Session}, nil
 	}
-	return nil
+	return nil, fmt.Errorf("no terminal command for menu action %d", a.Kind)
 }
 
 func (o *Options) fill() error {
@@ -168,8 +186,8 @@ func (o *Options) fill() error {
 	if o.Opener == nil {
 		o.Opener = opener.New()
 	}
-	if o.Argv == nil {
-		o.Argv = DefaultArgv
+	if o.Picker == nil {
+		o.Picker = picker.New()
 	}
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = 3 * time.Second

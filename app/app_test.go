@@ -421,9 +421,19 @@ func TestAppOverDBus(t *testing.T) {
 	}
 
 	denied := menu.DeniedHost{Host: "api.example.test", Port: 443, Count: 3, Last: time.Now().Add(-time.Minute).Truncate(time.Second)}
-	w1 := web
+	// Real folders: the app checks a project folder before a terminal
+	// gets it.
+	src := realDir(t, t.TempDir())
+	for _, d := range []string{"web", "api", "new"} {
+		if err := os.Mkdir(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w1, api := web, api
+	w1.Project, api.Project = filepath.Join(src, "web"), filepath.Join(src, "api")
 	w1.Denied = []menu.DeniedHost{denied}
-	st := app.State{Boxes: []menu.BoxView{w1, api}, Projects: []menu.Project{{Dir: "/home/u/src/new", LastUsed: time.Now()}}}
+	w1.Detached = []menu.SessionView{{Name: "claude", Agent: "claude", Activity: time.Now()}}
+	st := app.State{Boxes: []menu.BoxView{w1, api}, Projects: []menu.Project{{Dir: filepath.Join(src, "new"), LastUsed: time.Now()}}}
 	h.writeState(st)
 	c := h.start(100 * time.Millisecond)
 	item := openItem(t, conn, w)
@@ -465,9 +475,13 @@ func TestAppOverDBus(t *testing.T) {
 	})
 	t.Run("open session in terminal", func(t *testing.T) {
 		click(t, item, apiNode.Find("Open Claude session"), "Open Claude session")
-		h.waitArgv("terminal.argv", []string{"-e", "/opt/corral/bin/corral", "claude", "api-77aa01"})
+		h.waitArgv("terminal.argv", []string{"-e", "/opt/corral/bin/corral", "claude", "-C", api.Project})
+		click(t, item, apiNode.Find("Open shell"), "Open shell")
+		h.waitArgv("terminal.argv", []string{"-e", "/opt/corral/bin/corral", "shell", "-C", api.Project})
 		click(t, item, root.Find("new (new box)"), "project new")
-		h.waitArgv("terminal.argv", []string{"-e", "/opt/corral/bin/corral", "claude", "--project", "/home/u/src/new"})
+		h.waitArgv("terminal.argv", []string{"-e", "/opt/corral/bin/corral", "claude", "-C", filepath.Join(src, "new")})
+		click(t, item, webNode.Find("Attach claude · active"), "Attach claude")
+		h.waitArgv("terminal.argv", []string{"-e", "/opt/corral/bin/corral", "attach", "web-3f2a1c", "claude"})
 	})
 	t.Run("open config and log", func(t *testing.T) {
 		click(t, item, root.Find("Open config"), "Open config")
@@ -475,7 +489,7 @@ func TestAppOverDBus(t *testing.T) {
 		click(t, item, webNode.Find("Show egress log"), "Show egress log")
 		h.waitArgv("opener.argv", []string{"/var/log/corral/web-3f2a1c.egress.log"})
 		click(t, item, webNode.Find("Reveal project"), "Reveal project")
-		h.waitArgv("opener.argv", []string{"/home/u/src/web"})
+		h.waitArgv("opener.argv", []string{w1.Project})
 	})
 	t.Run("rebuild needs two clicks", func(t *testing.T) {
 		click(t, item, webNode.Find("Rebuild…"), "Rebuild…")
@@ -499,7 +513,7 @@ func TestAppOverDBus(t *testing.T) {
 	})
 
 	t.Run("state change redraws", func(t *testing.T) {
-		st2 := app.State{Boxes: []menu.BoxView{{Name: "web-3f2a1c", Project: "/home/u/src/web", State: menu.StateStopped}, api}}
+		st2 := app.State{Boxes: []menu.BoxView{{Name: "web-3f2a1c", Project: w1.Project, State: menu.StateStopped}, api}}
 		h.writeState(st2)
 		r := waitMenu(t, item, menu.Build(st2, menu.UI{Now: time.Now()}, menu.Limits{}).Text())
 		if r.Find("Stop idle boxes (0)") == nil {
@@ -764,4 +778,13 @@ func TestNotifiesGitGuardRevert(t *testing.T) {
 	if extra, err := notifyd.WaitPosted(time.Second); err == nil {
 		t.Errorf("second notification %+v", extra)
 	}
+}
+
+func realDir(t testing.TB, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

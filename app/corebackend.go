@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/recent"
 )
 
 // coreBackend is the app's Backend over core/box: the same lifecycle
@@ -22,9 +23,105 @@ import (
 type coreBackend struct {
 	svc *box.Service
 
-	mu     sync.Mutex
-	denied map[string]deniedCache // box -> denials summarised from its egress log
-	counts map[string]commitCount // box -> commits not pulled yet
+	mu       sync.Mutex
+	denied   map[string]deniedCache  // box -> denials summarised from its egress log
+	counts   map[string]commitCount  // box -> commits not pulled yet
+	sessions map[string]sessionCache // box -> its detachable sessions
+	repos    reposCache              // repositories under project_roots
+}
+
+// sessionCache is a running box's detachable sessions as of one ssh round
+// trip (box.Service.GuestSessions). Snapshot never waits for one: it shows
+// the last list and asks again in the background when it is older than
+// sessionsTTL.
+type sessionCache struct {
+	list    []menu.SessionView
+	at      time.Time
+	pending bool
+}
+
+// sessionsTTL is how often the app asks a running box for its sessions;
+// sessionsTimeout bounds one ask.
+const (
+	sessionsTTL     = 20 * time.Second
+	sessionsTimeout = 15 * time.Second
+)
+
+// detached returns the last known detachable sessions of a box and
+// refreshes them off the caller's goroutine when stale.
+func (b *coreBackend) detached(s box.Status, now time.Time) []menu.SessionView {
+	if s.State != menu.StateRunning {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sessions == nil {
+		b.sessions = map[string]sessionCache{}
+	}
+	c := b.sessions[s.Name]
+	if !c.pending && now.Sub(c.at) >= sessionsTTL {
+		c.pending = true
+		b.sessions[s.Name] = c
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), sessionsTimeout)
+			defer cancel()
+			gs, err := b.svc.GuestSessions(ctx, s.Name)
+			var list []menu.SessionView
+			for _, g := range gs {
+				// ParseGuestSessions kept only names that pass the rule;
+				// the menu checks again before an argv (CommandArgv).
+				list = append(list, menu.SessionView{Name: g.Name, Agent: g.Agent, Attached: g.Attached, Activity: g.Activity})
+			}
+			if err != nil {
+				list = c.list // a box busy or slow to answer: keep the last list
+			}
+			b.mu.Lock()
+			b.sessions[s.Name] = sessionCache{list: list, at: time.Now()}
+			b.mu.Unlock()
+		}()
+	}
+	return c.list
+}
+
+// reposCache is the scan of the project_roots of the global config.
+type reposCache struct {
+	at    time.Time
+	roots []string
+	repos []menu.Project
+}
+
+// reposTTL: the roots are read again at most this often (a Snapshot runs
+// every few seconds; a scan reads up to recent.MaxScan entries per root).
+const reposTTL = 30 * time.Second
+
+// projectRepos returns the repositories under the configured project
+// roots, and the roots as written in the config.
+func (b *coreBackend) projectRepos(now time.Time) ([]menu.Project, []string) {
+	b.mu.Lock()
+	c := b.repos
+	b.mu.Unlock()
+	if !c.at.IsZero() && now.Sub(c.at) < reposTTL {
+		return c.repos, c.roots
+	}
+	c = reposCache{at: now}
+	l, err := config.LoadFile(config.KindGlobal, b.svc.Layout.GlobalConfig())
+	if err == nil {
+		home, _ := os.UserHomeDir()
+		var abs []string
+		for _, r := range l.Config.ProjectRoots {
+			if a := recent.ExpandRoot(r, home); a != "" {
+				abs = append(abs, a)
+				c.roots = append(c.roots, r)
+			}
+		}
+		for _, r := range recent.ScanRoots(abs) {
+			c.repos = append(c.repos, menu.Project{Dir: r.Dir, LastUsed: r.Mod})
+		}
+	}
+	b.mu.Lock()
+	b.repos = c
+	b.mu.Unlock()
+	return c.repos, c.roots
 }
 
 // commitCount is a box's unpulled commits as of one ssh round trip.
@@ -129,7 +226,6 @@ func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) 
 		Logger:     logger,
 		CorralPath: exe,
 		StateDir:   l.RunDir(),
-		Argv:       b.argv,
 		Terminal:   func() string { return terminalApp(l.GlobalConfig(), logger) },
 	})
 }
@@ -151,25 +247,6 @@ func terminalApp(globalConfig string, logger *slog.Logger) string {
 	return *l.Config.Terminal
 }
 
-// argv maps a menu action to the CLI command a terminal runs.
-func (b *coreBackend) argv(corral string, a menu.Action) []string {
-	project := a.Project
-	if project == "" && a.Box != "" {
-		if m, err := box.ReadMeta(b.svc.Layout, a.Box); err == nil {
-			project = m.Project
-		}
-	}
-	switch a.Kind {
-	case menu.ActOpenSession, menu.ActOpenProject:
-		return []string{corral, "claude", "-C", project}
-	case menu.ActOpenShell:
-		return []string{corral, "shell", "-C", project}
-	case menu.ActReviewRequests:
-		return []string{corral, "approve", "-C", project}
-	}
-	return nil
-}
-
 func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 	list, err := b.svc.List()
 	var st State
@@ -184,8 +261,25 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		v.Denied = b.deniedHosts(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
 		v.Requests = len(box.PendingRequests(b.svc.Layout, s.Name, s.Project))
+		v.Detached = b.detached(s, now)
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
+	}
+	// Folders corral used lately whose box is gone (or never came up).
+	boxOf := map[string]string{}
+	for _, p := range st.Projects {
+		boxOf[p.Dir] = p.Box
+	}
+	for _, e := range recent.Read(b.svc.Layout) {
+		if _, ok := boxOf[e.Dir]; !ok {
+			st.Projects = append(st.Projects, Project{Dir: e.Dir, LastUsed: e.Used})
+		}
+	}
+	repos, roots := b.projectRepos(now)
+	st.Roots = roots
+	for _, r := range repos {
+		r.Box = boxOf[r.Dir]
+		st.Repos = append(st.Repos, r)
 	}
 	return st, err
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,8 +14,11 @@ import (
 
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/app/notify"
+	"github.com/corral-dev/corral/app/picker"
 	"github.com/corral-dev/corral/app/tray"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/project"
+	"github.com/corral-dev/corral/core/recent"
 )
 
 // rebuildConfirmWindow is how long "Click again to rebuild" stays armed.
@@ -43,6 +47,7 @@ type loop struct {
 	refreshing   bool
 	refreshAgain bool
 	sweeping     bool // a timer's StopIdle runs
+	picking      bool // the folder chooser is open
 }
 
 func newLoop(opts Options, cancel context.CancelFunc) *loop {
@@ -208,18 +213,10 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		l.allow(ctx, a.Box, a.Host, a.Scope)
 	case menu.ActStopIdle:
 		l.stopIdle(ctx, true)
-	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject, menu.ActReviewRequests:
-		argv := l.opts.Argv(l.opts.CorralPath, a)
-		if len(argv) == 0 {
-			return
-		}
-		op := "open terminal for " + strings.Join(argv[1:], " ")
-		l.goDo(ctx, func(ctx context.Context) func() {
-			if err := l.opts.Launcher.Open(ctx, argv); err != nil {
-				return func() { l.fail(op, err); l.render() }
-			}
-			return nil
-		})
+	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject, menu.ActReviewRequests, menu.ActAttach:
+		l.openTerminal(ctx, a)
+	case menu.ActOpenFolder:
+		l.pickFolder(ctx)
 	case menu.ActShowLog:
 		l.open(ctx, "show egress log of "+a.Box, l.b.EgressLogPath(a.Box))
 	case menu.ActRevealProject:
@@ -227,6 +224,64 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 	case menu.ActOpenConfig:
 		l.open(ctx, "open config", l.b.ConfigPath())
 	}
+}
+
+// openTerminal opens the action's command (CommandArgv) in a terminal, off
+// the loop. A project folder is checked again first: a folder found under
+// a project root may have been swapped for a symlink since the scan.
+func (l *loop) openTerminal(ctx context.Context, a menu.Action) {
+	argv, err := CommandArgv(l.opts.CorralPath, a)
+	if err != nil {
+		l.fail("open terminal", err)
+		l.render()
+		return
+	}
+	op := "open terminal for " + strings.Join(argv[1:], " ")
+	l.goDo(ctx, func(ctx context.Context) func() {
+		if a.Project != "" {
+			if err := recent.CheckDir(a.Project); err != nil {
+				return func() { l.fail(op, err); l.render() }
+			}
+		}
+		if err := l.opts.Launcher.Open(ctx, argv); err != nil {
+			return func() { l.fail(op, err); l.render() }
+		}
+		return nil
+	})
+}
+
+// pickFolder shows the folder chooser off the loop (it waits on the user)
+// and opens a Claude session in the folder chosen. One chooser at a time.
+// With no chooser at all, a notification says how to do it by hand.
+func (l *loop) pickFolder(ctx context.Context) {
+	if l.picking {
+		return
+	}
+	l.picking = true
+	l.goDo(ctx, func(ctx context.Context) func() {
+		dir, err := l.opts.Picker.Pick(ctx)
+		if err == nil {
+			dir, err = project.ResolveDir(dir)
+		}
+		if errors.Is(err, picker.ErrUnavailable) {
+			n := notify.Notification{Kind: notify.KindInfo, Title: "corral cannot show a folder chooser",
+				Body: "Open a project from a terminal with corral claude -C DIR, or list your projects' parent folder in project_roots in ~/.corral/config.toml."}
+			if nerr := l.opts.Notifier.Notify(ctx, n); nerr != nil {
+				l.log.Warn("posting notification", "err", nerr)
+			}
+		}
+		return func() {
+			l.picking = false
+			switch {
+			case errors.Is(err, picker.ErrCancelled), errors.Is(err, context.Canceled):
+			case err != nil:
+				l.fail("open folder", err)
+				l.render()
+			default:
+				l.openTerminal(ctx, menu.Action{Kind: menu.ActOpenProject, Project: dir})
+			}
+		}
+	})
 }
 
 // stopIdle stops the idle boxes off the loop: for a click (which shows a

@@ -86,8 +86,10 @@ func TestBuildNeverShowsUnsafeText(t *testing.T) {
 		for range 5 {
 			ds = append(ds, DeniedHost{Host: gen(), Port: r.IntN(3) * 443, Count: 1, Last: now, Malformed: r.IntN(2) == 0})
 		}
-		st := State{Boxes: []BoxView{{Name: gen(), State: StateRunning, Err: gen(), Denied: ds}},
-			Projects: []Project{{Name: gen(), Dir: "/p/" + gen()}}}
+		st := State{Boxes: []BoxView{{Name: gen(), State: StateRunning, Err: gen(), Denied: ds,
+			Detached: []SessionView{{Name: gen(), Agent: gen(), Activity: now}}}},
+			Projects: []Project{{Name: gen(), Dir: "/p/" + gen()}},
+			Repos:    []Project{{Dir: "/r/" + gen()}}, Roots: []string{gen()}}
 		m := Build(st, UI{LastError: gen(), SnapshotErr: gen()}, Limits{})
 		walk(m, func(it Item) {
 			for _, s := range []string{it.Title, it.Tooltip} {

@@ -36,6 +36,8 @@ const (
 	ActQuit                             // quit the app
 	ActPull                             // fetch Box's new commits into the host repository (corral pull)
 	ActReviewRequests                   // review the hosts Box's repository requests (corral approve in a terminal)
+	ActAttach                           // open a terminal on Box's detachable session Session (corral attach)
+	ActOpenFolder                       // choose a folder, then open a Claude session in it
 )
 
 // Action is the effect of clicking an item. Only the fields the kind needs
@@ -46,6 +48,7 @@ type Action struct {
 	Host    string // for ActAllow: the host, or the domain when Scope is AllowDomain
 	Scope   AllowScope
 	Project string // project directory
+	Session string // for ActAttach: the detachable session's name
 }
 
 // Item is one menu entry. Key is stable across rebuilds for the same
@@ -105,6 +108,8 @@ type Limits struct {
 	MaxDenied   int // denied hosts listed per box, default 10
 	MaxProjects int // projects listed, default 10
 	MaxTitle    int // runes of a box or host name before "…", default 28
+	MaxSessions int // detachable sessions listed per box, default 5
+	MaxRepos    int // repositories under project_roots listed, default 15
 }
 
 func (l Limits) withDefaults() Limits {
@@ -119,6 +124,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxTitle <= 0 {
 		l.MaxTitle = 28
+	}
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = 5
+	}
+	if l.MaxRepos <= 0 {
+		l.MaxRepos = 15
 	}
 	return l
 }
@@ -191,7 +202,7 @@ func Build(st State, ui UI, lim Limits) Menu {
 		stopIdle.Disabled = true
 	}
 	actions := Section{Key: SectionActions, Cap: 3, SeparatorBefore: true, Items: []Item{
-		projectsItem(st.Projects, lim),
+		projectsItem(st, lim),
 		stopIdle,
 		{Key: "open-config", Title: "Open config", Action: Action{Kind: ActOpenConfig}},
 	}}
@@ -322,23 +333,87 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 		reveal.Action = Action{}
 	}
 
+	noProject := b.Project == ""
+	children := []Item{
+		errItem,
+		{Key: k + "/session", Title: "Open Claude session", Disabled: broken || noProject, Action: Action{Kind: ActOpenSession, Box: b.Name, Project: b.Project}},
+		{Key: k + "/shell", Title: "Open shell", Disabled: broken || noProject, Action: Action{Kind: ActOpenShell, Box: b.Name, Project: b.Project}},
+	}
+	children = append(children, sessionItems(k, b, ui.Now, lim)...)
 	return Item{
 		Key:     k,
 		Title:   BoxTitle(b, lim.MaxTitle),
 		Tooltip: tip,
-		Children: []Item{
-			errItem,
-			{Key: k + "/session", Title: "Open Claude session", Disabled: broken, Action: Action{Kind: ActOpenSession, Box: b.Name}},
-			{Key: k + "/shell", Title: "Open shell", Disabled: broken, Action: Action{Kind: ActOpenShell, Box: b.Name}},
+		Children: append(children,
 			startStop,
 			pullItem(k, b, ui),
 			requestsItem(k, b, lim),
 			deniedItem(k, b, ui.Now, lim),
-			{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
+			Item{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
 			reveal,
 			rebuild,
-		},
+		),
 	}
+}
+
+// quietAfter: a session with input or output this recent is shown as
+// active. The app asks the box every sessionsTTL (tens of seconds), so
+// finer is not known.
+const quietAfter = time.Minute
+
+// sessionItems are the box's detachable sessions, each an "Attach" item,
+// in MaxSessions+1 fixed slots (the last says how many more there are),
+// hidden when unused, so that the submenu keeps its shape.
+func sessionItems(k string, b BoxView, now time.Time, lim Limits) []Item {
+	out := make([]Item, 0, lim.MaxSessions+1)
+	ss := append([]SessionView(nil), b.Detached...)
+	if !b.Running() {
+		ss = nil
+	}
+	// Most recently active first; ties by name.
+	sort.SliceStable(ss, func(i, j int) bool {
+		if !ss[i].Activity.Equal(ss[j].Activity) {
+			return ss[i].Activity.After(ss[j].Activity)
+		}
+		return ss[i].Name < ss[j].Name
+	})
+	for i := range lim.MaxSessions {
+		if i >= len(ss) {
+			out = append(out, Item{Key: fmt.Sprintf("%s/attach/%d", k, i), Hidden: true})
+			continue
+		}
+		out = append(out, attachItem(k, b.Name, ss[i], now, lim))
+	}
+	more := Item{Key: k + "/attach/more", Disabled: true, Hidden: true}
+	if n := len(ss) - lim.MaxSessions; n > 0 {
+		more.Hidden = false
+		more.Title = fmt.Sprintf("+ %d more session%s (corral sessions)", n, plural(n))
+	}
+	return append(out, more)
+}
+
+// attachItem is "Attach claude · quiet 12m" for one session.
+func attachItem(k, box string, s SessionView, now time.Time, lim Limits) Item {
+	name := display.Text(s.Name, lim.MaxTitle)
+	title := "Attach " + name
+	if s.Agent != "" && s.Agent != s.Name {
+		title += " (" + display.Text(s.Agent, lim.MaxTitle) + ")"
+	}
+	tip := "Open a terminal on corral attach " + box + " " + name
+	switch {
+	case s.Activity.IsZero():
+	case now.Sub(s.Activity) < quietAfter:
+		title += " · active"
+		tip += ". Input or output in the last minute"
+	default:
+		title += " · quiet " + FormatDuration(now.Sub(s.Activity))
+		tip += ". No input or output for " + FormatDuration(now.Sub(s.Activity)) + ": it may be waiting for you, or working silently"
+	}
+	if s.Attached > 0 {
+		title += fmt.Sprintf(" · %d attached", s.Attached)
+	}
+	return Item{Key: k + "/attach/" + s.Name, Title: title, Tooltip: tip,
+		Action: Action{Kind: ActAttach, Box: box, Session: s.Name}}
 }
 
 // pullItem is "Pull N new commits" for a running box whose repository has
@@ -450,37 +525,72 @@ func allowItems(hk, box, host string) []Item {
 	return out
 }
 
-func projectsItem(ps []Project, lim Limits) Item {
+func projectsItem(st State, lim Limits) Item {
 	it := Item{Key: "projects", Title: "Projects"}
-	ps = append([]Project(nil), ps...)
+	ps := append([]Project(nil), st.Projects...)
 	sort.SliceStable(ps, func(i, j int) bool {
 		if !ps[i].LastUsed.Equal(ps[j].LastUsed) {
 			return ps[i].LastUsed.After(ps[j].LastUsed)
 		}
 		return ps[i].Dir < ps[j].Dir
 	})
-	if len(ps) > lim.MaxProjects {
-		ps = ps[:lim.MaxProjects]
-	}
-	if len(ps) == 0 {
-		it.Children = []Item{{Key: "projects/none", Title: "No projects yet (run corral in a project)", Disabled: true}}
-		return it
-	}
+	listed := map[string]bool{}
 	for _, p := range ps {
-		name := p.Name
-		if name == "" {
-			name = filepath.Base(p.Dir)
+		if len(it.Children) == lim.MaxProjects {
+			break
 		}
-		title := Truncate(name, lim.MaxTitle)
-		if p.Box == "" {
-			title += " (new box)"
+		if p.Dir == "" || listed[p.Dir] {
+			continue
 		}
-		it.Children = append(it.Children, Item{
-			Key: "project/" + p.Dir, Title: title, Tooltip: "Open a Claude session in " + p.Dir,
-			Action: Action{Kind: ActOpenProject, Project: p.Dir, Box: p.Box},
-		})
+		listed[p.Dir] = true
+		it.Children = append(it.Children, projectItem("project/", p, lim))
 	}
+	if len(it.Children) == 0 && len(st.Repos) == 0 {
+		it.Children = []Item{{Key: "projects/none", Title: "No projects yet (run corral in a project)", Disabled: true}}
+	}
+	var repos []Item
+	for _, p := range st.Repos {
+		if len(repos) == lim.MaxRepos {
+			break
+		}
+		if p.Dir == "" || listed[p.Dir] {
+			continue
+		}
+		listed[p.Dir] = true
+		repos = append(repos, projectItem("repo/", p, lim))
+	}
+	label := Item{Key: "projects/roots", Disabled: true, Hidden: len(repos) == 0}
+	if len(repos) > 0 {
+		label.Title = "In " + Truncate(strings.Join(st.Roots, ", "), 2*lim.MaxTitle)
+		if len(st.Roots) == 0 {
+			label.Title = "In project_roots"
+		}
+	}
+	it.Children = append(it.Children, label)
+	it.Children = append(it.Children, repos...)
+	return appendItems(it, Item{Key: "projects/open-folder", Title: "Open folder…",
+		Tooltip: "Choose a project folder and open a Claude session in it (its box is created on first use)",
+		Action:  Action{Kind: ActOpenFolder}})
+}
+
+func appendItems(it Item, items ...Item) Item {
+	it.Children = append(it.Children, items...)
 	return it
+}
+
+// projectItem opens a Claude session in p's folder; "(new box)" when it
+// has none yet.
+func projectItem(prefix string, p Project, lim Limits) Item {
+	name := p.Name
+	if name == "" {
+		name = filepath.Base(p.Dir)
+	}
+	title := Truncate(name, lim.MaxTitle)
+	if p.Box == "" {
+		title += " (new box)"
+	}
+	return Item{Key: prefix + p.Dir, Title: title, Tooltip: "Open a Claude session in " + p.Dir,
+		Action: Action{Kind: ActOpenProject, Project: p.Dir, Box: p.Box}}
 }
 
 // Allowable reports whether a denied request may be offered for approval:

@@ -28,6 +28,7 @@ func TestBuildText(t *testing.T) {
 ----
 Projects >
   No projects yet (run corral in a project) [disabled]
+  Open folder…
 Stop idle boxes (0) [disabled]
 Open config
 ----
@@ -56,6 +57,7 @@ Quit corral
 Projects >
   new (new box)
   web
+  Open folder…
 Stop idle boxes (1)
 Open config
 ----
@@ -76,8 +78,8 @@ Quit corral
 ⚠ stop web-3f2a1c: limactl stop: exit status 1 (click to dismiss)
 ● web-3f2a1c  512 MiB · 2 sessions · 2 denied · ⚠ >
   ⚠ vm agent not responding [disabled]
-  Open Claude session
-  Open shell
+  Open Claude session [disabled]
+  Open shell [disabled]
   Stopping… [disabled]
   Denied hosts (2) >
     api.example.test:443 · 3× · 14:58 >
@@ -97,6 +99,7 @@ Quit corral
 ----
 Projects >
   No projects yet (run corral in a project) [disabled]
+  Open folder…
 Stop idle boxes (0) [disabled]
 Open config
 ----
@@ -119,6 +122,7 @@ Quit corral
 ----
 Projects >
   No projects yet (run corral in a project) [disabled]
+  Open folder…
 Stop idle boxes (0) [disabled]
 Open config
 ----
@@ -243,7 +247,8 @@ func TestActionsAndKeys(t *testing.T) {
 		Denied: []DeniedHost{{Host: "cdn.example.test", Port: 443, Count: 1, Last: now}}}}}, UI{}, Limits{})
 	for key, want := range map[string]Action{
 		"box/web/stop":    {Kind: ActStop, Box: "web"},
-		"box/web/session": {Kind: ActOpenSession, Box: "web"},
+		"box/web/session": {Kind: ActOpenSession, Box: "web", Project: "/p/web"},
+		"box/web/shell":   {Kind: ActOpenShell, Box: "web", Project: "/p/web"},
 		"box/web/reveal":  {Kind: ActRevealProject, Box: "web", Project: "/p/web"},
 		"box/web/rebuild": {Kind: ActArmRebuild, Box: "web"},
 		"box/web/denied/cdn.example.test:443/allow-always":  {Kind: ActAllow, Box: "web", Host: "cdn.example.test", Scope: AllowAlways},

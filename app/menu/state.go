@@ -22,9 +22,16 @@ const (
 // State is one snapshot of everything the menu shows.
 type State struct {
 	Boxes []BoxView
-	// Projects are recently used projects (from box metadata), newest first
-	// or in any order: Build sorts them by LastUsed.
+	// Projects are recently used projects (those with a box, and the
+	// folders corral used lately), in any order: Build sorts them by
+	// LastUsed.
 	Projects []Project
+	// Repos are the repositories found under the project_roots of the host
+	// config, newest first; Build lists those not already in Projects.
+	Repos []Project
+	// Roots are the configured project_roots as written (e.g. "~/src"),
+	// for the label above Repos.
+	Roots []string
 }
 
 // BoxView is one box (Lima instance) as the menu shows it.
@@ -52,6 +59,10 @@ type BoxView struct {
 	// .corral.toml) that nobody approved yet; 0 when none or unknown.
 	Requests int
 
+	// Detached are the box's detachable sessions (tmux in the box), as of
+	// the last time the app asked the box; nil when not running or unknown.
+	Detached []SessionView
+
 	Denied []DeniedHost // hosts the egress proxy refused, any order
 	Err    string       // last lifecycle error for this box, shown in its submenu
 }
@@ -66,6 +77,21 @@ type DeniedHost struct {
 	// was malformed-authority or userinfo): Host is then raw request text,
 	// and the menu and notifications offer no Allow for it.
 	Malformed bool
+}
+
+// SessionView is a detachable session running in a box. Everything in it
+// came from the box: Name passed core/box's session name rule, and the
+// menu shows it through core/display like any box text.
+//
+// Whether the agent in it waits for input is not known: tmux reports when
+// the session last had input or output (Activity), and a quiet session may
+// be waiting or working without output. The menu shows how long it has
+// been quiet, never "waiting".
+type SessionView struct {
+	Name     string
+	Agent    string    // "" when the box did not say
+	Attached int       // terminals attached now
+	Activity time.Time // last input or output; zero when unknown
 }
 
 // Project is a recently used project directory.
