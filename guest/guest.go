@@ -15,6 +15,9 @@ import (
 //go:embed provision/*.sh
 var provision embed.FS
 
+//go:embed agents/*.sh
+var agents embed.FS
+
 //go:embed corral-launch.sh
 var launch string
 
@@ -56,6 +59,20 @@ func Provision() []Script {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// AgentInstall returns the install step of a built-in agent
+// (agents/<name>.sh), or "" when it has none.
+func AgentInstall(name string) string {
+	b, err := agents.ReadFile("agents/" + name + ".sh")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// AgentInstallPath is where a golden build's agent install step is
+// written; provision/30-agent.sh runs it.
+const AgentInstallPath = "/usr/local/lib/corral/agent-install"
 
 // Launch returns the corral-launch script.
 func Launch() string { return launch }

@@ -1,23 +1,54 @@
 // Package agent is the registry of agents corral can run in a box: the
-// command a session starts, the host variables it forwards automatically,
-// and the hosts its broker allows by default.
+// command a session starts, the install step of the golden image, the host
+// variables it forwards, the hosts its broker allows by default and the
+// directory where it keeps its state.
+//
+// The registry is data: the built-in agents (claude, codex, gemini, shell)
+// and the [agents.NAME] tables of the trusted config layers go through the
+// same Agent value, read by the golden build (core/limayaml renders the
+// install step and its parameters; guest/provision/30-agent.sh runs it),
+// the session (core/launchenv forwards Passthrough), the broker
+// (core/approval adds Egress) and the CLI (`corral agents`). A repository
+// may not define agents: an install step is code that runs as root in the
+// golden build (core/config refuses [agents] in .corral.toml).
 package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path"
+	"regexp"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
+
+	"github.com/corral-dev/corral/guest"
 )
 
 // Agent describes one agent.
 type Agent struct {
 	Name string
+	// Builtin is false for agents defined in config ([agents.NAME]).
+	Builtin bool
 	// Command is the argv run in the box (before the user's arguments).
 	Command []string
+	// Install is the shell script run as root once when the golden image
+	// is built (guest/provision/30-agent.sh runs it with the verified
+	// tarballs of NPM as its arguments); "" installs nothing.
+	Install string
+	// NPM are the pinned npm packages (core/pins patterns, see
+	// pins.Resolve) the install step unpacks, in argument order.
+	NPM []string
 	// Passthrough are host variables forwarded when set.
 	Passthrough []string
 	// Egress are the broker's default allow-list entries for this agent.
 	Egress []string
+	// StateDir is where the agent keeps its state, relative to the box
+	// user's home (".codex"); provisioning links it to the box's agent
+	// state directory (core/agentstate GuestDir). "" keeps none.
+	StateDir string
 	// FirstRun are the files corral writes into the agent's host-owned
 	// state template (file name relative to the state directory ->
 	// content), so that a seeded box starts without first-run prompts.
@@ -28,20 +59,125 @@ type Agent struct {
 	Personalize func(files map[string][]byte, projectDir string) error
 }
 
-var registry = map[string]Agent{
-	"claude": {
-		Name:        "claude",
-		Command:     []string{"claude"},
-		Passthrough: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
-		// API, login and token refresh; telemetry hosts are left out on
-		// purpose (the wrapper turns telemetry off).
-		Egress: []string{"api.anthropic.com", "platform.claude.com", "claude.ai"},
-		// CLAUDE_CONFIG_DIR is the state directory (the wrapper in
-		// guest/provision/30-agent.sh sets it), so .claude.json lives in it
-		// too. Keys from Claude Code's docs (settings, permission-modes,
-		// errors); see shared notes claude-in-a-box.md section 4.
-		FirstRun: map[string]string{
-			"settings.json": `{
+// Def is one [agents.NAME] table of a trusted config layer.
+type Def struct {
+	// Command is the argv a session runs (required).
+	Command []string `toml:"command" json:"command"`
+	// Install is a shell script run as root once in the golden build.
+	Install string `toml:"install" json:"install,omitempty"`
+	// ForwardEnv are host variables forwarded into its sessions when set.
+	ForwardEnv []string `toml:"forward_env" json:"forward_env,omitempty"`
+	// Egress are hosts its broker allows (as the egress key's entries).
+	Egress []string `toml:"egress" json:"egress,omitempty"`
+	// StateDir is its state directory relative to the box user's home.
+	StateDir string `toml:"state_dir" json:"state_dir,omitempty"`
+}
+
+// Caps of a definition: it reaches a Lima template and a guest script's
+// parameters.
+const (
+	MaxCommandArgs = 32
+	MaxArgLen      = 256
+	MaxInstall     = 64 << 10
+	MaxList        = 32
+)
+
+var (
+	nameRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`) })
+	envNameRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
+	stateDirRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`) })
+)
+
+// ValidName reports whether n may name an agent: it becomes a guest
+// directory name, a tmux session name and a CLI argument.
+func ValidName(n string) bool { return nameRe().MatchString(n) }
+
+// Problem is one invalid field of a definition.
+type Problem struct {
+	Key    string // relative to the [agents.NAME] table, e.g. "command[1]"; "" is the table
+	Value  string // quoted
+	Reason string
+}
+
+// Check validates a definition. The egress entries are checked by the
+// caller (core/config owns the allow-list syntax).
+func Check(name string, d Def) []Problem {
+	var out []Problem
+	bad := func(k, v, r string) { out = append(out, Problem{Key: k, Value: v, Reason: r}) }
+	if !ValidName(name) {
+		bad("", "", "not an agent name (lowercase letters, digits and -, at most 32)")
+	}
+	if _, ok := builtins()[name]; ok {
+		bad("", "", "a built-in agent: choose another name")
+	}
+	switch {
+	case len(d.Command) == 0:
+		bad("command", "", "missing: the argv a session runs, e.g. [\"aider\", \"--yes-always\"]")
+	case len(d.Command) > MaxCommandArgs:
+		bad("command", "", fmt.Sprintf("at most %d arguments", MaxCommandArgs))
+	}
+	for i, a := range d.Command {
+		if a == "" || len(a) > MaxArgLen || strings.ContainsAny(a, "\x00\n\r") || (i == 0 && strings.HasPrefix(a, "-")) {
+			bad(fmt.Sprintf("command[%d]", i), fmt.Sprintf("%q", cut(a)), "empty, too long, a line break or an option where the program goes")
+		}
+	}
+	if len(d.Install) > MaxInstall || strings.ContainsRune(d.Install, 0) {
+		bad("install", "", fmt.Sprintf("at most %d bytes of shell, no NUL", MaxInstall))
+	}
+	if len(d.ForwardEnv) > MaxList {
+		bad("forward_env", "", fmt.Sprintf("at most %d names", MaxList))
+	}
+	for _, n := range d.ForwardEnv {
+		if !envNameRe().MatchString(n) {
+			bad("forward_env", fmt.Sprintf("%q", cut(n)), "not a variable name")
+		}
+	}
+	if len(d.Egress) > MaxList {
+		bad("egress", "", fmt.Sprintf("at most %d entries", MaxList))
+	}
+	if d.StateDir != "" {
+		clean := path.Clean(d.StateDir)
+		if !stateDirRe().MatchString(d.StateDir) || clean != d.StateDir || clean == "." || strings.HasPrefix(clean, "..") || len(d.StateDir) > MaxArgLen {
+			bad("state_dir", fmt.Sprintf("%q", cut(d.StateDir)), "must be a plain path inside the box user's home, like \".aider\"")
+		}
+	}
+	return out
+}
+
+func cut(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// FromDef turns a config definition into an Agent.
+func FromDef(name string, d Def) Agent {
+	return Agent{
+		Name: name, Command: slices.Clone(d.Command), Install: d.Install,
+		Passthrough: slices.Clone(d.ForwardEnv), Egress: slices.Clone(d.Egress), StateDir: d.StateDir,
+	}
+}
+
+var builtins = sync.OnceValue(func() map[string]Agent {
+	return map[string]Agent{
+		"claude": {
+			Name:        "claude",
+			Builtin:     true,
+			Command:     []string{"claude"},
+			Install:     guest.AgentInstall("claude"),
+			NPM:         []string{"@anthropic-ai/claude-code-linux-{arch}"},
+			Passthrough: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+			// API, login and token refresh; telemetry hosts are left out on
+			// purpose (the wrapper turns telemetry off).
+			Egress:   []string{"api.anthropic.com", "platform.claude.com", "claude.ai"},
+			StateDir: ".claude",
+			// CLAUDE_CONFIG_DIR is the state directory (the wrapper in
+			// guest/agents/claude.sh sets it), so .claude.json lives in it
+			// too. Keys from Claude Code's docs (settings, permission-modes,
+			// errors); see shared notes claude-in-a-box.md section 4.
+			FirstRun: map[string]string{
+				"settings.json": `{
   "permissions": { "defaultMode": "bypassPermissions" },
   "skipDangerousModePermissionPrompt": true,
   "env": {
@@ -53,38 +189,95 @@ var registry = map[string]Agent{
   "tui": "default"
 }
 `,
-			claudeGlobal: `{
+				claudeGlobal: `{
   "hasCompletedOnboarding": true,
   "lastOnboardingVersion": "99.0.0",
   "bypassPermissionsModeAccepted": true,
   "autoUpdates": false
 }
 `,
+			},
+			Personalize: trustProject,
 		},
-		Personalize: trustProject,
-	},
-	"shell": {
-		Name:    "shell",
-		Command: []string{"bash", "-l"},
-	},
-}
-
-// Lookup returns a registered agent.
-func Lookup(name string) (Agent, error) {
-	a, ok := registry[name]
-	if !ok {
-		return Agent{}, fmt.Errorf("unknown agent %q (known: %v)", name, Names())
+		// Codex's npm platform package holds a static (musl) native binary;
+		// the Node launcher of the main package is not needed.
+		"codex": {
+			Name:        "codex",
+			Builtin:     true,
+			Command:     []string{"codex"},
+			Install:     guest.AgentInstall("codex"),
+			NPM:         []string{"@openai/codex@*-linux-{arch}"},
+			Passthrough: []string{"OPENAI_API_KEY"},
+			// The API the forwarded key is for; a ChatGPT login needs more
+			// hosts (allow them with corral allow when asked).
+			Egress:   []string{"api.openai.com"},
+			StateDir: ".codex",
+		},
+		// Gemini CLI is a JavaScript bundle that needs Node >= 20 (Debian 12
+		// has 18): Node comes from its own pinned npm package.
+		"gemini": {
+			Name:        "gemini",
+			Builtin:     true,
+			Command:     []string{"gemini"},
+			Install:     guest.AgentInstall("gemini"),
+			NPM:         []string{"node-linux-{arch}", "@google/gemini-cli"},
+			Passthrough: []string{"GEMINI_API_KEY"},
+			// The API the forwarded key is for; a Google login needs more hosts.
+			Egress:   []string{"generativelanguage.googleapis.com"},
+			StateDir: ".gemini",
+		},
+		"shell": {
+			Name:    "shell",
+			Builtin: true,
+			Command: []string{"bash", "-l"},
+		},
 	}
-	return a, nil
-}
+})
 
-// Names lists the registered agents.
-func Names() []string {
+// Builtins lists the built-in agent names.
+func Builtins() []string {
 	var out []string
-	for n := range registry {
+	for n := range builtins() {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// ErrUnknown is returned for a name that is neither built in nor defined.
+var ErrUnknown = errors.New("unknown agent")
+
+// Find returns the agent called name: a built-in, or one of defs (the
+// effective config's [agents] tables).
+func Find(defs map[string]Def, name string) (Agent, error) {
+	if a, ok := builtins()[name]; ok {
+		return a, nil
+	}
+	if d, ok := defs[name]; ok {
+		return FromDef(name, d), nil
+	}
+	return Agent{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(defs), ", "))
+}
+
+// Names lists the built-in and defined agents, sorted.
+func Names(defs map[string]Def) []string {
+	out := Builtins()
+	for n := range defs {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// All returns every agent, sorted by name.
+func All(defs map[string]Def) []Agent {
+	var out []Agent
+	for _, n := range Names(defs) {
+		a, _ := Find(defs, n)
+		out = append(out, a)
+	}
 	return out
 }
 

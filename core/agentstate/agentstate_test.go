@@ -25,7 +25,7 @@ func TestParseMode(t *testing.T) {
 // EnsureTemplate writes the first-run files once; a template the user
 // changed (or emptied) stays as it is.
 func TestEnsureTemplateKeepsTheUsersTemplate(t *testing.T) {
-	a, err := agent.Lookup("claude")
+	a, err := agent.Find(nil, "claude")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestReadTemplateCaps(t *testing.T) {
 }
 
 func TestWriteSeedRefusesAnExistingDirectory(t *testing.T) {
-	a, _ := agent.Lookup("shell")
+	a, _ := agent.Find(nil, "shell")
 	dst := t.TempDir() // exists
 	if err := WriteSeed(dst, t.TempDir(), a, "/p"); err == nil {
 		t.Error("WriteSeed wrote into an existing directory")

@@ -44,7 +44,7 @@ func AllowList(res config.Result, approvals []Approval) ([]Rule, error) {
 		}
 	}
 	if res.Config.Agent != nil {
-		a, err := agent.Lookup(*res.Config.Agent)
+		a, err := agent.Find(res.Config.Agents, *res.Config.Agent)
 		if err != nil {
 			return nil, err
 		}

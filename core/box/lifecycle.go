@@ -276,6 +276,12 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		}
 		m.Golden = g
 	} else {
+		if !*c.Golden {
+			// The box builds its own setup: its template shares the npm cache.
+			if err := s.fetchNPM(ctx, r); err != nil {
+				return m, err
+			}
+		}
 		s.progress("creating box %s", box)
 		tmpl, err := s.writeTemplate(box, rendered.YAML)
 		if err != nil {
@@ -332,7 +338,14 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	c := g.Loaded.Config
 	net := string(config.NetworkOffline)
 	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
-	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude || c.Image == nil || *c.Image == "" {
+	// An [agents.NAME] install step is the user's own script (pip, curl):
+	// it gets the network. Built-in steps install from pinned tarballs.
+	a, _, err := limayaml.AgentPins(c, r.Platform.Arch)
+	if err != nil {
+		return nil, err
+	}
+	definedInstall := !a.Builtin && a.Install != ""
+	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude || definedInstall || c.Image == nil || *c.Image == "" {
 		// apt, toolchains and the agent's installer download once, here;
 		// so does tmux, which a downloaded cloud image (no image key)
 		// lacks (guest/provision/10-packages.sh).
@@ -487,21 +500,24 @@ func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta,
 	return m, err
 }
 
-// fetchNPM puts the pinned Claude Code tarball into the host's npm cache
-// (verified against its pin) when the golden build installs from it
-// (claude_install = "npm"). The npm client's own registry setting decides
-// where it comes from; the pin decides what is accepted.
+// fetchNPM puts the pinned npm tarballs of the box's agent into the
+// host's npm cache (each verified against its pin) before a golden build
+// installs from them (core/agent NPM; Claude Code only with
+// claude_install = "npm"). The npm client's own registry setting decides
+// where they come from; the pin decides what is accepted.
 func (s *Service) fetchNPM(ctx context.Context, r Resolved) error {
-	c := r.Loaded.Config
-	if c.Agent == nil || *c.Agent != "claude" || c.ClaudeInstall == nil || *c.ClaudeInstall != "npm" {
-		return nil
-	}
-	pin, err := pins.ClaudeCode(r.Platform.Arch)
+	a, pinned, err := limayaml.AgentPins(r.Loaded.Config, r.Platform.Arch)
 	if err != nil {
 		return err
 	}
-	if _, err := (pins.Fetcher{Dir: s.Layout.NPMCacheDir()}).Fetch(ctx, pin); err != nil {
-		return hint.New(fmt.Errorf("claude_install = \"npm\": %w", err), "install the npm client, or set claude_install = \"official\"")
+	for _, pin := range pinned {
+		if _, err := (pins.Fetcher{Dir: s.Layout.NPMCacheDir()}).Fetch(ctx, pin); err != nil {
+			fix := "install the npm client"
+			if a.Name == "claude" {
+				fix += `, or set claude_install = "official"`
+			}
+			return hint.New(fmt.Errorf("agent %s: %w", a.Name, err), fix)
+		}
 	}
 	return nil
 }

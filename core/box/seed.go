@@ -36,7 +36,7 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 		return fmt.Errorf("creating the seed of box %s: %w", r.Project.Box, err)
 	}
 	if mode, _ := agentstate.ParseMode(deref(c.AgentState)); mode == agentstate.Seeded {
-		a, err := agent.Lookup(deref(c.Agent))
+		a, err := agent.Find(c.Agents, deref(c.Agent))
 		if err != nil {
 			return err
 		}

@@ -176,6 +176,7 @@ func Load(req Request) (Result, error) {
 
 	res.Effective = Merge(res.Layers...)
 	errs = append(errs, checkFloors(&res.Effective)...)
+	errs = append(errs, checkAgent(&res.Effective)...)
 	errs = append(errs, checkPlatform(req.Platform, &res.Effective)...)
 	return res, errors.Join(errs...)
 }

@@ -46,6 +46,8 @@ func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked [
 			switch name {
 			case "credentials":
 				reason = "a repository may request a credential but not configure one (it names host secrets)"
+			case "agents":
+				reason = "a repository may not define agents (an agent's install step runs as root when the golden image is built)"
 			case "hold_denied":
 				reason = "a repository may not set this (holding denied connections keeps the box waiting on the user: the user's choice)"
 			}

@@ -18,6 +18,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/corral-dev/corral/core/agent"
 )
 
 // Class is a key's trust class: what a repository's .corral.toml may do
@@ -82,7 +84,8 @@ var Schema = []Key{
 	{"network", "string", `"broker"`, ClassTighten, MergeReplace, `"full" (no filter), "broker" (only the host allow-list proxy) or "offline" (loopback only). Order: full < broker < offline.`},
 	{"egress", "list of strings", "[]", ClassHost, MergeUnion, "Extra hosts the broker allows: host, *.suffix, host:port or host:*. Entries without a port allow 443 and 80. A CIDR range (e.g. 10.1.2.0/24) explicitly allows private or loopback addresses, which the broker otherwise denies. In a repository's .corral.toml an entry is a request, never a permission: `corral config check` lists pending requests, and `corral approve` writes the ones you accept to the trusted layer (with the repository file's content hash); when the file changes, new entries are pending again and approved ones stay."},
 	{"hold_denied", "duration", `"0"`, ClassHost, MergeReplace, `Hold a connection the broker denies by host or port for up to this long (at most 10m) instead of answering at once: the app asks as for any denial, and an approval given meanwhile (` + "`corral allow`" + `, the menu) lets the held connection proceed with no retry; at the end of the hold it is answered 403 as before. At most 8 connections per box are held at once; more are denied at once. "0" never holds. Only trusted layers may set it: a hold keeps the box's tools waiting on the user.`},
-	{"agent", "string", `"claude"`, ClassHost, MergeReplace, "Default agent for `corral claude`-style sessions: " + fmt.Sprint(Agents) + "."},
+	{"agent", "string", `"claude"`, ClassHost, MergeReplace, "The box's agent: installed when its golden image is built, its state seeded, its hosts allowed by the broker. Built in: " + fmt.Sprint(agent.Builtins()) + "; or a name defined under [agents]. `corral agent NAME` (and `corral claude`, `corral codex`, `corral gemini`) run any agent the box has installed; `corral agents` lists them."},
+	{"agents", "table of tables", "{}", ClassHost, MergeKeys, "NAME = { command = [\"aider\", \"--yes-always\"], install = \"…\", forward_env = [\"OPENAI_API_KEY\"], egress = [\"api.openai.com\"], state_dir = \".aider\" }: an agent besides the built-in ones. command is the argv a session runs (required); install is a shell script run as root once when the golden image of a box with agent = NAME is built; forward_env are host variables its sessions get when set; egress are hosts its broker allows while it is the box's agent; state_dir is where it keeps its state, relative to the box user's home (linked to the box's agent state). Built-in names cannot be redefined. Only trusted layers may define agents: an install step is code run as root in the golden build."},
 	{"agent_state", "string", `"seeded"`, ClassTighten, MergeReplace, `Where the agent's state (settings, hooks, MCP servers, instructions, login) lives. "seeded": on the box's own disk, copied at its first boot from the host-owned template ~/.corral/agent-templates/<agent> (corral writes the first-run settings there; it is never mounted into a box). "isolated": on the box's own disk, starting empty. "shared": ~/.corral/agents/<agent> mounted writable into every box that chooses it — a trusted opt-in only: a box working on an untrusted repository can plant a hook or MCP server that the next session in another box runs, and the strict profile refuses it. Order: shared < seeded < isolated.`},
 	{"profile", "string", `"default"`, ClassTighten, MergeReplace, `"default" or "strict". strict is a floor: network at least broker, no sudo in the box, no reverse-sshfs, no shared agent state.`},
 	{"mounts", "list of tables", "[]", ClassHost, MergeUnion, "Extra host directories: { location = \"~/data\", mount_point = \"/data\", writable = false }."},
@@ -107,9 +110,6 @@ var Schema = []Key{
 
 // Toolchains corral knows how to install.
 var Toolchains = []string{"go", "node", "python", "rust"}
-
-// Agents corral knows how to run.
-var Agents = []string{"claude", "shell"}
 
 // Ranks of the ordered keys, loosest first.
 var (
@@ -217,6 +217,7 @@ type Config struct {
 	Egress          []string              `toml:"egress" json:"egress,omitempty"`
 	HoldDenied      *Duration             `toml:"hold_denied" json:"hold_denied,omitempty"`
 	Agent           *string               `toml:"agent" json:"agent,omitempty"`
+	Agents          map[string]agent.Def  `toml:"agents" json:"agents,omitempty"`
 	AgentState      *string               `toml:"agent_state" json:"agent_state,omitempty"`
 	Profile         *string               `toml:"profile" json:"profile,omitempty"`
 	Mounts          []Mount               `toml:"mounts" json:"mounts,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/core/agent"
 	"golang.org/x/net/idna"
 )
 
@@ -122,7 +123,9 @@ func validate(l Layer) []error {
 	oneOf("mount_type", c.MountType, MountTypes)
 	oneOf("source", c.Source, SourceOrder)
 	oneOf("network", c.Network, NetworkOrder)
-	oneOf("agent", c.Agent, Agents)
+	if c.Agent != nil && !agent.ValidName(*c.Agent) {
+		bad("agent", strconv.Quote(*c.Agent), "not an agent name", "use one of "+quoteList(agent.Builtins())+" or a name defined under [agents]")
+	}
 	oneOf("agent_state", c.AgentState, AgentStateOrder)
 	oneOf("profile", c.Profile, ProfileOrder)
 	oneOf("agent_credentials", c.AgentCreds, AgentCredentialsOrder)
@@ -196,6 +199,25 @@ func validate(l Layer) []error {
 	}
 	for _, n := range SortedKeys(c.Credentials) {
 		checkCredential(n, c.Credentials[n], bad)
+	}
+	for _, n := range SortedKeys(c.Agents) {
+		key := "agents." + n
+		if !agent.ValidName(n) {
+			key = joinKey("agents", n)
+		}
+		d := c.Agents[n]
+		for _, p := range agent.Check(n, d) {
+			k := key
+			if p.Key != "" {
+				k += "." + p.Key
+			}
+			bad(k, p.Value, p.Reason, "")
+		}
+		for _, e := range d.Egress {
+			if err := CheckEgressEntry(e); err != nil {
+				bad(key+".egress", strconv.Quote(e), err.Error(), "use host, *.suffix, host:port, host:* or a CIDR range")
+			}
+		}
 	}
 	for _, h := range c.GitTokens {
 		if !hostnameRe().MatchString(h) {
@@ -299,4 +321,21 @@ func checkCredential(n string, cr Credential, bad func(key, value, reason, fix s
 	if cr.CA != "" && !filepath.IsAbs(cr.CA) && !strings.HasPrefix(cr.CA, "~/") {
 		bad(key+".ca", strconv.Quote(cr.CA), "must be absolute or start with ~/", "")
 	}
+}
+
+// checkAgent refuses an effective agent that is neither built in nor
+// defined under [agents] in a trusted layer: the name is checked per
+// layer, the definition may come from another layer.
+func checkAgent(eff *Effective) []error {
+	c := &eff.Config
+	if c.Agent == nil {
+		return nil
+	}
+	if _, err := agent.Find(c.Agents, *c.Agent); err != nil {
+		return []error{&Violation{
+			File: strings.Join(eff.Origin["agent"], ", "), Key: "agent", Value: strconv.Quote(*c.Agent),
+			Reason: "unknown agent", Fix: "use one of " + quoteList(agent.Names(c.Agents)) + ", or define it under [agents." + *c.Agent + "] in a trusted layer",
+		}}
+	}
+	return nil
 }

@@ -75,7 +75,7 @@ func TestAssembleAllStages(t *testing.T) {
 		ForwardEnv:  []string{"AWS_REGION", "NOT_SET"},
 		GitTokens:   []string{"github.com"},
 	}
-	in.Agent, _ = agent.Lookup("claude")
+	in.Agent, _ = agent.Find(nil, "claude")
 	in.Getenv = hostEnv("HOST_NPM", "npm-1", "AWS_REGION", "eu-west-1", "CLAUDE_CODE_OAUTH_TOKEN", "oauth-1",
 		"TERM", "xterm-256color", "COLORTERM", "truecolor", "LANG", "C.UTF-8", "UNRELATED", "x")
 	in.Terminal = &Terminal{Cols: 120, Rows: 40}

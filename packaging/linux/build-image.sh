@@ -10,7 +10,9 @@
 #                  with the same inputs and a complete, intact image does nothing
 # The image carries Claude Code (/usr/local/bin/claude-real) from the npm package pinned in core/pins/npm.txt,
 # fetched and verified by npm-fetch.sh into NPM_CACHE (default /var/cache/corral/npm, reused across runs);
-# CLAUDE_CODE=skip builds without it (then no e2e test can run the claude agent).
+# CLAUDE_CODE=skip builds without it (then no e2e test can run the claude agent). It carries Codex and Gemini CLI
+# (with the Node it needs) the same way, installed by their own install steps (guest/agents/codex.sh, gemini.sh,
+# run in the chroot with the pinned tarballs); AGENTS=skip builds without them.
 # Boot it with direct kernel boot and legacyBIOS (see core/lima/testdata/e2e-template.yaml).
 #
 # Development knobs: KEEP_DEBOOTSTRAP=DIR keeps a pristine copy of the debootstrap tree in DIR and starts from
@@ -31,8 +33,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PINS=$HERE/../../core/pins/npm.txt
 NPM_CACHE=${NPM_CACHE:-/var/cache/corral/npm}
 CLAUDE_CODE=${CLAUDE_CODE:-pinned}
+AGENTS=${AGENTS:-pinned}
+AGENT_STEPS=$HERE/../../guest/agents
 hash_inputs=("$0" "$HERE/npm-fetch.sh" ${GUESTAGENT:+"$GUESTAGENT"})
-[ "$CLAUDE_CODE" = skip ] || hash_inputs+=("$PINS")
+[ "$CLAUDE_CODE" = skip ] && [ "$AGENTS" = skip ] || hash_inputs+=("$PINS")
+[ "$AGENTS" = skip ] || hash_inputs+=("$AGENT_STEPS/codex.sh" "$AGENT_STEPS/gemini.sh")
 SCRIPT_HASH=$(cat "${hash_inputs[@]}" | sha256sum | cut -d' ' -f1)
 FILES=(rootfs.qcow2 vmlinuz initrd.img)
 
@@ -50,7 +55,7 @@ if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$SCRIPT_HASH" ] && [ -f "
 	exit 0
 fi
 
-for tool in debootstrap mkfs.ext4 qemu-img chroot $([ "$CLAUDE_CODE" = skip ] || echo npm); do
+for tool in debootstrap mkfs.ext4 qemu-img chroot $([ "$CLAUDE_CODE" = skip ] && [ "$AGENTS" = skip ] || echo npm); do
 	command -v "$tool" >/dev/null || {
 		log "$tool not found: run packaging/linux/setup-lima.sh first"
 		exit 1
@@ -266,6 +271,31 @@ if [ "$CLAUDE_CODE" != skip ]; then
 	tar -xzf "$tgz" -O package/claude >"$ROOT/usr/local/bin/claude-real"
 	chmod 0755 "$ROOT/usr/local/bin/claude-real"
 	log "Claude Code $(awk -v n="@anthropic-ai/claude-code-linux-$npm_arch" '$1 == n { print $2 }' "$PINS") from $(basename "$tgz")"
+fi
+
+# Codex and Gemini CLI (with its Node), from their pinned npm packages (core/pins/npm.txt), verified by
+# npm-fetch.sh and installed by the agents' own install steps (the ones a golden build runs), so every box of
+# this image can run them whatever its agent is.
+if [ "$AGENTS" != skip ]; then
+	case $(chroot "$ROOT" dpkg --print-architecture) in
+	amd64) npm_arch=x64 ;;
+	arm64) npm_arch=arm64 ;;
+	*)
+		log "no agent packages for this architecture"
+		exit 1
+		;;
+	esac
+	codex_version=$(awk -v s="-linux-$npm_arch" '$1 == "@openai/codex" && substr($2, length($2) - length(s) + 1) == s { print $2 }' "$PINS")
+	codex=$("$HERE/npm-fetch.sh" "@openai/codex@$codex_version" "$NPM_CACHE")
+	node=$("$HERE/npm-fetch.sh" "node-linux-$npm_arch" "$NPM_CACHE")
+	gemini=$("$HERE/npm-fetch.sh" "@google/gemini-cli" "$NPM_CACHE")
+	steps=$ROOT/tmp/corral-agent-steps
+	mkdir -p "$steps"
+	cp "$codex" "$node" "$gemini" "$AGENT_STEPS/codex.sh" "$AGENT_STEPS/gemini.sh" "$steps/"
+	chroot "$ROOT" sh -eu /tmp/corral-agent-steps/codex.sh "/tmp/corral-agent-steps/$(basename "$codex")"
+	chroot "$ROOT" sh -eu /tmp/corral-agent-steps/gemini.sh "/tmp/corral-agent-steps/$(basename "$node")" "/tmp/corral-agent-steps/$(basename "$gemini")"
+	rm -rf "$steps"
+	log "Codex $codex_version, Node $(basename "$node" .tgz), Gemini CLI $(basename "$gemini" .tgz)"
 fi
 
 # Host keys: cloud-init's ssh module creates them on first boot (before ssh.service); this drop-in is the fallback

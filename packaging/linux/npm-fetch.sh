@@ -1,23 +1,38 @@
 #!/bin/sh
-# npm-fetch.sh NAME OUTDIR — fetch the pinned npm package NAME into OUTDIR
+# npm-fetch.sh NAME[@VERSION] OUTDIR — fetch the pinned npm package NAME into OUTDIR
 # (as OUTDIR/<file>.tgz, file named like core/pins Package.File) and print
 # the tarball's path. The version and integrity hash come from
 # core/pins/npm.txt; the tarball comes from the npm client's configured
 # registry (`npm pack`, nothing installed, no registry named here) and is
 # kept only when its SHA-512 equals the pinned one. A verified tarball
-# already in OUTDIR is reused without asking npm. Needs npm, sha512sum,
+# already in OUTDIR is reused without asking npm. A NAME pinned at more
+# than one version (Codex's platform builds) needs @VERSION. Needs npm, sha512sum,
 # base64 and od.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 PINS=${PINS:-$here/../../core/pins/npm.txt}
-name=${1:?usage: npm-fetch.sh NAME OUTDIR}
-out=${2:?usage: npm-fetch.sh NAME OUTDIR}
+name=${1:?usage: npm-fetch.sh NAME[@VERSION] OUTDIR}
+out=${2:?usage: npm-fetch.sh NAME[@VERSION] OUTDIR}
+want_version=
+case $name in
+?*@*)
+	want_version=${name##*@}
+	name=${name%@*}
+	;;
+esac
 
 log() { printf 'npm-fetch: %s\n' "$*" >&2; }
 
 # shellcheck disable=SC2016 # awk program
-line=$(awk -v n="$name" '$1 == n && NF == 3 { print $2, $3; exit }' "$PINS")
+line=$(awk -v n="$name" -v v="$want_version" '$1 == n && NF == 3 && (v == "" || $2 == v) { print $2, $3 }' "$PINS")
+case $line in
+*"
+"*)
+	log "$name is pinned at more than one version in $PINS; name one ($name@VERSION)"
+	exit 1
+	;;
+esac
 if [ -z "$line" ]; then
 	log "$name is not pinned in $PINS"
 	exit 1

@@ -1,22 +1,12 @@
 package cli
 
 import (
-	"github.com/corral-dev/corral/core/agent"
-	"github.com/corral-dev/corral/core/box"
 	"github.com/spf13/cobra"
 )
 
-// ClaudeOptions are the options of `corral claude`.
-type ClaudeOptions struct {
-	IO         *IOStreams
-	Factory    *Factory
-	Args       []string
-	Foreground bool
-}
-
-// NewCmdClaude builds `corral claude`.
-func NewCmdClaude(f *Factory, runF func(*ClaudeOptions) error) *cobra.Command {
-	opts := &ClaudeOptions{IO: f.IO, Factory: f}
+// NewCmdClaude builds `corral claude`: `corral agent claude`.
+func NewCmdClaude(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
+	opts := &AgentOptions{IO: f.IO, Factory: f, Name: "claude"}
 	cmd := &cobra.Command{
 		Use:   "claude [-- ARGS...]",
 		Short: "Run Claude Code in the project's box with permission prompts off",
@@ -33,20 +23,7 @@ and the next corral claude (or corral attach) re-enters it.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			a, err := agent.Lookup("claude")
-			if err != nil {
-				return err
-			}
-			argv := append(append([]string{}, a.Command...), opts.Args...)
-			tty := opts.IO.InTTY && opts.IO.OutTTY
-			// With a terminal the agent runs in the box's detachable session
-			// named after it: created on first use, re-attached after.
-			// Without one (scripts, pipes) it runs in the foreground.
-			mode := box.ModeForeground
-			if tty && !opts.Foreground {
-				mode = box.ModeOpen
-			}
-			return sessionRun(f, a.Name, argv, tty, mode, a.Name)
+			return agentRun(opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run attached to this terminal only, not in a detachable session")

@@ -16,7 +16,7 @@ import (
 // function every session uses) as CORRAL_FWD_ entries for the ssh
 // process's environment, never its argv, plus the names for the audit log.
 func launchEnv(ctx context.Context, f *Factory, r box.Resolved, agentName string, tty bool) ([]string, []string, error) {
-	a, err := agent.Lookup(agentName)
+	a, err := agent.Find(r.Loaded.Config.Agents, agentName)
 	if err != nil {
 		return nil, nil, err
 	}
