@@ -14,7 +14,7 @@ func TestProjectsMenu(t *testing.T) {
 	st := State{
 		Projects: []Project{
 			{Dir: "/home/u/src/web", Box: "web-3f2a1c", LastUsed: now.Add(-time.Hour)},
-			{Dir: "/home/u/old/idea", LastUsed: now},   // recent, its box removed
+			{Dir: "/home/u/old/idea", LastUsed: now},    // recent, its box removed
 			{Dir: "/home/u/src/web", Box: "web-3f2a1c"}, // the same folder twice
 		},
 		Repos: []Project{
