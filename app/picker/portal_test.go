@@ -6,56 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/godbus/dbus/v5"
 
 	"github.com/corral-dev/corral/app/picker"
 	"github.com/corral-dev/corral/core/desktoptest"
 	"github.com/corral-dev/corral/core/hint"
 )
-
-// fakePortal is org.freedesktop.portal.FileChooser on a private bus. It
-// answers each OpenFile with a Response signal on the Request path the
-// caller's handle_token names, emitted BEFORE the method returns (a real
-// portal may be that fast), and records the options.
-type fakePortal struct {
-	conn *dbus.Conn
-	code uint32
-	uris []string
-
-	mu   sync.Mutex
-	opts []map[string]dbus.Variant
-}
-
-func (f *fakePortal) OpenFile(sender dbus.Sender, parent, title string, opts map[string]dbus.Variant) (dbus.ObjectPath, *dbus.Error) {
-	f.mu.Lock()
-	f.opts = append(f.opts, opts)
-	f.mu.Unlock()
-	token, _ := opts["handle_token"].Value().(string)
-	path := picker.RequestPath(string(sender), token)
-	results := map[string]dbus.Variant{}
-	if f.uris != nil {
-		results["uris"] = dbus.MakeVariant(f.uris)
-	}
-	if err := f.conn.Emit(path, "org.freedesktop.portal.Request.Response", f.code, results); err != nil {
-		return "", dbus.MakeFailedError(err)
-	}
-	return path, nil
-}
-
-func startPortal(t *testing.T, addr string, f *fakePortal) {
-	t.Helper()
-	f.conn = desktoptest.Conn(t, addr)
-	if err := f.conn.Export(f, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.FileChooser"); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := f.conn.RequestName("org.freedesktop.portal.Desktop", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Fatalf("owning the portal name: %v %v", reply, err)
-	}
-}
 
 func TestPortal(t *testing.T) {
 	addr := desktoptest.StartBus(t)
@@ -75,8 +32,12 @@ func TestPortal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakePortal{code: tt.code, uris: tt.uris}
-			startPortal(t, addr, f)
+			f, err := desktoptest.StartFakePortal(desktoptest.Conn(t, addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			f.Answer(tt.code, tt.uris...)
 			client := desktoptest.Conn(t, addr)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -95,12 +56,9 @@ func TestPortal(t *testing.T) {
 					t.Fatalf("Pick = %q, %v; want an error", got, err)
 				}
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if len(f.opts) != 1 || f.opts[0]["directory"].Value() != true {
-				t.Errorf("OpenFile options %v, want directory = true", f.opts)
+			if opts := f.Options(); len(opts) != 1 || opts[0]["directory"].Value() != true {
+				t.Errorf("OpenFile options %v, want directory = true", opts)
 			}
-			f.conn.ReleaseName("org.freedesktop.portal.Desktop")
 		})
 	}
 }
