@@ -20,6 +20,7 @@ import (
 //   - Pull: commits made in A arrive on the host as refs/remotes/corral/A/*
 //     after `corral pull`, and nothing else in the host's .git/config,
 //     hooks/ or local branches changed.
+//   - Broker mode (B's repository asks for it): no sudo in the box.
 //   - Clone: B sees the committed tree, not the host's uncommitted files,
 //     and writes nothing into the host work tree; its commits come back
 //     with `corral pull`.
@@ -32,7 +33,9 @@ func TestPullCloneAndAgentState(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(template, "settings.json"), []byte(seeded), 0o600))
 
 	a := x.project2(t, filepath.Join(base, "pull-a"), "")
-	b := x.project2(t, filepath.Join(base, "pull-b"), "source = \"clone\"\n")
+	// B's repository also tightens the network to broker mode (a
+	// repository may): that such a box has no sudo is checked on it.
+	b := x.project2(t, filepath.Join(base, "pull-b"), "source = \"clone\"\nnetwork = \"broker\"\n")
 	defer a.corral("rm", "-f")
 	defer b.corral("rm", "-f")
 	// Uncommitted host files a clone must not carry.
@@ -104,6 +107,9 @@ func TestPullCloneAndAgentState(t *testing.T) {
 		}
 		if _, _, code := b.corral("run", "--", "mountpoint", "-q", b.project); code == 0 {
 			t.Error("the project is mounted in a clone box")
+		}
+		if _, _, code := b.corral("run", "--", "sudo", "-n", "true"); code == 0 {
+			t.Error("sudo works in a broker-mode box")
 		}
 		b.ok("run", "--", "sh", "-c", "echo from-the-clone > clone.txt")
 		if _, err := os.Stat(filepath.Join(b.project, "clone.txt")); err == nil {
