@@ -39,6 +39,9 @@ var applyNetwork string
 //go:embed apply-project.sh
 var applyProject string
 
+//go:embed toolchain-registries.sh
+var toolchainRegistries string
+
 // Script is one provision script.
 type Script struct {
 	Name    string // file name, e.g. "40-network.sh"
@@ -134,6 +137,11 @@ func ApplyProject() string { return applyProject }
 
 // ApplyProjectPath is where ApplyProject is installed in the guest.
 const ApplyProjectPath = "/usr/local/lib/corral/apply-project"
+
+// ToolchainRegistries returns the script that prints where the image's
+// toolchains download from; `corral golden build` runs it in the golden
+// (core/box) and core/toolreg parses its output on the host.
+func ToolchainRegistries() string { return toolchainRegistries }
 
 // ProvisionedMarker holds the template hash once provisioning finished.
 const ProvisionedMarker = "/etc/corral/provisioned"

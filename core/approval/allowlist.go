@@ -5,6 +5,7 @@ import (
 
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
 )
 
 // Origin says where an allow-list entry comes from.
@@ -13,9 +14,17 @@ type Origin string
 // Origins, in the order AllowList lists them.
 const (
 	OriginAgent    Origin = "agent"
+	OriginGroup    Origin = "group"
 	OriginConfig   Origin = "config"
 	OriginApproval Origin = "approval"
 )
+
+// Toolchains is a box's "toolchains" egress group: what its golden image
+// recorded (core/toolreg). The zero value is no group.
+type Toolchains struct {
+	Golden  string
+	Entries []string
+}
 
 // Rule is one entry of a box's live allow-list and where it comes from.
 type Rule struct {
@@ -28,13 +37,15 @@ type Rule struct {
 }
 
 // AllowList assembles a box's allow-list: the default hosts of the
-// configured agent, then the egress entries of every config layer in merge
-// order (egress merges by union, so every layer contributes), then the
-// approvals given. An entry listed more than once keeps its first source.
+// configured agent, then the toolchains group its golden recorded, then
+// the named groups of egress_groups (core/egress Groups), then the egress
+// entries of every config layer in merge order (egress merges by union, so
+// every layer contributes), then the approvals given. An entry listed more
+// than once keeps its first source.
 //
 // res must come from a config that loaded without error: a failed load's
 // partial result may still hold a layer the trust policy refused.
-func AllowList(res config.Result, approvals []Approval) ([]Rule, error) {
+func AllowList(res config.Result, tc Toolchains, approvals []Approval) ([]Rule, error) {
 	var out []Rule
 	seen := map[string]bool{}
 	add := func(r Rule) {
@@ -50,6 +61,16 @@ func AllowList(res config.Result, approvals []Approval) ([]Rule, error) {
 		}
 		for _, e := range a.Egress {
 			add(Rule{Entry: e, Origin: OriginAgent, Source: a.Name})
+		}
+	}
+	for _, e := range tc.Entries {
+		add(Rule{Entry: e, Origin: OriginGroup, Source: egress.ToolchainsGroup + " (" + tc.Golden + ")"})
+	}
+	for _, name := range res.Config.EgressGroups {
+		if g, ok := egress.LookupGroup(name); ok {
+			for _, e := range g.Entries {
+				add(Rule{Entry: e, Origin: OriginGroup, Source: g.Name})
+			}
 		}
 	}
 	for _, l := range res.Layers {

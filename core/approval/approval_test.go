@@ -347,7 +347,7 @@ func TestAllowList(t *testing.T) {
 		},
 	}
 	exp := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rules, err := AllowList(res, []Approval{
+	rules, err := AllowList(res, Toolchains{}, []Approval{
 		{Entry: "api.example.test", Scope: ScopeAlways},
 		{Entry: "pkg.example.test", Scope: ScopeOnce, Expires: exp},
 		{Entry: "x.example.test", Scope: ScopeOnce, Expires: exp},
@@ -375,7 +375,7 @@ func TestAllowList(t *testing.T) {
 	}
 	bad := "nope"
 	res.Config.Agent = &bad
-	if _, err := AllowList(res, nil); err == nil {
+	if _, err := AllowList(res, Toolchains{}, nil); err == nil {
 		t.Error("unknown agent accepted")
 	}
 }

@@ -392,6 +392,8 @@ func (s *Service) EnsureGolden(ctx context.Context, r Resolved) (string, error) 
 		_ = s.Lima.Delete(context.WithoutCancel(ctx), name, true)
 		return "", fmt.Errorf("provisioning golden image %s: %w", name, err)
 	}
+	// Before it stops: the toolchains are asked in the running golden.
+	s.recordToolchains(ctx, name)
 	if err := s.Lima.Stop(ctx, name, false); err != nil {
 		return "", fmt.Errorf("stopping golden image %s: %w", name, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/toolreg"
 )
 
 // AllowList is the allow-list a box's broker builds at now, each rule with
@@ -34,7 +35,7 @@ func AllowList(l paths.Layout, boxName, projectDir string, platform config.Platf
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
 	}
-	rules, rerr := approval.AllowList(config.Result{}, list)
+	rules, rerr := approval.AllowList(config.Result{}, bp.toolchains, list)
 	return rules, errors.Join(err, rerr)
 }
 
@@ -55,8 +56,11 @@ type boxPolicy struct {
 	platform config.Platform
 	ranges   []string
 	store    *approval.Store
-	logger   *slog.Logger
-	now      func() time.Time
+	// toolchains is the group the box's golden recorded, read at start
+	// (the record does not change after the golden's build).
+	toolchains approval.Toolchains
+	logger     *slog.Logger
+	now        func() time.Time
 
 	mu        sync.Mutex
 	cfg       *config.Result      // last config that loaded
@@ -71,7 +75,26 @@ func newBoxPolicy(l paths.Layout, boxName, projectDir string, platform config.Pl
 		return nil, err
 	}
 	return &boxPolicy{layout: l, box: boxName, project: projectDir, snapshot: config.ReadSnapshot(projectDir),
-		platform: platform, ranges: ranges, store: store, logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
+		platform: platform, ranges: ranges, store: store, toolchains: boxToolchains(l, boxName, logger),
+		logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
+}
+
+// boxToolchains is the toolchains group of a box: what its golden image
+// recorded. A box made without a golden, or from one built before corral
+// recorded toolchains, has none; an unreadable record is logged.
+func boxToolchains(l paths.Layout, boxName string, logger *slog.Logger) approval.Toolchains {
+	m, err := box.ReadMeta(l, boxName)
+	if err != nil || m.Golden == "" {
+		return approval.Toolchains{}
+	}
+	rec, err := toolreg.Read(l, m.Golden)
+	if err != nil {
+		if !errors.Is(err, toolreg.ErrNoRecord) {
+			logger.Error("reading the toolchains group", "box", boxName, "err", err)
+		}
+		return approval.Toolchains{}
+	}
+	return approval.Toolchains{Golden: m.Golden, Entries: rec.Entries()}
 }
 
 // files are the host-owned files the policy follows, for the watcher.
@@ -91,7 +114,7 @@ func (b *boxPolicy) loadConfig() (config.Result, error) {
 	if r.Project.Box != b.box {
 		return config.Result{}, fmt.Errorf("loading the config of box %s: its project %s now belongs to box %s", b.box, b.project, r.Project.Box)
 	}
-	rules, err := approval.AllowList(r.Loaded, nil)
+	rules, err := approval.AllowList(r.Loaded, b.toolchains, nil)
 	if err == nil {
 		names, ranges := splitRanges(approval.Entries(rules))
 		_, err = egress.ParsePolicy(names, ranges)
@@ -143,7 +166,7 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 		default:
 		}
 	}
-	return approval.AllowList(*b.cfg, active)
+	return approval.AllowList(*b.cfg, b.toolchains, active)
 }
 
 // load returns the policy in force now and the once-approvals, each as its

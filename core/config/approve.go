@@ -19,31 +19,53 @@ import (
 // The result is decoded again and must hold exactly the old entries plus
 // the new ones, or nothing is written.
 func ApproveEgress(path string, entries []string, file, hash string, now time.Time) error {
+	return AddToList(path, "egress", entries, fmt.Sprintf("requested by %s (%s)", file, hash), "corral approve", now)
+}
+
+// ApproveGroups is ApproveEgress for egress_groups.
+func ApproveGroups(path string, groups []string, file, hash string, now time.Time) error {
+	return AddToList(path, "egress_groups", groups, fmt.Sprintf("requested by %s (%s)", file, hash), "corral approve", now)
+}
+
+// listKeys are the list keys AddToList edits, with the check of an entry.
+var listKeys = map[string]func(string) error{
+	"egress":        CheckEgressEntry,
+	"egress_groups": checkGroupName,
+}
+
+// AddToList adds entries to the list key (egress or egress_groups) of the
+// trusted layer at path, as ApproveEgress describes, with a comment
+// "# WHO DATE: WHY" above the statement. `corral approve` and `corral
+// egress learn --apply` write through it.
+func AddToList(path, key string, entries []string, why, who string, now time.Time) error {
+	check, ok := listKeys[key]
+	if !ok {
+		return fmt.Errorf("adding to %s: not a list corral edits", key)
+	}
 	data, err := readLayerFile(path)
 	if err != nil {
 		return err
 	}
 	old, err := Parse(KindTrusted, path, data)
 	if err != nil {
-		return fmt.Errorf("approving requests: the trusted file has problems; fix it first: %w", err)
+		return fmt.Errorf("adding to %s: the trusted file has problems; fix it first: %w", key, err)
 	}
-	want := slices.Clone(old.Config.Egress)
+	want := slices.Clone(field(&old.Config, key).Interface().([]string))
 	for _, e := range entries {
-		if err := CheckEgressEntry(e); err != nil {
-			return fmt.Errorf("approving %q: %w", e, err)
+		if err := check(e); err != nil {
+			return fmt.Errorf("adding %q to %s: %w", e, key, err)
 		}
 		if !slices.ContainsFunc(want, func(h string) bool { return sameEntry(h, e) }) {
 			want = append(want, e)
 		}
 	}
-	stmt := fmt.Sprintf("# corral approve %s: requested by %s (%s)\n%s\n",
-		now.UTC().Format("2006-01-02"), file, hash, tomlLine("egress", want))
+	stmt := fmt.Sprintf("# %s %s: %s\n%s\n", who, now.UTC().Format("2006-01-02"), why, tomlLine(key, want))
 	var out []byte
-	if line := old.Lines["egress"]; line > 0 {
+	if line := old.Lines[key]; line > 0 {
 		start := lineOffset(data, line)
 		end, err := statementEnd(data, start)
 		if err != nil {
-			return fmt.Errorf("approving requests: editing %s: %w", path, err)
+			return fmt.Errorf("adding to %s: editing %s: %w", key, path, err)
 		}
 		out = append(append(append(out, data[:start]...), stmt...), bytes.TrimPrefix(data[end:], []byte("\n"))...)
 	} else {
@@ -54,9 +76,9 @@ func ApproveEgress(path string, entries []string, file, hash string, now time.Ti
 		}
 		out = append(append(append(out, head...), stmt...), data[at:]...)
 	}
-	check, err := Parse(KindTrusted, path, out)
-	if err != nil || !slices.Equal(check.Config.Egress, want) {
-		return errors.Join(fmt.Errorf("approving requests: could not edit %s safely; add to it by hand:\n%s", path, tomlLine("egress", want)), err)
+	again, err := Parse(KindTrusted, path, out)
+	if err != nil || !slices.Equal(field(&again.Config, key).Interface().([]string), want) {
+		return errors.Join(fmt.Errorf("adding to %s: could not edit %s safely; add to it by hand:\n%s", key, path, tomlLine(key, want)), err)
 	}
 	return atomicfile.WriteFile(path, out, atomicfile.FileMode)
 }
@@ -80,7 +102,7 @@ func lineOffset(data []byte, n int) int {
 func statementEnd(data []byte, start int) (int, error) {
 	eq := bytes.IndexByte(data[start:], '=')
 	if eq < 0 {
-		return 0, errors.New("no '=' after the egress key")
+		return 0, errors.New("no '=' after the key")
 	}
 	depth, line := 0, 0
 	for i := start + eq + 1; i < len(data); i++ {
@@ -101,11 +123,11 @@ func statementEnd(data []byte, start int) (int, error) {
 		case ' ', '\t', '\r', '\n':
 		default:
 			if depth == 0 {
-				return 0, errors.New("egress is not an array")
+				return 0, errors.New("the value is not an array")
 			}
 		}
 	}
-	return 0, errors.New("unterminated egress array")
+	return 0, errors.New("unterminated array")
 }
 
 // firstTable is the offset of the first table header ([x] or [[x]] at the

@@ -62,7 +62,7 @@ type Result struct {
 
 // RepoRequest is one entry a repository's .corral.toml requests.
 type RepoRequest struct {
-	Key     string `json:"key"`   // "egress"
+	Key     string `json:"key"`   // "egress" or "egress_groups"
 	Entry   string `json:"entry"` // as written in the file
 	File    string `json:"file"`
 	Line    int    `json:"line,omitempty"`
@@ -80,13 +80,14 @@ func (r Result) Pending() []RepoRequest {
 	return out
 }
 
-// takeRequests moves the egress entries of a repository layer out of it:
-// a repository may request hosts, never allow them. Each entry is pending
-// unless a host layer (global or trusted) already allows exactly it; the
-// layer returned sets no egress, so the merge never sees the requests.
-// Other host-only keys (mounts, image, sudo, ...) stay violations.
-func takeRequests(l Layer, hostEgress []string) (Layer, []RepoRequest) {
-	if l.Config.Egress == nil {
+// takeRequests moves the egress entries and egress groups of a
+// repository layer out of it: a repository may request hosts, never allow
+// them. Each entry is pending unless a host layer (global or trusted)
+// already allows exactly it; the layer returned sets neither key, so the
+// merge never sees the requests. Other host-only keys (mounts, image,
+// sudo, ...) stay violations.
+func takeRequests(l Layer, hostEgress, hostGroups []string) (Layer, []RepoRequest) {
+	if l.Config.Egress == nil && l.Config.EgressGroups == nil {
 		return l, nil
 	}
 	var reqs []RepoRequest
@@ -94,7 +95,10 @@ func takeRequests(l Layer, hostEgress []string) (Layer, []RepoRequest) {
 		granted := slices.ContainsFunc(hostEgress, func(h string) bool { return sameEntry(h, e) })
 		reqs = append(reqs, RepoRequest{Key: "egress", Entry: e, File: l.Path, Line: l.Lines["egress"], Pending: !granted})
 	}
-	l.Config.Egress = nil // l is a copy; the snapshot's layer is untouched
+	for _, g := range l.Config.EgressGroups {
+		reqs = append(reqs, RepoRequest{Key: "egress_groups", Entry: g, File: l.Path, Line: l.Lines["egress_groups"], Pending: !slices.Contains(hostGroups, g)})
+	}
+	l.Config.Egress, l.Config.EgressGroups = nil, nil // l is a copy; the snapshot's layer is untouched
 	l.Set = setKeys(&l.Config)
 	return l, reqs
 }
@@ -151,11 +155,12 @@ func Load(req Request) (Result, error) {
 		}
 		errs = append(errs, validate(proj)...)
 		res.ProjectHash = snap.Hash
-		var hostEgress []string
+		var hostEgress, hostGroups []string
 		for _, l := range append(slices.Clone(res.Layers), trusted) {
 			hostEgress = append(hostEgress, l.Config.Egress...)
+			hostGroups = append(hostGroups, l.Config.EgressGroups...)
 		}
-		proj, res.Requests = takeRequests(proj, hostEgress)
+		proj, res.Requests = takeRequests(proj, hostEgress, hostGroups)
 		below := Merge(res.Layers...).Config
 		perrs, checked := checkProject(proj, below, PolicyInput{
 			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,

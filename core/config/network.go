@@ -1,5 +1,10 @@
 package config
 
+import (
+	"slices"
+	"time"
+)
+
 // Network is a box's network mode, the value of the network key. Config
 // keeps the decoded string (validated against NetworkOrder, compared by rank
 // in the trust policy); code that acts on the mode uses Network values.
@@ -7,15 +12,49 @@ type Network string
 
 // The network modes, loosest first (NetworkOrder).
 const (
-	NetworkFull    Network = "full"    // no filter
+	NetworkFull Network = "full" // no filter
+	// NetworkLearn is broker mode whose broker, for learn_for after the
+	// learning began, also allows public destinations off the allow-list
+	// and logs them, so that `corral egress learn` can propose an
+	// allow-list. For the VM, the funnel and the broker process it is
+	// NetworkBroker (see Config.NetworkMode).
+	NetworkLearn   Network = "learn"
 	NetworkBroker  Network = "broker"  // only the host's allow-list proxy (the egress broker)
 	NetworkOffline Network = "offline" // loopback only
 )
 
-// NetworkMode returns c's network mode, "" when unset.
+// DefaultLearnFor is how long learning lasts unless learn_for says.
+const DefaultLearnFor = 30 * time.Minute
+
+// MaxLearnFor bounds learn_for: learning is a first run, not a mode to
+// live in.
+const MaxLearnFor = 24 * time.Hour
+
+// NetworkMode returns the network mode the box runs in, "" when unset.
+// Learning boxes run in broker mode: NetworkLearn is returned as
+// NetworkBroker (Learns says whether the config asks to learn).
 func (c Config) NetworkMode() Network {
 	if c.Network == nil {
 		return ""
 	}
+	if Network(*c.Network) == NetworkLearn {
+		return NetworkBroker
+	}
 	return Network(*c.Network)
+}
+
+// Learns reports whether the config sets network = "learn".
+func (c Config) Learns() bool { return c.Network != nil && Network(*c.Network) == NetworkLearn }
+
+// LearnDuration is how long learning lasts: learn_for, or DefaultLearnFor.
+func (c Config) LearnDuration() time.Duration {
+	if c.LearnFor == nil || c.LearnFor.Duration <= 0 {
+		return DefaultLearnFor
+	}
+	return c.LearnFor.Duration
+}
+
+// looserThanBroker reports whether network value v ranks below broker.
+func looserThanBroker(v string) bool {
+	return slices.Index(NetworkOrder, v) < slices.Index(NetworkOrder, string(NetworkBroker))
 }

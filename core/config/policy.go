@@ -48,6 +48,8 @@ func checkProject(l Layer, base Config, in PolicyInput) (errs []error, checked [
 				reason = "a repository may request a credential but not configure one (it names host secrets)"
 			case "agents":
 				reason = "a repository may not define agents (an agent's install step runs as root when the golden image is built)"
+			case "learn_for":
+				reason = "a repository may not set this (how long a box may reach any public host is the user's choice)"
 			case "hold_denied":
 				reason = "a repository may not set this (holding denied connections keeps the box waiting on the user: the user's choice)"
 			}
@@ -233,7 +235,7 @@ func checkFloors(eff *Effective) []error {
 	c := &eff.Config
 	var errs []error
 	if c.Profile != nil && *c.Profile == "strict" {
-		if c.NetworkMode() == NetworkFull {
+		if c.Network != nil && looserThanBroker(*c.Network) {
 			c.Network = ptr(string(NetworkBroker))
 			eff.Origin["network"] = append(eff.Origin["network"], "profile strict (floor: broker)")
 		}

@@ -155,3 +155,13 @@ func skipString(data []byte, i int, line *int) int {
 	}
 	return i
 }
+
+// CheckNesting reports TOML that nests deeper than max, before a parser
+// sees it, for other TOML corral reads from a box (core/toolreg reads
+// cargo's config files from a golden image).
+func CheckNesting(data []byte, max int) error {
+	if e := checkNesting(data, max); e != nil {
+		return e
+	}
+	return nil
+}

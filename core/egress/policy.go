@@ -23,6 +23,9 @@ const (
 	ReasonResolveFailed      Reason = "resolve-failed"
 	ReasonMalformedAuthority Reason = "malformed-authority"
 	ReasonUserinfo           Reason = "userinfo"
+	// ReasonLearning: allowed only because the box is learning (see
+	// [Policy.Learning]); `corral egress learn` proposes these.
+	ReasonLearning Reason = "learning"
 )
 
 // Kind says how a destination was requested.
@@ -102,7 +105,23 @@ type Policy struct {
 	suffix map[string]*portSet // key ".example.com" for "*.example.com"
 	ranges []netip.Prefix
 	text   []string // canonical entries, for String
+	learn  bool     // see Learning
 }
+
+// Learning returns a copy of p that also allows, with [ReasonLearning],
+// every name p denies by host or port, as long as it resolves to public
+// addresses: private and special-purpose addresses and IP-literal targets
+// are still refused unless a range allows them. It is how a learning box's
+// broker lets the box reach what it needs while the decision log records
+// it.
+func (p *Policy) Learning() *Policy {
+	c := *p
+	c.learn = true
+	return &c
+}
+
+// IsLearning reports whether p was made by [Policy.Learning].
+func (p *Policy) IsLearning() bool { return p.learn }
 
 // ParsePolicy builds a policy from allow-list entries and CIDR ranges.
 //
@@ -224,13 +243,17 @@ func (p *Policy) Decide(r Request) Decision {
 		d.Allowed, d.Reason = true, ReasonAllowed
 		return d
 	}
-	if reason := p.matchName(r.Host, r.Port); reason != ReasonAllowed {
+	reason := p.matchName(r.Host, r.Port)
+	if reason != ReasonAllowed && !p.learn {
 		return deny(reason)
 	}
 	if r.IP.IsValid() && !p.inRange(r.IP) && !PublicAddr(r.IP) {
 		return deny(ReasonPrivateIP)
 	}
-	d.Allowed, d.Reason = true, ReasonAllowed
+	if reason != ReasonAllowed {
+		reason = ReasonLearning
+	}
+	d.Allowed, d.Reason = true, reason
 	return d
 }
 

@@ -5,6 +5,7 @@
 //	  config.toml              global config layer
 //	  lima/                    LIMA_HOME, private to corral
 //	  boxes/<box>.json         box metadata
+//	  goldens/<golden>.json    what a golden image's toolchains download from (core/toolreg)
 //	  projects/<box>.toml      trusted per-box config layer (and approvals)
 //	  recent.json              project folders corral used lately (the menu's Projects)
 //	  agents/<agent>/          agent state shared by boxes with agent_state = "shared" (opt-in)
@@ -153,10 +154,20 @@ func (l Layout) SessionsDir(box string) string { return filepath.Join(l.RunDir()
 // keep their identity (see core/box and core/launchenv).
 func (l Layout) CacheDir() string { return filepath.Join(l.RunDir(), "cache") }
 
+// GoldensDir holds one record per golden image built (see GoldenRecord).
+func (l Layout) GoldensDir() string { return filepath.Join(l.Home, "goldens") }
+
+// GoldenRecord is what golden image name recorded at its build: the
+// registries its toolchains use (core/toolreg). It outlives the image:
+// boxes cloned from it keep their toolchains group.
+func (l Layout) GoldenRecord(name string) string {
+	return filepath.Join(l.GoldensDir(), name+".json")
+}
+
 // Dirs lists every directory of the layout, parents first.
 func (l Layout) Dirs() []string {
 	return []string{
-		l.Home, l.LimaHome(), l.BoxesDir(), l.ProjectsDir(),
+		l.Home, l.LimaHome(), l.BoxesDir(), l.GoldensDir(), l.ProjectsDir(),
 		filepath.Join(l.Home, "agents"), filepath.Join(l.Home, "agent-templates"),
 		filepath.Join(l.Home, "seed"), l.LogsDir(),
 		filepath.Join(l.Home, "snapshots"), l.RunDir(), l.SSHDir(),

@@ -30,9 +30,9 @@ func NewCmdApprove(f *Factory, runF func(*ApproveOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "approve [BOX]",
 		Short: "Review and allow the hosts a repository's .corral.toml requests",
-		Long: `Approve shows each host the repository's .corral.toml requests (egress)
-and writes the ones you accept to the box's trusted layer
-(~/.corral/projects/<box>.toml), with a comment naming the repository file's
+		Long: `Approve shows each host (egress) and egress group (egress_groups) the
+repository's .corral.toml requests and writes the ones you accept to the
+box's trusted layer (~/.corral/projects/<box>.toml), with a comment naming the repository file's
 content hash. A request is never a permission by itself: until it is
 approved the broker does not allow it. When the file changes, new requests
 are pending again; approved entries stay.
@@ -91,18 +91,29 @@ func approveRun(opts *ApproveOptions) error {
 			fmt.Sprintf("review them with corral config check, then corral approve %s --yes", r.Project.Box))
 	}
 	in := bufio.NewReader(opts.IO.In)
-	var accepted []string
+	var accepted, hosts, groups []string
 	for _, q := range pending {
 		line := fmt.Sprintf("%s %s", q.Key, display.Authority(q.Entry, 0))
+		if q.Key == "egress_groups" {
+			line = fmt.Sprintf("the egress group %s (corral egress groups lists its hosts)", display.Text(q.Entry, 0))
+		}
+		ok := opts.Yes
 		if opts.Yes {
 			fmt.Fprintf(opts.IO.Out, "approving %s\n", line)
-			accepted = append(accepted, q.Entry)
+		} else {
+			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s; allow it? [y/N] ", r.Project.Box, line)
+			answer, _ := in.ReadString('\n')
+			a := strings.ToLower(strings.TrimSpace(answer))
+			ok = a == "y" || a == "yes"
+		}
+		if !ok {
 			continue
 		}
-		fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s; allow it? [y/N] ", r.Project.Box, line)
-		answer, _ := in.ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a == "y" || a == "yes" {
-			accepted = append(accepted, q.Entry)
+		accepted = append(accepted, q.Entry)
+		if q.Key == "egress_groups" {
+			groups = append(groups, q.Entry)
+		} else {
+			hosts = append(hosts, q.Entry)
 		}
 	}
 	if len(accepted) == 0 {
@@ -125,8 +136,15 @@ func approveRun(opts *ApproveOptions) error {
 	if len(pending) > 0 {
 		file = pending[0].File
 	}
-	if err := config.ApproveEgress(trusted, accepted, file, r.Loaded.ProjectHash, opts.now()); err != nil {
-		return err
+	if len(hosts) > 0 {
+		if err := config.ApproveEgress(trusted, hosts, file, r.Loaded.ProjectHash, opts.now()); err != nil {
+			return err
+		}
+	}
+	if len(groups) > 0 {
+		if err := config.ApproveGroups(trusted, groups, file, r.Loaded.ProjectHash, opts.now()); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", len(accepted), len(pending), trusted)
 	return nil

@@ -70,7 +70,7 @@ func TestConfigCheckViolations(t *testing.T) {
 	want := "3 problem(s) in the config of box " + e.box + ":\n\n" +
 		file + ":3: netwrok: unknown key\n" +
 		`  fix: did you mean "network"? keys are exact (case-sensitive)` + "\n\n" +
-		file + `:1: network = "full": a repository may only tighten network (full < broker < offline), and this loosens "broker"` + "\n" +
+		file + `:1: network = "full": a repository may only tighten network (full < learn < broker < offline), and this loosens "broker"` + "\n" +
 		"  fix: if you trust this repository, add to " + trusted + ":\n" +
 		`       network = "full"` + "\n\n" +
 		file + `:2: git_tokens = ["github.com"]: a repository may not set this (it widens host access)` + "\n" +

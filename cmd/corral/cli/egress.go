@@ -83,6 +83,7 @@ at the same time are included. Without --since it searches the whole log.`,
 	cmd.Flags().DurationVar(&opts.Since, "since", 24*time.Hour, "show decisions of this last `duration`")
 	cmd.Flags().StringVar(&opts.Session, "session", "", "show only session `ID` (or \"last\")")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.AddCommand(NewCmdEgressGroups(f, nil))
 	return cmd
 }
 
