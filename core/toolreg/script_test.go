@@ -1,4 +1,4 @@
-package guest
+package toolreg
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/core/toolreg"
+	"github.com/corral-dev/corral/guest"
 )
 
-// TestToolchainRegistriesScript runs the guest script with fake npm, go
+// TestToolchainRegistriesScript runs the guest script (guest/toolchain-registries.sh) with fake npm, go
 // and python3 (the answers the real tools give, with example hosts) and a
 // cargo config, and parses its output with the host's parser. apt reads
 // the test machine's own sources, so apt's findings are not compared.
@@ -49,28 +49,28 @@ esac`,
 	}
 	cmd := exec.Command(filepath.Join(bin, "sh"), "-s")
 	cmd.Env = []string{"PATH=" + bin, "HOME=" + home, "PIP_EXTRA_INDEX_URL=https://extra.mirror.example/simple"}
-	cmd.Stdin = strings.NewReader(ToolchainRegistries())
+	cmd.Stdin = strings.NewReader(guest.ToolchainRegistries())
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("script: %v\n%s", err, out)
 	}
-	rec, err := toolreg.ParseBytes(out)
+	rec, err := ParseBytes(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []toolreg.Registry
+	var got []Registry
 	for _, g := range rec.Registries {
-		if g.Tool != toolreg.ToolApt {
+		if g.Tool != ToolApt {
 			got = append(got, g)
 		}
 	}
-	want := []toolreg.Registry{
-		{Entry: "npm.mirror.example", Tool: toolreg.ToolNPM, Source: "registry"},
-		{Entry: "goproxy.mirror.example", Tool: toolreg.ToolGo, Source: "GOPROXY"},
-		{Entry: "sumdb.mirror.example", Tool: toolreg.ToolGo, Source: "GOSUMDB"},
-		{Entry: "pypi.mirror.example", Tool: toolreg.ToolPip, Source: "global.index-url"},
-		{Entry: "extra.mirror.example", Tool: toolreg.ToolPip, Source: "PIP_EXTRA_INDEX_URL"},
-		{Entry: "crates.mirror.example", Tool: toolreg.ToolCargo, Source: filepath.Join(home, ".cargo", "config.toml")},
+	want := []Registry{
+		{Entry: "npm.mirror.example", Tool: ToolNPM, Source: "registry"},
+		{Entry: "goproxy.mirror.example", Tool: ToolGo, Source: "GOPROXY"},
+		{Entry: "sumdb.mirror.example", Tool: ToolGo, Source: "GOSUMDB"},
+		{Entry: "pypi.mirror.example", Tool: ToolPip, Source: "global.index-url"},
+		{Entry: "extra.mirror.example", Tool: ToolPip, Source: "PIP_EXTRA_INDEX_URL"},
+		{Entry: "crates.mirror.example", Tool: ToolCargo, Source: filepath.Join(home, ".cargo", "config.toml")},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("registries:\n%+v\nwant:\n%+v\noutput:\n%s", got, want, out)
