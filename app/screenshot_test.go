@@ -50,7 +50,11 @@ func TestMenuScreenshot(t *testing.T) {
 	}
 	now := time.Now()
 	web := menu.BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: menu.StateRunning,
-		MemBytes: 1288490189, MemCapBytes: 4 << 30, Idle: 12 * time.Minute,
+		MemBytes: 1288490189, MemCapBytes: 4 << 30, Sessions: 1,
+		Detached: []menu.SessionView{
+			{Name: "claude", Agent: "claude", Attached: 1, Activity: now.Add(-5 * time.Second)},
+			{Name: "tests", Agent: "shell", Activity: now.Add(-14 * time.Minute)},
+		},
 		Denied: []menu.DeniedHost{
 			{Host: "registry.npmjs.example.test", Port: 443, Count: 14, Last: now.Add(-2 * time.Minute)},
 			{Host: "telemetry.example.test", Port: 443, Count: 3, Last: now.Add(-40 * time.Minute)},
@@ -60,6 +64,8 @@ func TestMenuScreenshot(t *testing.T) {
 			{Name: "api-77aa01", State: menu.StateRunning, MemBytes: 3 << 29, MemCapBytes: 8 << 30, Sessions: 2},
 			{Name: "docs-site-with-a-rather-long-name-9c1d", State: menu.StateStopped, MemCapBytes: 2 << 30}},
 		Projects: []menu.Project{{Dir: "/home/u/src/web", Box: "web-3f2a1c", LastUsed: now}, {Dir: "/home/u/src/new-idea", LastUsed: now.Add(-time.Hour)}},
+		Repos:    []menu.Project{{Dir: "/home/u/src/cli"}, {Dir: "/home/u/src/docs-site"}},
+		Roots:    []string{"~/src"},
 	})
 	h.start(time.Second)
 	time.Sleep(2 * time.Second) // icon fetched and drawn
@@ -70,12 +76,13 @@ func TestMenuScreenshot(t *testing.T) {
 	}
 	xdo("mousemove", strconv.Itoa(w-16), "16", "click", "1")
 	time.Sleep(time.Second)
-	// Hover the web box, then its "Denied hosts", then the first host. The
-	// coordinates fit this screen, bar and menu; CORRAL_APP_SCREENSHOT_HOVER
-	// ("x,y x,y ...") overrides them after a menu change.
+	// Hover the web box, then its first session's Attach. The coordinates
+	// fit this screen, bar and menu; CORRAL_APP_SCREENSHOT_HOVER ("x,y x,y
+	// ...") overrides them after a menu change, CORRAL_APP_SCREENSHOT_CROP
+	// (an ImageMagick geometry) the part kept.
 	hover := os.Getenv("CORRAL_APP_SCREENSHOT_HOVER")
 	if hover == "" {
-		hover = "700,123 450,123 450,198 600,198 700,198"
+		hover = "700,123 450,123 400,173"
 	}
 	for _, xy := range coords(hover) {
 		xdo("mousemove", strconv.Itoa(xy[0]), strconv.Itoa(xy[1]))
@@ -87,7 +94,11 @@ func TestMenuScreenshot(t *testing.T) {
 	}
 	defer os.Remove(full)
 	// Keep the bar and the menus, not the empty screen below them.
-	if b, err := exec.Command("convert", full, "-crop", "620x300+340+0", "+repage", out).CombinedOutput(); err != nil {
+	crop := os.Getenv("CORRAL_APP_SCREENSHOT_CROP")
+	if crop == "" {
+		crop = "700x345+260+0"
+	}
+	if b, err := exec.Command("convert", full, "-crop", crop, "+repage", out).CombinedOutput(); err != nil {
 		t.Fatalf("cropping: %v %s", err, b)
 	}
 	t.Logf("screenshot %s", out)
