@@ -118,8 +118,7 @@ func Run(ctx context.Context, o Options) error {
 
 // serve listens, says where, and serves until ctx is done.
 func serve(ctx context.Context, o Options, srv *egress.Server) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", o.Listen)
+	ln, err := egress.Listen(ctx, o.Listen)
 	if err != nil {
 		return fmt.Errorf("egress broker listening on %s: %w", o.Listen, err)
 	}

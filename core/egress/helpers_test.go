@@ -66,7 +66,7 @@ func startProxy(t *testing.T, entries, ranges []string, mod func(*Config)) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := Listen(context.Background(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func brokerChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := Listen(context.Background(), "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3

@@ -258,8 +258,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	if s.cfg.Listen == "" {
 		return errors.New("egress broker: no listen address configured")
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	ln, err := Listen(ctx, s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("egress broker listening on %s: %w", s.cfg.Listen, err)
 	}

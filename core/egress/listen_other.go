@@ -1,0 +1,5 @@
+//go:build !linux
+
+package egress
+
+func deferAccept(int) error { return nil }
