@@ -6,6 +6,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/corral-dev/corral/core/version.Version=$(VERSION) -X github.com/corral-dev/corral/core/version.Commit=$(COMMIT)
 BIN     := bin/corral
+# The small program qemu runs per guest connection (core/guestconn); corral
+# looks for it in its own directory, so it is built and installed beside it.
+GUEST_BIN ?= $(dir $(BIN))corral-guest-conn
 PREFIX  ?= /usr/local
 GO      ?= go
 
@@ -14,8 +17,9 @@ GO      ?= go
 help: ## show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## build bin/corral
+build: ## build bin/corral and bin/corral-guest-conn
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/corral
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN) ./cmd/corral-guest-conn
 
 test: ## unit and integration tests (no VMs)
 	$(GO) test -count=1 ./...
@@ -84,6 +88,7 @@ DIST        ?= dist
 ZSH_COMPDIR ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 MAN_PAGES   := $(wildcard docs/man/*.1)
 INSTALLED   := $(PREFIX)/bin/corral \
+	$(PREFIX)/bin/corral-guest-conn \
 	$(PREFIX)/share/bash-completion/completions/corral \
 	$(ZSH_COMPDIR)/_corral \
 	$(PREFIX)/share/fish/vendor_completions.d/corral.fish \
@@ -113,6 +118,7 @@ install: build ## install corral, completions, man pages and desktop entries int
 	  '$(DESTDIR)$(PREFIX)/share/man/man1' '$(DESTDIR)$(PREFIX)/share/applications' \
 	  '$(DESTDIR)$(PREFIX)/share/icons/hicolor/256x256/apps' '$(DESTDIR)$(SYSCONFDIR)/xdg/autostart'
 	install -m 0755 '$(BIN)' '$(DESTDIR)$(PREFIX)/bin/corral'
+	install -m 0755 '$(GUEST_BIN)' '$(DESTDIR)$(PREFIX)/bin/corral-guest-conn'
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	  '$(BIN)' completion bash >"$$tmp/bash"; '$(BIN)' completion zsh >"$$tmp/zsh"; '$(BIN)' completion fish >"$$tmp/fish"; \
 	  install -m 0644 "$$tmp/bash" '$(DESTDIR)$(PREFIX)/share/bash-completion/completions/corral'; \

@@ -288,6 +288,7 @@ func TestMakeInstallUninstall(t *testing.T) {
 	}
 	want := []string{
 		"usr/local/bin/corral",
+		"usr/local/bin/corral-guest-conn",
 		"usr/local/share/bash-completion/completions/corral",
 		"usr/local/share/zsh/site-functions/_corral",
 		"usr/local/share/fish/vendor_completions.d/corral.fish",
@@ -362,6 +363,7 @@ func TestDeb(t *testing.T) {
 	run(t, exec.Command("dpkg", "-x", deb, x))
 	for _, p := range []string{
 		"usr/bin/corral",
+		"usr/bin/corral-guest-conn",
 		"usr/share/bash-completion/completions/corral",
 		"usr/share/zsh/vendor-completions/_corral",
 		"usr/share/fish/vendor_completions.d/corral.fish",

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 	"go.yaml.in/yaml/v3"
@@ -46,7 +47,8 @@ func (p QemuPlan) Describe() string {
 // Lima names the instance in -pidfile <LIMA_HOME>/<box>/qemu.pid; that
 // LIMA_HOME must be corral's. A box's network comes from its metadata; a
 // golden image (no metadata) is judged by its template's param.NETWORK.
-// exe is the corral binary qemu runs per guest connection (guest-conn).
+// exe is the corral binary; qemu runs guestconn.Exe(exe) per guest
+// connection (the small corral-guest-conn beside it if installed).
 func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 	pidFile := ""
 	for i := 0; i+1 < len(args); i++ {
@@ -77,7 +79,7 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 			p.ReadOnly = d.ReadOnly()
 		}
 		if m.Network == config.NetworkBroker {
-			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(exe, name)}
+			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(guestconn.Exe(exe), name)}
 		}
 	case errors.Is(err, ErrNoMeta) && strings.HasPrefix(name, "golden-"):
 		if p.Network, err = templateNetwork(filepath.Join(inst, "lima.yaml")); err != nil {

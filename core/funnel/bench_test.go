@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/corral-dev/corral/core/guestconn"
 )
 
 // The benchmarks compare the two ways a guestfwd command can get a guest
@@ -80,7 +82,7 @@ func setupFDPass(b *testing.B, sink chan int64) forwarder {
 	broker(b, ln, sink)
 	return func(cmdEnd *os.File) error {
 		defer cmdEnd.Close()
-		return SendFD(path, int(cmdEnd.Fd()))
+		return guestconn.SendFD(path, int(cmdEnd.Fd()))
 	}
 }
 

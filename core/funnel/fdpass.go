@@ -13,34 +13,7 @@ import (
 	"time"
 )
 
-// SendFD passes fd (a connected stream socket, such as the guest connection
-// qemu hands guest-conn on its stdin) to the listener at path with
-// SCM_RIGHTS. No byte of the connection passes through the caller, which may
-// exit as soon as SendFD returns: the receiver holds its own copy.
-func SendFD(path string, fd int) error {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return fmt.Errorf("passing the guest connection to %s: %w", path, err)
-	}
-	defer c.Close()
-	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, _, err := c.WriteMsgUnix([]byte{0}, syscall.UnixRights(fd), nil); err != nil {
-		return fmt.Errorf("passing the guest connection to %s: %w", path, err)
-	}
-	return nil
-}
-
-// IsSocket reports whether fd is a socket (qemu's guestfwd cmd: hands the
-// command one end of a socketpair on fds 0, 1 and 2).
-func IsSocket(fd int) bool {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return false
-	}
-	return st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
-}
-
-// Listener receives connections passed with SendFD on a Unix socket and
+// Listener receives connections passed with guestconn.SendFD on a Unix socket and
 // returns them from Accept, as a net.Listener for egress.Server.Serve.
 type Listener struct {
 	ln     *net.UnixListener
@@ -53,7 +26,7 @@ type Listener struct {
 
 var _ net.Listener = (*Listener)(nil)
 
-// maxFDs bounds the descriptors read from one message; SendFD sends one.
+// maxFDs bounds the descriptors read from one message; guestconn.SendFD sends one.
 const maxFDs = 4
 
 // Listen listens on the Unix socket path (mode 0600; keep it in a 0700

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/guestconn"
 )
 
 // guestPair stands in for qemu's guestfwd: the guest end and the end qemu
@@ -73,10 +74,10 @@ func TestPassedConnCarriesBothWays(t *testing.T) {
 		t.Fatalf("socket mode: %v %v", fi.Mode(), err)
 	}
 	guest, cmdEnd := guestPair(t)
-	if !IsSocket(int(cmdEnd.Fd())) {
-		t.Fatal("IsSocket(socketpair end) = false")
+	if !guestconn.IsSocket(int(cmdEnd.Fd())) {
+		t.Fatal("guestconn.IsSocket(socketpair end) = false")
 	}
-	if err := SendFD(path, int(cmdEnd.Fd())); err != nil {
+	if err := guestconn.SendFD(path, int(cmdEnd.Fd())); err != nil {
 		t.Fatal(err)
 	}
 	cmdEnd.Close() // guest-conn exits: the broker holds the only other copy
@@ -144,10 +145,10 @@ func TestListenerCloseAndBadSenders(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if IsSocket(int(r.Fd())) {
-		t.Error("IsSocket(pipe) = true")
+	if guestconn.IsSocket(int(r.Fd())) {
+		t.Error("guestconn.IsSocket(pipe) = true")
 	}
-	if err := SendFD(path, int(r.Fd())); err != nil {
+	if err := guestconn.SendFD(path, int(r.Fd())); err != nil {
 		t.Fatal(err)
 	}
 	// A sender with no fd at all.
@@ -159,7 +160,7 @@ func TestListenerCloseAndBadSenders(t *testing.T) {
 	c.Close()
 	// A real one after them is still served.
 	guest, cmdEnd := guestPair(t)
-	if err := SendFD(path, int(cmdEnd.Fd())); err != nil {
+	if err := guestconn.SendFD(path, int(cmdEnd.Fd())); err != nil {
 		t.Fatal(err)
 	}
 	cmdEnd.Close()
@@ -178,7 +179,7 @@ func TestListenerCloseAndBadSenders(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("socket left after Close: %v", err)
 	}
-	if err := SendFD(path, 0); err == nil {
+	if err := guestconn.SendFD(path, 0); err == nil {
 		t.Error("SendFD to a closed listener: no error")
 	}
 }
@@ -213,7 +214,7 @@ func TestEgressServerOnPassedConns(t *testing.T) {
 
 	get := func(target string) (int, string) {
 		guest, cmdEnd := guestPair(t)
-		if err := SendFD(path, int(cmdEnd.Fd())); err != nil {
+		if err := guestconn.SendFD(path, int(cmdEnd.Fd())); err != nil {
 			t.Fatal(err)
 		}
 		cmdEnd.Close()

@@ -6,7 +6,7 @@
 // guestfwd rule to GuestAddr:<broker port> in broker mode. For each guest
 // connection to that address qemu runs `corral guest-conn BOX` with the
 // connection on its stdin; guest-conn passes that socket to the box's broker
-// over a Unix socket (SCM_RIGHTS, SendFD) and exits, and the broker serves it
+// over a Unix socket (SCM_RIGHTS, guestconn.SendFD) and exits, and the broker serves it
 // like an accepted TCP connection (Listener). The filter runs in the qemu
 // process on the host, so root in the box cannot undo it.
 //
@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/qemu"
 )
 
@@ -26,8 +27,9 @@ import (
 // refuses a guestfwd on the gateway (192.168.5.2) or DNS (.3) address.
 const GuestAddr = qemu.GuestFwdAddr
 
-// GuestConnCommand is the subcommand qemu runs per guest connection.
-const GuestConnCommand = "guest-conn"
+// GuestConnCommand is the subcommand qemu runs per guest connection (see
+// core/guestconn, which runs it).
+const GuestConnCommand = guestconn.Command
 
 // Applies reports whether the host enforces a box's network mode: the qemu
 // driver (Linux; macOS with vm_type = "qemu") in broker or offline mode. vz

@@ -33,6 +33,8 @@ done
 work=$(mktemp -d /tmp/ce.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/corral" ./cmd/corral
+# qemu runs this per guest connection when it is beside corral (core/guestconn).
+CGO_ENABLED=0 go build -o "$work/corral-guest-conn" ./cmd/corral-guest-conn
 go test -c -tags e2e -o "$work/e2e.test" ./cmd/corral/e2e
 chown -R "$user" "$work"
 chmod 0755 "$work"

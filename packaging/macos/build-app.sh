@@ -20,6 +20,8 @@
 #   Corral.app/Contents/Info.plist              from ./Info.plist, version filled in
 #   Corral.app/Contents/PkgInfo
 #   Corral.app/Contents/MacOS/corral            universal binary: the CLI, and with no arguments the app
+#   Corral.app/Contents/MacOS/corral-guest-conn universal binary qemu runs per guest connection (core/guestconn;
+#                                               corral finds it beside itself)
 #   Corral.app/Contents/Resources/Corral.icns   from an .iconset drawn by cmd/genassets
 #
 # Written for the bash 3.2 that macOS ships: no mapfile, no associative arrays.
@@ -69,9 +71,12 @@ for arch in arm64 amd64; do
 		CGO_CFLAGS="-mmacosx-version-min=$MACOSX_DEPLOYMENT_TARGET" \
 		CGO_LDFLAGS="-mmacosx-version-min=$MACOSX_DEPLOYMENT_TARGET" \
 		"$GO" build -trimpath -ldflags "$GO_LDFLAGS" -o "$tmp/corral-$arch" ./cmd/corral
+	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/corral-guest-conn-$arch" ./cmd/corral-guest-conn
 done
-lipo -create -output "$tmp/corral" "$tmp/corral-arm64" "$tmp/corral-amd64"
-lipo -verify_arch arm64 x86_64 "$tmp/corral" || die "lipo output lacks an architecture"
+for b in corral corral-guest-conn; do
+	lipo -create -output "$tmp/$b" "$tmp/$b-arm64" "$tmp/$b-amd64"
+	lipo -verify_arch arm64 x86_64 "$tmp/$b" || die "lipo output for $b lacks an architecture"
+done
 
 log "drawing the icon"
 "$GO" run ./cmd/genassets -out "$tmp/png" -iconset "$tmp/Corral.iconset"
@@ -82,6 +87,7 @@ log "assembling $app"
 rm -rf "$app"
 mkdir -p "$app/Contents/MacOS" "$app/Contents/Resources"
 install -m 0755 "$tmp/corral" "$app/Contents/MacOS/corral"
+install -m 0755 "$tmp/corral-guest-conn" "$app/Contents/MacOS/corral-guest-conn"
 install -m 0644 "$tmp/Corral.icns" "$app/Contents/Resources/Corral.icns"
 install -m 0644 Info.plist "$app/Contents/Info.plist"
 printf 'APPL????' >"$app/Contents/PkgInfo"
@@ -97,6 +103,10 @@ fi
 bundle_id=$(plutil -extract CFBundleIdentifier raw "$app/Contents/Info.plist")
 if [ -n "${CORRAL_SIGN_IDENTITY:-}" ]; then
 	log "signing with '$CORRAL_SIGN_IDENTITY' (hardened runtime)"
+	# Nested code first: the bundle's signature seals the helper's, and
+	# notarization wants every executable signed with the hardened runtime.
+	codesign --force --options runtime --timestamp \
+		--identifier "$bundle_id.guest-conn" --sign "$CORRAL_SIGN_IDENTITY" "$app/Contents/MacOS/corral-guest-conn"
 	codesign --force --options runtime --timestamp \
 		--entitlements packaging/macos/corral.entitlements \
 		--identifier "$bundle_id" --sign "$CORRAL_SIGN_IDENTITY" "$app"

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"os"
-	"time"
 
-	"github.com/corral-dev/corral/core/funnel"
-	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/spf13/cobra"
 )
 
@@ -46,24 +43,18 @@ func NewCmdGuestConn(f *Factory, runF func(*GuestConnOptions) error) *cobra.Comm
 // isGuestConn reports whether args (argv without argv[0]) are a
 // `corral guest-conn` invocation, which Main dispatches before anything else.
 func isGuestConn(args []string) bool {
-	return len(args) > 0 && args[0] == funnel.GuestConnCommand
+	return len(args) > 0 && args[0] == guestconn.Command
 }
 
 // guestConnMain is `corral guest-conn BOX` as Main runs it: qemu starts one
-// per guest connection, so it builds no command tree, reads no config and
-// touches nothing but the state directory's layout (issue 18: at most 3 ms
-// of CPU per connection; BenchmarkGuestConnProcess in cmd/corral measures
-// it). args are argv without argv[0]; NewCmdGuestConn is the same command in
-// the tree, for help and tests.
+// per guest connection, so it builds no command tree and reads no config
+// (issue 18: at most 3 ms of CPU per connection). It is the fallback of the
+// small corral-guest-conn program, which box.PlanQemu prefers when it is
+// installed beside corral (core/guestconn); BenchmarkGuestConnProcess in
+// cmd/corral measures both. args are argv without argv[0]; NewCmdGuestConn
+// is the same command in the tree, for help and tests.
 func guestConnMain(args []string) int {
-	if len(args) != 2 || args[1] == "" {
-		return 2
-	}
-	opts := &GuestConnOptions{
-		Factory: &Factory{Layout: paths.Default},
-		Box:     args[1],
-	}
-	return exitCode(guestConnRun(opts))
+	return guestconn.Main(args)
 }
 
 // guestConnRun passes the connection's socket to the broker and exits. It
@@ -77,20 +68,7 @@ func guestConnRun(opts *GuestConnOptions) error {
 	}
 	l, err := opts.Factory.Layout()
 	if err == nil {
-		fd := int(conn.Fd())
-		if !funnel.IsSocket(fd) {
-			// qemu's guestfwd cmd: gives a socketpair end (measured with
-			// QEMU 7.2 / libslirp 4.7); anything else is not a guest connection.
-			err = fmt.Errorf("stdin is not a socket")
-		} else {
-			err = funnel.SendFD(l.BrokerSocket(opts.Box), fd)
-		}
-	}
-	if err != nil && l.Home != "" {
-		if lf, lerr := os.OpenFile(l.BrokerLog(opts.Box), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); lerr == nil {
-			fmt.Fprintf(lf, "%s corral guest-conn: box %s: %v\n", time.Now().Format(time.RFC3339), opts.Box, err)
-			lf.Close()
-		}
+		err = guestconn.Run(l, opts.Box, conn)
 	}
 	if err != nil {
 		return &ExitCodeError{Code: 1}
