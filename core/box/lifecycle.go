@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"time"
@@ -128,6 +129,11 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return s.upRunning(ctx, r, m)
 	}
 	s.followConfig(r, &m)
+	// Lima reads its port forwards when it starts the box: the config's
+	// apply now, without a rebuild.
+	if err := s.applyPorts(r, &m); err != nil {
+		return m, err
+	}
 	// The qemu wrapper reads the metadata when Lima starts qemu: it must
 	// already hold the followed settings (the git shadow opt-out).
 	if err := WriteMeta(s.Layout, m); err != nil {
@@ -183,7 +189,7 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 	}
 	// Metadata is written (atomically, with fsyncs) only when it changed:
 	// a session records itself in run/sessions instead.
-	if m == before {
+	if reflect.DeepEqual(m, before) {
 		return m, nil
 	}
 	m.LastActivity = s.now()
@@ -260,6 +266,8 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	if err := s.prepareSeed(ctx, r); err != nil {
 		return m, err
 	}
+	// The rendered template carries the ports key's forwards.
+	m.Ports = c.Ports()
 	golden := *c.Golden && !opt.NoGolden
 	if golden {
 		g, err := s.EnsureGolden(ctx, r)

@@ -55,6 +55,9 @@ type Meta struct {
 	// MountType is the project mount's type as last started; with
 	// reverse-sshfs the host's sftp-server, not qemu, serves the project.
 	MountType string `json:"mount_type,omitempty"`
+	// Ports are the forwards in force: the ports key as applied at the
+	// last start, plus those `corral port` added to the running box.
+	Ports []config.Port `json:"ports,omitempty"`
 	// LastActivity is when the box was last brought up; sessions record
 	// theirs in run/sessions (see Service.LiveSessions).
 	LastActivity time.Time `json:"last_activity"`

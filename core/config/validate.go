@@ -170,6 +170,11 @@ func validate(l Layer) []error {
 	if c.LearnFor != nil && (c.LearnFor.Duration < time.Minute || c.LearnFor.Duration > MaxLearnFor) {
 		bad("learn_for", strconv.Quote(c.LearnFor.String()), "must be between 1m and "+MaxLearnFor.String(), `use a duration such as "30m" or "2h"`)
 	}
+	for _, e := range c.PortEntries {
+		if _, err := ParsePort(e); err != nil {
+			bad("ports", strconv.Quote(e), err.Error(), `use "3000" or "8080:80"`)
+		}
+	}
 	for i, m := range c.Mounts {
 		key := fmt.Sprintf("mounts[%d]", i)
 		if m.Location == "" {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -120,8 +121,40 @@ type PortForward struct {
 	// guest address. Lima 2.x defaults it to true for 0.0.0.0 (only
 	// wildcard listeners match); 1.2 defaulted it to false.
 	GuestIPMustBeZero *bool  `yaml:"guestIPMustBeZero,omitempty"`
+	GuestPort         int    `yaml:"guestPort,omitempty"`
+	HostIP            string `yaml:"hostIP,omitempty"`
+	HostPort          int    `yaml:"hostPort,omitempty"`
 	Proto             string `yaml:"proto"`
 	Ignore            bool   `yaml:"ignore"`
+}
+
+// ignoreRules are the rules that keep Lima from forwarding any guest
+// listener: Lima forwards every guest listener to host loopback unless
+// told not to, and an empty list means "default rules", so ignore
+// explicitly, the same on Lima 1.2 and 2.x (guestIPMustBeZero stated).
+func ignoreRules() []PortForward {
+	return []PortForward{
+		{GuestIP: "127.0.0.1", Proto: "any", Ignore: true},
+		{GuestIP: "0.0.0.0", GuestIPMustBeZero: new(false), Proto: "any", Ignore: true},
+	}
+}
+
+// HostIP is the only host address a forwarded port binds.
+const HostIP = "127.0.0.1"
+
+// PortForwards are a box's Lima port forwards for the ports key: one allow
+// rule per port, matching a guest listener on any address (Lima takes the
+// first rule that matches), bound on the host's 127.0.0.1 only; then the
+// ignore rules, which catch every other listener. Lima's hostagent opens
+// the forwarded connections from the host (over ssh or its guest agent),
+// so a forward gives the guest no egress.
+func PortForwards(ports []config.Port) []PortForward {
+	var out []PortForward
+	for _, p := range ports {
+		out = append(out, PortForward{GuestIP: "0.0.0.0", GuestIPMustBeZero: new(false), GuestPort: p.Guest,
+			HostIP: HostIP, HostPort: p.Host, Proto: "tcp"})
+	}
+	return append(out, ignoreRules()...)
 }
 
 type Provision struct {
@@ -178,13 +211,7 @@ func Render(in Input) (Rendered, error) {
 		SSH:          SSH{LoadDotSSHPubKeys: false, ForwardAgent: false},
 		Containerd:   Containerd{},
 		HostResolver: HostResolver{Enabled: c.NetworkMode() == config.NetworkFull},
-		// Lima forwards every guest listener to host loopback unless told
-		// not to; an empty list means "default rules", so ignore explicitly,
-		// the same on Lima 1.2 and 2.x (guestIPMustBeZero stated).
-		PortForwards: []PortForward{
-			{GuestIP: "127.0.0.1", Proto: "any", Ignore: true},
-			{GuestIP: "0.0.0.0", GuestIPMustBeZero: new(false), Proto: "any", Ignore: true},
-		},
+		PortForwards: ignoreRules(),
 	}
 	imgs, fw, err := images(c.Image, in.Platform)
 	if err != nil {
@@ -297,12 +324,17 @@ func Render(in Input) (Rendered, error) {
 		}
 	}
 	t.Param["TEMPLATE_HASH"] = "" // filled below: the hash covers everything else
+	// but the forwarded ports: corral applies them at every start
+	// (SetPortForwards), so changing them is no drift to rebuild for.
 	body, err := marshal(t)
 	if err != nil {
 		return Rendered{}, err
 	}
 	sum := sha256.Sum256(body)
 	t.Param["TEMPLATE_HASH"] = hex.EncodeToString(sum[:])[:16]
+	if !in.Golden {
+		t.PortForwards = PortForwards(c.Ports())
+	}
 	out, err := marshal(t)
 	if err != nil {
 		return Rendered{}, err
@@ -336,6 +368,51 @@ func AgentPins(c config.Config, goarch string) (agent.Agent, []pins.Package, err
 		out = append(out, p)
 	}
 	return a, out, nil
+}
+
+// SetPortForwards replaces the portForwards of a Lima instance YAML (the
+// instance's lima.yaml, which Lima reads at every start) and leaves every
+// other node as it was. The result is parsed again and must hold exactly
+// rules.
+func SetPortForwards(limaYAML []byte, rules []PortForward) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(limaYAML, &doc); err != nil {
+		return nil, fmt.Errorf("reading the instance template: %w", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("reading the instance template: not a YAML mapping")
+	}
+	var value yaml.Node
+	if err := value.Encode(rules); err != nil {
+		return nil, fmt.Errorf("encoding port forwards: %w", err)
+	}
+	m := doc.Content[0]
+	found := false
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "portForwards" {
+			m.Content[i+1] = &value
+			found = true
+		}
+	}
+	if !found {
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "portForwards"}, &value)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("writing the instance template: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("writing the instance template: %w", err)
+	}
+	var back struct {
+		PortForwards []PortForward `yaml:"portForwards"`
+	}
+	if err := yaml.Unmarshal(b.Bytes(), &back); err != nil || !reflect.DeepEqual(back.PortForwards, rules) {
+		return nil, fmt.Errorf("writing the instance template: the port forwards did not survive a round trip")
+	}
+	return b.Bytes(), nil
 }
 
 func repoScript(projectDir, rel string) string {

@@ -367,3 +367,82 @@ func renderBack(t *testing.T, in Input) Template {
 	}
 	return back
 }
+
+// TestPortForwardsOrder: the ports key renders one allow rule per port,
+// bound on the host's 127.0.0.1 only, ahead of the ignore rules (Lima
+// takes the first rule that matches a listener); a golden image forwards
+// nothing; and the ports stay out of the template hash (they are applied
+// at every start, no rebuild).
+func TestPortForwardsOrder(t *testing.T) {
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	plain, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Config.PortEntries = []string{"3000", "8080:80"}
+	back := renderBack(t, in)
+	f := back.PortForwards
+	if len(f) != 4 {
+		t.Fatalf("port forwards %+v", f)
+	}
+	for i, want := range []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}} {
+		r := f[i]
+		if r.Ignore || r.HostIP != "127.0.0.1" || r.HostPort != want.Host || r.GuestPort != want.Guest || r.Proto != "tcp" ||
+			r.GuestIP != "0.0.0.0" || r.GuestIPMustBeZero == nil || *r.GuestIPMustBeZero {
+			t.Errorf("rule %d = %+v, want an allow rule %v on 127.0.0.1", i, r, want)
+		}
+	}
+	for _, r := range f[2:] {
+		if !r.Ignore || r.GuestPort != 0 || r.HostPort != 0 {
+			t.Errorf("after the allow rules: %+v, want the ignore rules", r)
+		}
+	}
+	withPorts, _ := Render(in)
+	if withPorts.Hash != plain.Hash {
+		t.Error("ports changed the template hash: adding one would ask for a rebuild")
+	}
+	if !strings.Contains(string(withPorts.YAML), "hostIP: 127.0.0.1\n    hostPort: 3000") {
+		t.Errorf("rendered:\n%s", withPorts.YAML)
+	}
+	in.Golden = true
+	if g := renderBack(t, in); len(g.PortForwards) != 2 || !g.PortForwards[0].Ignore {
+		t.Errorf("golden forwards %+v", g.PortForwards)
+	}
+}
+
+func TestSetPortForwards(t *testing.T) {
+	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+	r, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := PortForwards([]config.Port{{Host: 5173, Guest: 5173}})
+	out, err := SetPortForwards(r.YAML, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after Template
+	if err := yaml.Unmarshal(r.YAML, &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(out, &after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.PortForwards) != 3 || after.PortForwards[0].HostPort != 5173 || after.PortForwards[0].HostIP != "127.0.0.1" {
+		t.Errorf("forwards %+v", after.PortForwards)
+	}
+	after.PortForwards = before.PortForwards
+	a, _ := yaml.Marshal(before)
+	b, _ := yaml.Marshal(after)
+	if string(a) != string(b) {
+		t.Error("SetPortForwards changed more than portForwards")
+	}
+	// Back to none: only the ignore rules.
+	out, err = SetPortForwards(out, PortForwards(nil))
+	if err != nil || strings.Contains(string(out), "hostPort") {
+		t.Errorf("cleared: %v\n%s", err, out)
+	}
+	if _, err := SetPortForwards([]byte("- a\n- b\n"), rules); err == nil {
+		t.Error("a YAML list was accepted as an instance template")
+	}
+}

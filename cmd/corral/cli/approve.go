@@ -29,8 +29,9 @@ func NewCmdApprove(f *Factory, runF func(*ApproveOptions) error) *cobra.Command 
 	opts := &ApproveOptions{IO: f.IO, Factory: f, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "approve [BOX]",
-		Short: "Review and allow the hosts a repository's .corral.toml requests",
-		Long: `Approve shows each host (egress) and egress group (egress_groups) the
+		Short: "Review and allow the hosts and ports a repository's .corral.toml requests",
+		Long: `Approve shows each host (egress), egress group (egress_groups) and
+forwarded port (ports) the
 repository's .corral.toml requests and writes the ones you accept to the
 box's trusted layer (~/.corral/projects/<box>.toml), with a comment naming the repository file's
 content hash. A request is never a permission by itself: until it is
@@ -91,11 +92,14 @@ func approveRun(opts *ApproveOptions) error {
 			fmt.Sprintf("review them with corral config check, then corral approve %s --yes", r.Project.Box))
 	}
 	in := bufio.NewReader(opts.IO.In)
-	var accepted, hosts, groups []string
+	var accepted, hosts, groups, ports []string
 	for _, q := range pending {
 		line := fmt.Sprintf("%s %s", q.Key, display.Authority(q.Entry, 0))
 		if q.Key == "egress_groups" {
 			line = fmt.Sprintf("the egress group %s (corral egress groups lists its hosts)", display.Text(q.Entry, 0))
+		}
+		if q.Key == "ports" {
+			line = fmt.Sprintf("ports %s (a guest port forwarded to the host's 127.0.0.1)", display.Text(q.Entry, 0))
 		}
 		ok := opts.Yes
 		if opts.Yes {
@@ -110,9 +114,12 @@ func approveRun(opts *ApproveOptions) error {
 			continue
 		}
 		accepted = append(accepted, q.Entry)
-		if q.Key == "egress_groups" {
+		switch q.Key {
+		case "egress_groups":
 			groups = append(groups, q.Entry)
-		} else {
+		case "ports":
+			ports = append(ports, q.Entry)
+		default:
 			hosts = append(hosts, q.Entry)
 		}
 	}
@@ -143,6 +150,11 @@ func approveRun(opts *ApproveOptions) error {
 	}
 	if len(groups) > 0 {
 		if err := config.ApproveGroups(trusted, groups, file, r.Loaded.ProjectHash, opts.now()); err != nil {
+			return err
+		}
+	}
+	if len(ports) > 0 {
+		if err := config.AddToList(trusted, "ports", ports, fmt.Sprintf("requested by %s (%s)", file, r.Loaded.ProjectHash), "corral approve", opts.now()); err != nil {
 			return err
 		}
 	}

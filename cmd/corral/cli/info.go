@@ -135,6 +135,11 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("funnel", or(in.Funnel))
 	t.Row("vm type", or(st.VMType))
 	t.Row("mount", or(st.MountType))
+	ports := "-"
+	if len(st.Ports) > 0 {
+		ports = portsText(st.Ports) + " (on the host's 127.0.0.1)"
+	}
+	t.Row("ports", ports)
 	t.Row("memory", mem)
 	t.Row("cpus", st.CPUs)
 	t.Row("sessions", st.Live)
@@ -145,7 +150,7 @@ func infoRun(opts *InfoOptions) error {
 		return err
 	}
 	if len(in.Pending) > 0 {
-		fmt.Fprintf(opts.IO.Out, "its repository requests %d host(s); review with corral approve %s\n", len(in.Pending), st.Name)
+		fmt.Fprintf(opts.IO.Out, "its repository requests %d host(s) or port(s); review with corral approve %s\n", len(in.Pending), st.Name)
 	}
 	return nil
 }

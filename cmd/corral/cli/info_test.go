@@ -17,7 +17,8 @@ func infoFixture() Info {
 	return Info{
 		Status: box.Status{
 			Meta: box.Meta{Name: "web-1a2b3c", Project: "/src/web", TemplateHash: "abc123", BrokerPort: 42001,
-				Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2, VMType: "qemu", MountType: "9p", IdleStop: "30m"},
+				Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2, VMType: "qemu", MountType: "9p", IdleStop: "30m",
+				Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}},
 			State: box.StateRunning, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
 		},
 		Pending: []config.RepoRequest{{}},
@@ -60,13 +61,14 @@ broker            port 42001, running
 funnel            in force
 vm type           qemu
 mount             9p
+ports             3000,8080:80 (on the host's 127.0.0.1)
 memory            1GiB / 4GiB
 cpus              2
 sessions          0
 idle              12m0s
 idle stop         30m
 pending requests  1
-its repository requests 1 host(s); review with corral approve web-1a2b3c
+its repository requests 1 host(s) or port(s); review with corral approve web-1a2b3c
 `
 	if out != want || errOut != "" {
 		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr %q", out, want, errOut)

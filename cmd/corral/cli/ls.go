@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
@@ -72,13 +73,13 @@ func lsRun(opts *LsOptions) error {
 		return printJSON(opts.IO.Out, list)
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
-	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PROJECT")
+	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PORTS", "PROJECT")
 	var asking []string
 	for _, st := range list {
 		name := st.Name
 		if n := pending(opts, st); n > 0 {
 			name += "*"
-			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s); review with corral approve %s", st.Name, n, st.Name))
+			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s) or port(s); review with corral approve %s", st.Name, n, st.Name))
 		}
 		mem := "-"
 		if st.MemBytes > 0 {
@@ -89,7 +90,7 @@ func lsRun(opts *LsOptions) error {
 		if st.Live == 0 && st.Idle > 0 {
 			idle = st.Idle.Round(time.Minute).String()
 		}
-		tw.Row(name, st.State, mem, st.CPUs, idle, st.Live, st.Network, st.Project)
+		tw.Row(name, st.State, mem, st.CPUs, idle, st.Live, st.Network, portsText(st.Ports), st.Project)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -105,4 +106,17 @@ func pending(opts *LsOptions, st box.Status) int {
 		return 0
 	}
 	return opts.Pending(st.Name, st.Project)
+}
+
+// portsText shows a box's forwarded ports as their entries ("3000,8080:80",
+// each on the host's 127.0.0.1), or "-".
+func portsText(ps []config.Port) string {
+	if len(ps) == 0 {
+		return "-"
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
 }

@@ -13,7 +13,8 @@ func (f fakeLister) List() ([]box.Status, error) { return f, nil }
 
 func TestLsTable(t *testing.T) {
 	list := fakeLister{
-		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
+		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2,
+			Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}},
 			State: box.StateRunning, MemBytes: 1 << 30, Live: 1},
 		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/my api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1},
 			State: box.StateStopped},
@@ -23,13 +24,13 @@ func TestLsTable(t *testing.T) {
 		want string
 	}{
 		{true, "" +
-			"BOX         STATE    MEMORY       CPUS  IDLE  SESSIONS  NETWORK  PROJECT\n" +
-			"web-3f2a1c  Running  1GiB / 4GiB  2     -     1         broker   /src/web\n" +
-			"api-77aa01  Stopped  - / 2GiB     1     -     0         offline  /src/my api\n"},
+			"BOX         STATE    MEMORY       CPUS  IDLE  SESSIONS  NETWORK  PORTS         PROJECT\n" +
+			"web-3f2a1c  Running  1GiB / 4GiB  2     -     1         broker   3000,8080:80  /src/web\n" +
+			"api-77aa01  Stopped  - / 2GiB     1     -     0         offline  -             /src/my api\n"},
 		{false, "" +
-			"BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPROJECT\n" +
-			"web-3f2a1c\tRunning\t1GiB / 4GiB\t2\t-\t1\tbroker\t/src/web\n" +
-			"api-77aa01\tStopped\t- / 2GiB\t1\t-\t0\toffline\t/src/my api\n"},
+			"BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
+			"web-3f2a1c\tRunning\t1GiB / 4GiB\t2\t-\t1\tbroker\t3000,8080:80\t/src/web\n" +
+			"api-77aa01\tStopped\t- / 2GiB\t1\t-\t0\toffline\t-\t/src/my api\n"},
 	} {
 		ios, _, out, errOut := Test(c.tty)
 		cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
@@ -53,9 +54,9 @@ func TestLsMarksPendingRequests(t *testing.T) {
 		o.Pending = func(name, project string) int { return 3 }
 		return lsRun(o)
 	})
-	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPROJECT\n" +
-		"web-3f2a1c*\tStopped\t- / 4GiB\t2\t-\t0\tbroker\t/src/web\n" +
-		"* web-3f2a1c: its repository requests 3 host(s); review with corral approve web-3f2a1c\n"
+	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
+		"web-3f2a1c*\tStopped\t- / 4GiB\t2\t-\t0\tbroker\t-\t/src/web\n" +
+		"* web-3f2a1c: its repository requests 3 host(s) or port(s); review with corral approve web-3f2a1c\n"
 	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
 		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
 	}
