@@ -58,9 +58,9 @@ func TestApplyPorts(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "lima.yaml"))
 	var back struct {
-		VMType       string                  `yaml:"vmType"`
+		VMType       string                 `yaml:"vmType"`
 		PortForwards []limayaml.PortForward `yaml:"portForwards"`
-		Param        map[string]string       `yaml:"param"`
+		Param        map[string]string      `yaml:"param"`
 	}
 	if err := yaml.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
