@@ -28,6 +28,10 @@ type coreBackend struct {
 	counts   map[string]commitCount  // box -> commits not pulled yet
 	sessions map[string]sessionCache // box -> its detachable sessions
 	repos    reposCache              // repositories under project_roots
+
+	// guestSessions lists a running box's detachable sessions; nil means
+	// svc.GuestSessions (an ssh channel into the box). Tests replace it.
+	guestSessions func(ctx context.Context, box string) ([]box.GuestSession, error)
 }
 
 // sessionCache is a running box's detachable sessions as of one ssh round
@@ -65,18 +69,22 @@ func (b *coreBackend) detached(s box.Status, now time.Time) []menu.SessionView {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), sessionsTimeout)
 			defer cancel()
-			gs, err := b.svc.GuestSessions(ctx, s.Name)
-			var list []menu.SessionView
+			list := b.guestSessions
+			if list == nil {
+				list = b.svc.GuestSessions
+			}
+			gs, err := list(ctx, s.Name)
+			var views []menu.SessionView
 			for _, g := range gs {
 				// ParseGuestSessions kept only names that pass the rule;
 				// the menu checks again before an argv (CommandArgv).
-				list = append(list, menu.SessionView{Name: g.Name, Agent: g.Agent, Attached: g.Attached, Activity: g.Activity})
+				views = append(views, menu.SessionView{Name: g.Name, Agent: g.Agent, Attached: g.Attached, Activity: g.Activity})
 			}
 			if err != nil {
-				list = c.list // a box busy or slow to answer: keep the last list
+				views = c.list // a box busy or slow to answer: keep the last list
 			}
 			b.mu.Lock()
-			b.sessions[s.Name] = sessionCache{list: list, at: time.Now()}
+			b.sessions[s.Name] = sessionCache{list: views, at: time.Now()}
 			b.mu.Unlock()
 		}()
 	}

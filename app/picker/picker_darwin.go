@@ -10,10 +10,14 @@ import (
 // New returns the macOS picker: an NSOpenPanel for one folder.
 func New() Picker { return openPanel{} }
 
-// openPanel runs NSOpenPanel modally on the main thread (AppKit requires
-// it), reached through darwinkit's main-queue dispatch; Pick waits on a
-// channel off the main thread. The menu-bar app is an accessory app, so it
-// activates itself first or the panel would open behind other windows.
+// openPanel shows NSOpenPanel as a modeless window
+// (beginWithCompletionHandler:) from the main thread, which AppKit
+// requires, reached through darwinkit's main-queue dispatch; Pick waits on
+// a channel off the main thread. Modeless, not runModal: a modal loop
+// inside a main-queue block would hold every other main-queue block (the
+// notifications') until the user answered. The menu-bar app is an
+// accessory app, so it activates itself first or the panel would open
+// behind other windows. The panel is retained until its handler ran.
 type openPanel struct{}
 
 type answer struct {
@@ -32,16 +36,16 @@ func (openPanel) Pick(ctx context.Context) (string, error) {
 		p.SetCanCreateDirectories(true)
 		p.SetMessage(Title)
 		p.SetPrompt("Open in corral")
-		if p.RunModal() != appkit.ModalResponseOK {
-			done <- answer{err: ErrCancelled}
-			return
-		}
-		urls := p.URLs()
-		if len(urls) != 1 {
-			done <- answer{err: ErrCancelled}
-			return
-		}
-		done <- answer{dir: urls[0].Path()}
+		p.Retain()
+		p.BeginWithCompletionHandler(func(r appkit.ModalResponse) {
+			defer p.Release()
+			urls := p.URLs()
+			if r != appkit.ModalResponseOK || len(urls) != 1 {
+				done <- answer{err: ErrCancelled}
+				return
+			}
+			done <- answer{dir: urls[0].Path()}
+		})
 	})
 	select {
 	case a := <-done:
