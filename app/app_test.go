@@ -433,6 +433,7 @@ func TestAppOverDBus(t *testing.T) {
 	w1.Project, api.Project = filepath.Join(src, "web"), filepath.Join(src, "api")
 	w1.Denied = []menu.DeniedHost{denied}
 	w1.Detached = []menu.SessionView{{Name: "claude", Agent: "claude", Activity: time.Now()}}
+	w1.Ports = []int{3000}
 	st := app.State{Boxes: []menu.BoxView{w1, api}, Projects: []menu.Project{{Dir: filepath.Join(src, "new"), LastUsed: time.Now()}}}
 	h.writeState(st)
 	c := h.start(100 * time.Millisecond)
@@ -490,6 +491,8 @@ func TestAppOverDBus(t *testing.T) {
 		h.waitArgv("opener.argv", []string{"/var/log/corral/web-3f2a1c.egress.log"})
 		click(t, item, webNode.Find("Reveal project"), "Reveal project")
 		h.waitArgv("opener.argv", []string{w1.Project})
+		click(t, item, webNode.Find("Open localhost:3000"), "Open localhost:3000")
+		h.waitArgv("opener.argv", []string{"http://localhost:3000/"})
 	})
 	t.Run("rebuild needs two clicks", func(t *testing.T) {
 		click(t, item, webNode.Find("Rebuild…"), "Rebuild…")

@@ -266,6 +266,9 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
 		}
+		for _, p := range s.Ports {
+			v.Ports = append(v.Ports, p.Host)
+		}
 		v.Denied = b.deniedHosts(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
 		v.Requests = len(box.PendingRequests(b.svc.Layout, s.Name, s.Project))

@@ -221,6 +221,10 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		l.open(ctx, "show egress log of "+a.Box, l.b.EgressLogPath(a.Box))
 	case menu.ActRevealProject:
 		l.open(ctx, "reveal project "+a.Project, a.Project)
+	case menu.ActOpenPort:
+		// The URL is made of an integer the menu checked (1-65535): no
+		// box-written text reaches the opener's argv.
+		l.open(ctx, fmt.Sprintf("open localhost:%d", a.Port), fmt.Sprintf("http://localhost:%d/", a.Port))
 	case menu.ActOpenConfig:
 		l.open(ctx, "open config", l.b.ConfigPath())
 	}

@@ -38,6 +38,7 @@ const (
 	ActReviewRequests                   // review the hosts Box's repository requests (corral approve in a terminal)
 	ActAttach                           // open a terminal on Box's detachable session Session (corral attach)
 	ActOpenFolder                       // choose a folder, then open a Claude session in it
+	ActOpenPort                         // open http://localhost:Port/ in the browser (a port Box forwards)
 )
 
 // Action is the effect of clicking an item. Only the fields the kind needs
@@ -49,6 +50,7 @@ type Action struct {
 	Scope   AllowScope
 	Project string // project directory
 	Session string // for ActAttach: the detachable session's name
+	Port    int    // for ActOpenPort: the host port on 127.0.0.1
 }
 
 // Item is one menu entry. Key is stable across rebuilds for the same
@@ -109,6 +111,7 @@ type Limits struct {
 	MaxProjects int // projects listed, default 10
 	MaxTitle    int // runes of a box or host name before "…", default 28
 	MaxSessions int // detachable sessions listed per box, default 5
+	MaxPorts    int // forwarded ports listed per box, default 3
 	MaxRepos    int // repositories under project_roots listed, default 15
 }
 
@@ -127,6 +130,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxSessions <= 0 {
 		l.MaxSessions = 5
+	}
+	if l.MaxPorts <= 0 {
+		l.MaxPorts = 3
 	}
 	if l.MaxRepos <= 0 {
 		l.MaxRepos = 15
@@ -340,6 +346,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 		{Key: k + "/shell", Title: "Open shell", Disabled: broken || noProject, Action: Action{Kind: ActOpenShell, Box: b.Name, Project: b.Project}},
 	}
 	children = append(children, sessionItems(k, b, ui.Now, lim)...)
+	children = append(children, portItems(k, b, lim)...)
 	return Item{
 		Key:     k,
 		Title:   BoxTitle(b, lim.MaxTitle),
@@ -354,6 +361,25 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			rebuild,
 		),
 	}
+}
+
+// portItems are "Open localhost:3000" for the ports a running box
+// forwards to the host's 127.0.0.1, in MaxPorts fixed slots (hidden when
+// unused, so that the submenu keeps its shape); more ports than slots are
+// in corral info.
+func portItems(k string, b BoxView, lim Limits) []Item {
+	out := make([]Item, 0, lim.MaxPorts)
+	for i := range lim.MaxPorts {
+		it := Item{Key: fmt.Sprintf("%s/port/%d", k, i), Hidden: true}
+		if b.Running() && i < len(b.Ports) && b.Ports[i] > 0 && b.Ports[i] <= 65535 {
+			p := b.Ports[i]
+			it = Item{Key: it.Key, Title: fmt.Sprintf("Open localhost:%d", p),
+				Tooltip: fmt.Sprintf("Open http://localhost:%d/ in the browser: the box's port forwarded to this host's 127.0.0.1", p),
+				Action:  Action{Kind: ActOpenPort, Box: b.Name, Port: p}}
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // quietAfter: a session with input or output this recent is shown as

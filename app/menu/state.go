@@ -63,6 +63,10 @@ type BoxView struct {
 	// the last time the app asked the box; nil when not running or unknown.
 	Detached []SessionView
 
+	// Ports are the host ports (on 127.0.0.1) the box forwards to its own
+	// ports (the ports key, corral port), in config order.
+	Ports []int
+
 	Denied []DeniedHost // hosts the egress proxy refused, any order
 	Err    string       // last lifecycle error for this box, shown in its submenu
 }

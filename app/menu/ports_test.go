@@ -1,0 +1,52 @@
+package menu
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestPortItems: a running box shows "Open localhost:N" for each port it
+// forwards, in fixed slots (hidden when unused, so the submenu keeps its
+// shape across states); a stopped box shows none, and a port outside
+// 1-65535 is never offered.
+func TestPortItems(t *testing.T) {
+	tests := []struct {
+		name  string
+		box   BoxView
+		shown []int
+	}{
+		{"none", BoxView{Name: "web", State: StateRunning}, nil},
+		{"two", BoxView{Name: "web", State: StateRunning, Ports: []int{3000, 8080}}, []int{3000, 8080}},
+		{"stopped", BoxView{Name: "web", State: StateStopped, Ports: []int{3000}}, nil},
+		{"more than the slots", BoxView{Name: "web", State: StateRunning, Ports: []int{3000, 3001, 3002, 3003}}, []int{3000, 3001, 3002}},
+		{"out of range", BoxView{Name: "web", State: StateRunning, Ports: []int{0, 70000, 5173}}, []int{0, 0, 5173}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Build(State{Boxes: []BoxView{tt.box}}, UI{}, Limits{})
+			for i := range 3 {
+				it, ok := m.Find(fmt.Sprintf("box/web/port/%d", i))
+				if !ok {
+					t.Fatalf("no port slot %d in\n%s", i, m.Text())
+				}
+				want := 0
+				if i < len(tt.shown) {
+					want = tt.shown[i]
+				}
+				if want == 0 {
+					if !it.Hidden {
+						t.Errorf("slot %d shown: %+v", i, it)
+					}
+					continue
+				}
+				if it.Hidden || it.Disabled || it.Title != fmt.Sprintf("Open localhost:%d", want) ||
+					it.Action != (Action{Kind: ActOpenPort, Box: "web", Port: want}) {
+					t.Errorf("slot %d = %+v, want Open localhost:%d", i, it, want)
+				}
+			}
+			if _, ok := m.Find("box/web/port/3"); ok {
+				t.Error("a fourth port slot")
+			}
+		})
+	}
+}
