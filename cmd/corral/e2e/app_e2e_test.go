@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +87,79 @@ func findPrefix(n *desktoptest.MenuNode, prefix string) *desktoptest.MenuNode {
 		}
 	}
 	return nil
+}
+
+// appAttachesSession runs the real menu-bar app while the box has the
+// detachable session name, waits until the app (asking the box over its
+// ssh master, off its event loop) lists it under the box, clicks its
+// "Attach" item, and checks the terminal launcher got `corral attach BOX
+// SESSION`: a fake x-terminal-emulator first on PATH records its argv.
+// About 10 s on the shared running box (the app's first ask, then one
+// refresh).
+func appAttachesSession(t *testing.T, x *h, name string) {
+	addr := desktoptest.StartBus(t)
+	conn := desktoptest.Conn(t, addr)
+	w, err := desktoptest.StartWatcher(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	argvFile := filepath.Join(dir, "terminal.argv")
+	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > " + argvFile + ".tmp\nmv " + argvFile + ".tmp " + argvFile + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "x-terminal-emulator"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(x.bin, "app")
+	// Later entries win in exec's environment: the fake terminal first on
+	// PATH, no $TERMINAL.
+	cmd.Env = append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr,
+		"PATH="+dir+":"+os.Getenv("PATH"), "TERMINAL=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var id string
+	select {
+	case id = <-w.Registered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the app never registered its tray item")
+	}
+	var item *desktoptest.Item
+	if !desktoptest.WaitFor(10*time.Second, func() bool {
+		item, err = desktoptest.OpenItem(w.Conn(), id[:strings.Index(id, "/")], "/StatusNotifierItem")
+		return err == nil
+	}) {
+		t.Fatalf("opening the tray item: %v", err)
+	}
+	var attach *desktoptest.MenuNode
+	var dump string
+	if !desktoptest.WaitFor(60*time.Second, func() bool {
+		_, root, err := item.Layout()
+		if err != nil {
+			return false
+		}
+		dump = root.Dump()
+		if b := findPrefix(root, "● "+x.box); b != nil {
+			attach = findPrefix(b, "Attach "+name)
+		}
+		return attach != nil
+	}) {
+		t.Fatalf("no Attach %s item under the box:\n%s", name, dump)
+	}
+	t.Logf("menu item: %s", attach.Label())
+	if err := item.Click(attach.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"-e", x.bin, "attach", x.box, name}
+	var got []string
+	if !desktoptest.WaitFor(20*time.Second, func() bool {
+		b, err := os.ReadFile(argvFile)
+		if err != nil {
+			return false
+		}
+		got = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		return slices.Equal(got, want)
+	}) {
+		t.Fatalf("terminal argv %q, want %q", got, want)
+	}
 }

@@ -162,7 +162,8 @@ func (x *h) sessions(t *testing.T) []sessionEntry {
 // that survives its client being killed, is listed by `corral sessions
 // --json`, and is re-attached with its output; its variable reaches it
 // without appearing in any argv, file, tmux environment table or the tmux
-// server's environment. About 40 s on the shared running box.
+// server's environment; the menu-bar app lists it with Attach. About 50 s
+// on the shared running box.
 func detachableSessions(t *testing.T, x *h) {
 	secret := fmt.Sprintf("e2e-detach-%d", time.Now().UnixNano())
 	sum := sha256.Sum256([]byte(secret))
@@ -223,6 +224,9 @@ func detachableSessions(t *testing.T, x *h) {
 	if !listed() {
 		t.Fatalf("the session did not survive its client: %+v", x.sessions(t))
 	}
+	// The menu lists it under the box, and its Attach opens a terminal on
+	// corral attach (issue 17 item 1, the menu side).
+	appAttachesSession(t, x, "job")
 
 	// In the box: the value is in no argv (but grep's own), not in the tmux
 	// server's environment, not in tmux's global or session environment,
