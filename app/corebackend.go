@@ -265,6 +265,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			Name: s.Name, Project: s.Project, State: string(s.State),
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
+			LearningUntil: s.LearningUntil,
 		}
 		for _, p := range s.Ports {
 			v.Ports = append(v.Ports, p.Host)

@@ -282,6 +282,9 @@ func BoxTitle(b BoxView, maxName int) string {
 			fmt.Fprintf(&s, " · idle %s", FormatDuration(b.Idle))
 		}
 	}
+	if !b.LearningUntil.IsZero() {
+		s.WriteString(" · learning")
+	}
 	if n := len(b.Denied); n > 0 {
 		fmt.Fprintf(&s, " · %d denied", n)
 	}
@@ -302,6 +305,9 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 	}
 	if b.IdleStop > 0 {
 		tip += " · auto-stop after " + FormatDuration(b.IdleStop) + " idle"
+	}
+	if !b.LearningUntil.IsZero() {
+		tip += " · learning until " + b.LearningUntil.Local().Format("15:04") + ": its broker allows public hosts off the allow-list (corral egress learn " + b.Name + ")"
 	}
 	broken := b.State == StateBroken
 

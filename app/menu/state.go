@@ -55,6 +55,10 @@ type BoxView struct {
 	// pulled yet (corral pull); 0 when none or unknown.
 	NewCommits int
 
+	// LearningUntil is when the box's learning window ends, while its
+	// broker learns (`corral up --learn`); zero otherwise.
+	LearningUntil time.Time
+
 	// Requests are hosts the box's repository requests (egress in its
 	// .corral.toml) that nobody approved yet; 0 when none or unknown.
 	Requests int

@@ -45,6 +45,8 @@ const (
 	// from a box's project (core/gitshadow).
 	KindGitGuard Kind = "git-guard"
 	KindPull     Kind = "pull"
+	// KindLearn: a box's learning window started or ended (core/approval).
+	KindLearn Kind = "learn"
 )
 
 // Actor says which part of corral acted.

@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
+	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/pins"
 	"github.com/corral-dev/corral/core/qemu"
 	"github.com/corral-dev/corral/core/recent"
@@ -34,6 +35,9 @@ type UpOptions struct {
 	// Force starts the box even when the memory caps of running boxes
 	// would exceed the host's RAM.
 	Force bool
+	// Learn starts a new learning window (`corral up --learn`; see
+	// approval.Learning) once the box runs.
+	Learn bool
 }
 
 // checkBudget warns above 75 % of host RAM and refuses above 100 %.
@@ -66,8 +70,51 @@ func (s *Service) checkBudget(box string, newCap uint64, force bool) error {
 }
 
 // Up creates the box of a resolved project if needed, and starts it and
-// its broker. It is safe to call on a running box.
+// its broker. It is safe to call on a running box. A box that learns
+// (opt.Learn, or network = "learn" for the first time) starts its
+// learning window once it runs, so a long first build does not use it up.
 func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+	learn, err := learnsNow(s.Layout, r, opt)
+	if err != nil {
+		return Meta{}, err
+	}
+	m, err := s.up(ctx, r, opt)
+	if err != nil || !learn {
+		return m, err
+	}
+	lr, err := approval.StartLearning(s.Layout, r.Project.Box, r.Loaded.Config.LearnDuration(), s.now(), s.Actor)
+	if err != nil {
+		return m, err
+	}
+	s.progress("box %s learns until %s: its broker also allows public hosts off the allow-list and logs them; corral egress learn %s proposes an allow-list",
+		m.Name, lr.Until.Local().Format("15:04"), m.Name)
+	return m, nil
+}
+
+// learnsNow says whether Up starts a learning window: always with
+// opt.Learn, and for network = "learn" only when the box never learned (a
+// window that ended stays ended). Learning needs broker mode and is
+// refused by the strict profile.
+func learnsNow(l paths.Layout, r Resolved, opt UpOptions) (bool, error) {
+	c := r.Loaded.Config
+	if !opt.Learn && !c.Learns() {
+		return false, nil
+	}
+	box := r.Project.Box
+	switch {
+	case c.Profile != nil && *c.Profile == "strict":
+		return false, hint.New(fmt.Errorf("box %s: the strict profile refuses learning (the broker would allow any public host)", box), `use profile = "default" for this box, or allow hosts with corral allow`)
+	case c.NetworkMode() != config.NetworkBroker:
+		return false, hint.New(fmt.Errorf("box %s: learning needs network = \"broker\" (this box is %q)", box, c.NetworkMode()),
+			fmt.Sprintf("set network = \"broker\" in ~/.corral/projects/%s.toml", box))
+	case opt.Learn:
+		return true, nil
+	}
+	lr, err := approval.ReadLearning(l, box)
+	return err == nil && lr.Started.IsZero(), err
+}
+
+func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
 	box := r.Project.Box
 	lock, err := s.LockBox(ctx, box)
 	if err != nil {

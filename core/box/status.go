@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hostmem"
 	"github.com/corral-dev/corral/core/lima"
 )
@@ -36,6 +38,9 @@ type Status struct {
 	Live     int       `json:"live_sessions"`
 	Sessions []Session `json:"sessions,omitempty"`
 	Broker   bool      `json:"broker_running"`
+	// LearningUntil is when the box's learning window ends, while it
+	// learns (approval.Learning); zero otherwise.
+	LearningUntil time.Time `json:"learning_until,omitzero"`
 }
 
 // StatusOf reads one box's status.
@@ -66,6 +71,11 @@ func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 	idleStop, _ := time.ParseDuration(m.IdleStop)
 	st.IdleDue = IsIdle(st.State, st.Live, last, idleStop, now)
 	st.Broker = brokerAlive(m.BrokerPID, m.Name, m.BrokerStart)
+	if m.Network == config.NetworkBroker {
+		if lr, err := approval.ReadLearning(s.Layout, m.Name); err == nil && lr.ActiveAt(now) {
+			st.LearningUntil = lr.Until
+		}
+	}
 	return st
 }
 

@@ -65,6 +65,7 @@ type boxPolicy struct {
 	mu        sync.Mutex
 	cfg       *config.Result      // last config that loaded
 	approvals []approval.Approval // last approvals that loaded
+	learning  approval.Learning   // last learning window that loaded
 	next      time.Time           // earliest expiry among the active approvals
 	changed   chan struct{}       // next changed
 }
@@ -100,7 +101,7 @@ func boxToolchains(l paths.Layout, boxName string, logger *slog.Logger) approval
 // files are the host-owned files the policy follows, for the watcher.
 // Nothing under the project directory is among them.
 func (b *boxPolicy) files() []string {
-	return []string{b.layout.GlobalConfig(), b.layout.ProjectConfig(b.box), b.store.Path()}
+	return []string{b.layout.GlobalConfig(), b.layout.ProjectConfig(b.box), b.store.Path(), approval.LearnPath(b.layout, b.box)}
 }
 
 // loadConfig loads the box's effective config and checks that its
@@ -152,6 +153,11 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 		}
 		b.approvals = all
 	}
+	if lr, err := approval.ReadLearning(b.layout, b.box); err != nil {
+		b.logger.Error("reloading the learning window; keeping the previous one", "box", b.box, "err", err)
+	} else {
+		b.learning = lr
+	}
 	now := b.now()
 	var active []approval.Approval
 	for _, a := range b.approvals {
@@ -159,7 +165,11 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 			active = append(active, a)
 		}
 	}
-	if next := approval.NextExpiry(active); !next.Equal(b.next) {
+	next := approval.NextExpiry(active)
+	if b.learning.ActiveAt(now) && (next.IsZero() || b.learning.Until.Before(next)) {
+		next = b.learning.Until // learning ends without a file change too
+	}
+	if !next.Equal(b.next) {
 		b.next = next
 		select {
 		case b.changed <- struct{}{}:
@@ -169,9 +179,17 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 	return approval.AllowList(*b.cfg, b.toolchains, active)
 }
 
+// learningAt reports whether the box learns at now (as last loaded).
+func (b *boxPolicy) learningAt(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.learning.ActiveAt(now)
+}
+
 // load returns the policy in force now and the once-approvals, each as its
 // own rule: a once-approval admits one connection (see approval.Store.Consume)
-// and is not part of the policy.
+// and is not part of the policy. While the box learns, the policy is
+// egress.Policy.Learning of the allow-list.
 func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 	rules, err := b.rules()
 	if err != nil {
@@ -190,6 +208,9 @@ func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 	p, err := egress.ParsePolicy(names, ranges)
 	if err != nil {
 		return nil, nil, err
+	}
+	if b.learningAt(b.now()) {
+		p = p.Learning()
 	}
 	var onceRules []egress.OnceRule
 	for _, r := range once {

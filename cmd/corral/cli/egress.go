@@ -83,7 +83,7 @@ at the same time are included. Without --since it searches the whole log.`,
 	cmd.Flags().DurationVar(&opts.Since, "since", 24*time.Hour, "show decisions of this last `duration`")
 	cmd.Flags().StringVar(&opts.Session, "session", "", "show only session `ID` (or \"last\")")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
-	cmd.AddCommand(NewCmdEgressGroups(f, nil))
+	cmd.AddCommand(NewCmdEgressGroups(f, nil), NewCmdEgressLearn(f, nil))
 	return cmd
 }
 
@@ -135,6 +135,10 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", err)
 	}
 	requests := box.PendingRequests(l, name, projectDir)
+	var learningUntil time.Time
+	if lr, err := approval.ReadLearning(l, name); err == nil && lr.ActiveAt(now) {
+		learningUntil = lr.Until
+	}
 	summary := egress.Summarize(entries)
 	var denials []egress.Entry
 	for i := len(entries) - 1; i >= 0 && len(denials) < recentDenials; i-- {
@@ -165,6 +169,9 @@ func egressRun(opts *EgressOptions) error {
 		if session != "" {
 			out["session"] = session
 		}
+		if !learningUntil.IsZero() {
+			out["learning_until"] = learningUntil.UTC()
+		}
 		return printJSON(opts.IO.Out, out)
 	case !opts.IO.OutTTY:
 		// Machine rows, each led by its kind: allow, dest, deny.
@@ -184,7 +191,11 @@ func egressRun(opts *EgressOptions) error {
 		return t.Flush()
 	}
 	w := opts.IO.Out
-	fmt.Fprintf(w, "box %s\n\nallow-list:\n", name)
+	fmt.Fprintf(w, "box %s\n", name)
+	if !learningUntil.IsZero() {
+		fmt.Fprintf(w, "learning until %s: the broker also allows public hosts off this list and logs them (corral egress learn %s)\n", clock(learningUntil, now), name)
+	}
+	fmt.Fprintf(w, "\nallow-list:\n")
 	tw := newTable(w, true)
 	for _, r := range rules {
 		src := string(r.Origin) + " " + r.Source

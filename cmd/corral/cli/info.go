@@ -130,7 +130,11 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("project", or(st.Project))
 	t.Row("template hash", or(st.TemplateHash))
 	t.Row("golden", or(st.Golden))
-	t.Row("network", st.Network)
+	network := string(st.Network)
+	if !st.LearningUntil.IsZero() {
+		network += ", learning until " + st.LearningUntil.Local().Format("2006-01-02 15:04") + " (corral egress learn " + st.Name + ")"
+	}
+	t.Row("network", network)
 	t.Row("broker", broker)
 	t.Row("funnel", or(in.Funnel))
 	t.Row("vm type", or(st.VMType))

@@ -90,7 +90,11 @@ func lsRun(opts *LsOptions) error {
 		if st.Live == 0 && st.Idle > 0 {
 			idle = st.Idle.Round(time.Minute).String()
 		}
-		tw.Row(name, st.State, mem, st.CPUs, idle, st.Live, st.Network, portsText(st.Ports), st.Project)
+		network := string(st.Network)
+		if !st.LearningUntil.IsZero() {
+			network = "learning"
+		}
+		tw.Row(name, st.State, mem, st.CPUs, idle, st.Live, network, portsText(st.Ports), st.Project)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

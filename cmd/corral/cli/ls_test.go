@@ -61,3 +61,20 @@ func TestLsMarksPendingRequests(t *testing.T) {
 		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
 	}
 }
+
+func TestLsSaysLearning(t *testing.T) {
+	list := fakeLister{
+		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
+			State: box.StateRunning, LearningUntil: fixedNow},
+	}
+	ios, _, out, errOut := Test(false)
+	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+		o.Service = func() (boxLister, error) { return list, nil }
+		return lsRun(o)
+	})
+	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
+		"web-3f2a1c\tRunning\t- / 4GiB\t2\t-\t0\tlearning\t-\t/src/web\n"
+	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
+		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}

@@ -3,6 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/core/approval"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
@@ -29,6 +32,7 @@ func sessionRunResolved(f *Factory, r box.Resolved, agentName string, argv []str
 	if err != nil {
 		return err
 	}
+	learningBanner(f, r, time.Now())
 	ctx, cancel := signalContext()
 	defer cancel()
 	environ, names, err := launchEnv(ctx, f, r, agentName, tty)
@@ -45,4 +49,17 @@ func sessionRunResolved(f *Factory, r box.Resolved, agentName string, argv []str
 		return &ExitCodeError{Code: ee.Code}
 	}
 	return err
+}
+
+// learningBanner says, in one line at the session's start, that the box
+// is learning: its broker allows public hosts off the allow-list.
+func learningBanner(f *Factory, r box.Resolved, now time.Time) {
+	l, err := f.Layout()
+	if err != nil || r.Loaded.Config.NetworkMode() != config.NetworkBroker {
+		return
+	}
+	if lr, err := approval.ReadLearning(l, r.Project.Box); err == nil && lr.ActiveAt(now) {
+		fmt.Fprintf(f.IO.ErrOut, "corral: box %s is learning until %s: its broker allows public hosts off the allow-list and logs them; corral egress learn %s proposes an allow-list\n",
+			r.Project.Box, clock(lr.Until, now), r.Project.Box)
+	}
 }

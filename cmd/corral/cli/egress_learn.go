@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/hint"
+	"github.com/spf13/cobra"
+)
+
+// EgressLearnOptions are the options of `corral egress learn`.
+type EgressLearnOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	Box     string
+	Apply   bool
+	Stop    bool
+	JSON    bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewCmdEgressLearn builds `corral egress learn`.
+func NewCmdEgressLearn(f *Factory, runF func(*EgressLearnOptions) error) *cobra.Command {
+	opts := &EgressLearnOptions{IO: f.IO, Factory: f}
+	cmd := &cobra.Command{
+		Use:   "learn [BOX]",
+		Short: "Propose an allow-list from what a learning box reached, and apply it",
+		Long: `Learn shows what a box reached while it was learning (corral up --learn,
+or network = "learn"): every destination its broker allowed only because it
+was learning, grouped by registrable domain, with how often and during
+which sessions. That is the proposed allow-list.
+
+--apply adds the proposal to the box's trusted layer
+(~/.corral/projects/<box>.toml, egress = [...], with a comment saying when
+it was learned) and ends the learning: the broker enforces the allow-list
+again at once. --stop ends the learning without writing anything.`,
+		Example: `  corral egress learn
+  corral egress learn web-3f2a1c --apply
+  corral egress learn --stop --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Box = args[0]
+			}
+			if opts.Apply && opts.Stop {
+				return errors.New("egress learn: --apply and --stop: choose one (--apply also ends learning)")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return egressLearnRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Apply, "apply", false, "write the proposal to the trusted layer and end learning")
+	cmd.Flags().BoolVar(&opts.Stop, "stop", false, "end learning without writing anything")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func egressLearnRun(opts *EgressLearnOptions) error {
+	f := opts.Factory
+	l, err := f.Layout()
+	if err != nil {
+		return err
+	}
+	name, _, err := egressTarget(&EgressOptions{Box: opts.Box, Factory: f}, l)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	lr, err := approval.ReadLearning(l, name)
+	if err != nil {
+		return err
+	}
+	if lr.Started.IsZero() {
+		return hint.New(fmt.Errorf("egress learn: box %s never learned", name), "corral up --learn starts learning (or network = \"learn\" in the box's trusted layer)")
+	}
+	active := lr.ActiveAt(now)
+	end := lr.End()
+	if active {
+		end = now
+	}
+	entries, err := egress.ReadLog(l.EgressLog(name), lr.Started)
+	if err != nil {
+		return err
+	}
+	props := egress.Propose(entries, lr.Started, end.Add(time.Nanosecond))
+	// The config's check is stricter than the broker's names (no "_"):
+	// what it refuses is shown, never written.
+	var proposed, refused []string
+	for _, e := range egress.ProposedEntries(props) {
+		if config.CheckEgressEntry(e) == nil {
+			proposed = append(proposed, e)
+		} else {
+			refused = append(refused, e)
+		}
+	}
+	applied, stopped := false, false
+	if opts.Apply && len(proposed) > 0 {
+		why := fmt.Sprintf("learned from %s to %s", lr.Started.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+		trusted := l.ProjectConfig(name)
+		if err := recordLearnApply(l.AuditLog(), name, proposed); err != nil {
+			return err
+		}
+		if err := config.AddToList(trusted, "egress", proposed, why, "corral egress learn", now); err != nil {
+			return err
+		}
+		applied = true
+	}
+	if (opts.Apply || opts.Stop) && active {
+		if stopped, err = approval.StopLearning(l, name, now, audit.ActorCLI); err != nil {
+			return err
+		}
+	}
+	if opts.JSON {
+		if props == nil {
+			props = []egress.Proposal{}
+		}
+		return printJSON(opts.IO.Out, map[string]any{"box": name, "started": lr.Started, "ends": lr.End(), "learning": active && !stopped,
+			"proposal": props, "entries": nonNil(proposed), "applied": applied, "stopped": stopped})
+	}
+	w := opts.IO.Out
+	switch {
+	case active && !stopped:
+		fmt.Fprintf(w, "box %s is learning since %s, until %s\n", name, clock(lr.Started, now), clock(lr.Until, now))
+	default:
+		fmt.Fprintf(w, "box %s learned from %s to %s\n", name, clock(lr.Started, now), clock(end, now))
+	}
+	if len(props) == 0 {
+		fmt.Fprintln(w, "it reached nothing off its allow-list: nothing to propose")
+	} else {
+		n := 0
+		for _, p := range props {
+			n += p.Count
+		}
+		fmt.Fprintf(w, "\nproposed allow-list (%d connections to %d domains):\n", n, len(props))
+		tw := newTable(w, opts.IO.OutTTY)
+		for _, p := range props {
+			tw.Row("  "+display.Host(p.Domain, 0), p.Count, sessionsText(p.Sessions))
+			for _, x := range p.Learned {
+				tw.Row("    "+display.Authority(x.Entry, 0), x.Count)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, e := range refused {
+		fmt.Fprintf(w, "not proposed (the config refuses the name): %s\n", display.Authority(e, 0))
+	}
+	switch {
+	case applied:
+		fmt.Fprintf(w, "\nadded %d entries to %s\n", len(proposed), l.ProjectConfig(name))
+	case len(proposed) > 0 && !stopped:
+		fmt.Fprintf(w, "\nto allow these and end learning: corral egress learn %s --apply\n", name)
+	}
+	if stopped {
+		fmt.Fprintf(w, "learning ended: the broker enforces the allow-list of %s again\n", name)
+	}
+	return nil
+}
+
+// recordLearnApply writes the audit record of an applied proposal first:
+// if it cannot be written, nothing is applied.
+func recordLearnApply(path, name string, entries []string) error {
+	alog, err := audit.Open(path)
+	if err != nil {
+		return err
+	}
+	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: name, Actor: audit.ActorCLI,
+		Fields: map[string]any{"entries": entries, "scope": "trusted", "learned": true}})
+	if err = errors.Join(err, alog.Close()); err != nil {
+		return fmt.Errorf("egress learn: recording the approval in the audit log (nothing was applied): %w", err)
+	}
+	return nil
+}
+
+func sessionsText(ids []string) string {
+	if len(ids) == 0 {
+		return "no session"
+	}
+	safe := make([]string, len(ids))
+	for i, id := range ids {
+		safe[i] = safeText(id)
+	}
+	return "sessions " + strings.Join(safe, ", ")
+}
+
+// clock shows t as a time of day when it is today (in now's location),
+// else as date and time.
+func clock(t, now time.Time) string {
+	t = t.In(now.Location())
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("2006-01-02 15:04")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
