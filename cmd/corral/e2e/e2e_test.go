@@ -51,7 +51,8 @@ agent = "shell"
 network = "full"
 forward_env = ["E2E_SECRET"]
 idle_stop = "30m"
-`, image)
+%s
+`, image, e2ePorts)
 	must(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(global), 0o600))
 	x := &h{t: t, bin: bin, home: home, project: project,
 		env: append(os.Environ(), "CORRAL_HOME="+home, "CORRAL_QEMU_TB_MB=128")}
@@ -262,6 +263,14 @@ func TestBoxLifecycle(t *testing.T) {
 		x.t = t
 		keychainSecret(t, x)
 	})
+	t.Run("codex and gemini run through their corral commands", func(t *testing.T) {
+		x.t = t
+		agentVersions(t, x)
+	})
+	t.Run("a configured port answers on the host's 127.0.0.1, an unconfigured one does not", func(t *testing.T) {
+		x.t = t
+		forwardedPorts(t, x)
+	})
 	t.Run("benchmark: run overhead", func(t *testing.T) {
 		x.t = t
 		benchOnly(t)
@@ -307,6 +316,10 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Errorf("after restart cat = %q", got)
 		}
 		x.ok("run", "--", "sh", "-c", "rm -f ~/marker")
+	})
+	t.Run("a port added with corral port is forwarded after a restart", func(t *testing.T) {
+		x.t = t
+		portAfterRestart(t, x)
 	})
 	t.Run("an idle box is stopped by the next command", func(t *testing.T) {
 		x.t = t
