@@ -283,9 +283,15 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		boxOf[p.Dir] = p.Box
 	}
 	for _, e := range recent.Read(b.svc.Layout) {
-		if _, ok := boxOf[e.Dir]; !ok {
-			st.Projects = append(st.Projects, Project{Dir: e.Dir, LastUsed: e.Used})
+		if _, ok := boxOf[e.Dir]; ok {
+			continue
 		}
+		// A folder since removed or renamed is not offered (at most
+		// recent.MaxEntries stats per refresh).
+		if fi, err := os.Stat(e.Dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		st.Projects = append(st.Projects, Project{Dir: e.Dir, LastUsed: e.Used})
 	}
 	repos, roots := b.projectRepos(now)
 	st.Roots = roots

@@ -52,6 +52,10 @@ func TestOpenProjectRealPath(t *testing.T) {
 	if err := recent.Record(l, idea, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// A recent folder since removed is not offered.
+	if err := recent.Record(l, filepath.Join(src, "gone"), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(l.GlobalConfig(), []byte("project_roots = ["+quote(src)+"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +75,9 @@ func TestOpenProjectRealPath(t *testing.T) {
 	}) {
 		_, r, _ := item.Layout()
 		t.Fatalf("no repository from project_roots in the menu:\n%s", r.Dump())
+	}
+	if root.Find("gone (new box)") != nil {
+		t.Errorf("a removed recent folder is listed:\n%s", root.Dump())
 	}
 	if root.Find("plain (new box)") != nil {
 		t.Errorf("a folder without .git is listed:\n%s", root.Dump())
