@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -62,6 +66,18 @@ func TestAllowListGroups(t *testing.T) {
 	if code, _ := proxyGet(t, addr, "http://other.example.test/"); code != 403 {
 		t.Errorf("a host in no group: %d, want 403", code)
 	}
+	// The record is followed live: a golden rebuilt under the same name
+	// (or a record edited by hand) applies without restarting the box.
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "registry") }))
+	defer up.Close()
+	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
+	target := "http://live.mirror.example.test:" + port + "/"
+	if code, _ := proxyGet(t, addr, target); code != 403 {
+		t.Fatalf("before the record names it: %d", code)
+	}
+	mustDo(t, toolreg.Write(l, toolreg.Record{Golden: m.Golden, Registries: []toolreg.Registry{
+		{Entry: "live.mirror.example.test:" + port, Tool: toolreg.ToolNPM, Source: "registry"}}}))
+	waitStatus(t, addr, target, 200)
 }
 
 func mustDo(t *testing.T, err error) {

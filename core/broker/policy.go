@@ -35,7 +35,7 @@ func AllowList(l paths.Layout, boxName, projectDir string, platform config.Platf
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
 	}
-	rules, rerr := approval.AllowList(config.Result{}, bp.toolchains, list)
+	rules, rerr := approval.AllowList(config.Result{}, bp.toolchains(), list)
 	return rules, errors.Join(err, rerr)
 }
 
@@ -56,10 +56,10 @@ type boxPolicy struct {
 	platform config.Platform
 	ranges   []string
 	store    *approval.Store
-	// toolchains is the group the box's golden recorded, read at start
-	// (the record does not change after the golden's build).
-	toolchains approval.Toolchains
-	logger     *slog.Logger
+	// golden is the box's golden image ("" for none): its record is the
+	// box's toolchains group, followed like the host-owned files.
+	golden string
+	logger *slog.Logger
 	now        func() time.Time
 
 	mu        sync.Mutex
@@ -75,33 +75,41 @@ func newBoxPolicy(l paths.Layout, boxName, projectDir string, platform config.Pl
 	if err != nil {
 		return nil, err
 	}
+	golden := ""
+	if m, err := box.ReadMeta(l, boxName); err == nil {
+		golden = m.Golden
+	}
 	return &boxPolicy{layout: l, box: boxName, project: projectDir, snapshot: config.ReadSnapshot(projectDir),
-		platform: platform, ranges: ranges, store: store, toolchains: boxToolchains(l, boxName, logger),
+		platform: platform, ranges: ranges, store: store, golden: golden,
 		logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
 }
 
-// boxToolchains is the toolchains group of a box: what its golden image
+// toolchains is the toolchains group of the box: what its golden image
 // recorded. A box made without a golden, or from one built before corral
-// recorded toolchains, has none; an unreadable record is logged.
-func boxToolchains(l paths.Layout, boxName string, logger *slog.Logger) approval.Toolchains {
-	m, err := box.ReadMeta(l, boxName)
-	if err != nil || m.Golden == "" {
+// recorded toolchains, has none; an unreadable record is logged and counts
+// as none (the group only ever adds hosts).
+func (b *boxPolicy) toolchains() approval.Toolchains {
+	if b.golden == "" {
 		return approval.Toolchains{}
 	}
-	rec, err := toolreg.Read(l, m.Golden)
+	rec, err := toolreg.Read(b.layout, b.golden)
 	if err != nil {
 		if !errors.Is(err, toolreg.ErrNoRecord) {
-			logger.Error("reading the toolchains group", "box", boxName, "err", err)
+			b.logger.Error("reading the toolchains group", "box", b.box, "err", err)
 		}
 		return approval.Toolchains{}
 	}
-	return approval.Toolchains{Golden: m.Golden, Entries: rec.Entries()}
+	return approval.Toolchains{Golden: b.golden, Entries: rec.Entries()}
 }
 
 // files are the host-owned files the policy follows, for the watcher.
 // Nothing under the project directory is among them.
 func (b *boxPolicy) files() []string {
-	return []string{b.layout.GlobalConfig(), b.layout.ProjectConfig(b.box), b.store.Path(), approval.LearnPath(b.layout, b.box)}
+	files := []string{b.layout.GlobalConfig(), b.layout.ProjectConfig(b.box), b.store.Path(), approval.LearnPath(b.layout, b.box)}
+	if b.golden != "" {
+		files = append(files, b.layout.GoldenRecord(b.golden))
+	}
+	return files
 }
 
 // loadConfig loads the box's effective config and checks that its
@@ -115,7 +123,7 @@ func (b *boxPolicy) loadConfig() (config.Result, error) {
 	if r.Project.Box != b.box {
 		return config.Result{}, fmt.Errorf("loading the config of box %s: its project %s now belongs to box %s", b.box, b.project, r.Project.Box)
 	}
-	rules, err := approval.AllowList(r.Loaded, b.toolchains, nil)
+	rules, err := approval.AllowList(r.Loaded, b.toolchains(), nil)
 	if err == nil {
 		names, ranges := splitRanges(approval.Entries(rules))
 		_, err = egress.ParsePolicy(names, ranges)
@@ -176,7 +184,7 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 		default:
 		}
 	}
-	return approval.AllowList(*b.cfg, b.toolchains, active)
+	return approval.AllowList(*b.cfg, b.toolchains(), active)
 }
 
 // learningAt reports whether the box learns at now (as last loaded).

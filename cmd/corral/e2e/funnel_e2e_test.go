@@ -286,6 +286,14 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		}
 		must(t, os.Remove(filepath.Join(x.project, ".corral.toml")))
 	})
+	t.Run("the golden's toolchains group is recorded and its registries need no approval", func(t *testing.T) {
+		x.t = t
+		toolchainsGroup(t, x, proxy)
+	})
+	t.Run("learn, then enforce", func(t *testing.T) {
+		x.t = t
+		learnThenEnforce(t, x, proxy)
+	})
 	t.Run("no guest-conn process stays", func(t *testing.T) {
 		x.t = t
 		deadline := time.Now().Add(10 * time.Second)
