@@ -60,7 +60,7 @@ type boxPolicy struct {
 	// box's toolchains group, followed like the host-owned files.
 	golden string
 	logger *slog.Logger
-	now        func() time.Time
+	now    func() time.Time
 
 	mu        sync.Mutex
 	cfg       *config.Result      // last config that loaded
