@@ -598,15 +598,10 @@ func projectsItem(st State, lim Limits) Item {
 			label.Title = "In project_roots"
 		}
 	}
-	it.Children = append(it.Children, label)
-	it.Children = append(it.Children, repos...)
-	return appendItems(it, Item{Key: "projects/open-folder", Title: "Open folder…",
+	it.Children = append(append(it.Children, label), repos...)
+	it.Children = append(it.Children, Item{Key: "projects/open-folder", Title: "Open folder…",
 		Tooltip: "Choose a project folder and open a Claude session in it (its box is created on first use)",
 		Action:  Action{Kind: ActOpenFolder}})
-}
-
-func appendItems(it Item, items ...Item) Item {
-	it.Children = append(it.Children, items...)
 	return it
 }
 
