@@ -53,6 +53,10 @@ BOX defaults to the box of the current project (-C). --log prints the
 decision log itself, oldest first; when stdout is not a terminal, or with
 --json, as JSON lines.
 
+"corral egress groups" lists the egress groups (and the toolchains group
+the box's golden recorded); "corral egress learn" proposes an allow-list
+from what a learning box reached (corral up --learn).
+
 --session ID shows only what the box did during one session (the IDs are
 in "corral egress --log" and "corral audit"); "last" is the latest. The
 log has no session per connection, so other sessions of the box running
