@@ -7,7 +7,9 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/spf13/cobra"
 )
 
@@ -33,6 +35,24 @@ type Info struct {
 	// applicable" (vz, full network, or a stopped box), or "not proved: "
 	// and why.
 	Funnel string `json:"funnel"`
+	// Drift says whether the config now renders another template than the
+	// box was created from: "up to date", "changed: corral rebuild applies
+	// it", or "unknown: " and why.
+	Drift string `json:"drift"`
+	// Mounts are the host directories the box has (its Lima instance).
+	Mounts []limayaml.Mount `json:"mounts"`
+}
+
+// driftOf is Info.Drift for box m.
+func driftOf(s *box.Service, m box.Meta) string {
+	changed, err := s.Drift(m)
+	switch {
+	case err != nil:
+		return "unknown: " + err.Error()
+	case changed:
+		return "changed: corral rebuild " + m.Name + " applies it"
+	}
+	return "up to date"
 }
 
 // funnelProof is Info.Funnel for a box in layout l.
@@ -60,8 +80,9 @@ func NewCmdInfo(f *Factory, runF func(*InfoOptions) error) *cobra.Command {
 				return Info{}, fmt.Errorf("reading box %q: %w", name, err)
 			}
 			st := s.StatusOf(m)
+			mounts, _ := s.Mounts(m.Name) // none listed when the instance is gone
 			return Info{Status: st, Pending: box.PendingRequests(s.Layout, m.Name, m.Project),
-				Funnel: funnelProof(s.Layout.LimaHome(), st)}, nil
+				Funnel: funnelProof(s.Layout.LimaHome(), st), Drift: driftOf(s, m), Mounts: mounts}, nil
 		}}
 	cmd := &cobra.Command{
 		Use:     "info [BOX]",
@@ -99,6 +120,9 @@ func infoRun(opts *InfoOptions) error {
 		if in.Pending == nil {
 			in.Pending = []config.RepoRequest{}
 		}
+		if in.Mounts == nil {
+			in.Mounts = []limayaml.Mount{}
+		}
 		return printJSON(opts.IO.Out, in)
 	}
 	st := in.Status
@@ -129,6 +153,7 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("state", st.State)
 	t.Row("project", or(st.Project))
 	t.Row("template hash", or(st.TemplateHash))
+	t.Row("config drift", or(in.Drift))
 	t.Row("golden", or(st.Golden))
 	network := string(st.Network)
 	if !st.LearningUntil.IsZero() {
@@ -138,7 +163,18 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("broker", broker)
 	t.Row("funnel", or(in.Funnel))
 	t.Row("vm type", or(st.VMType))
-	t.Row("mount", or(st.MountType))
+	t.Row("mount type", or(st.MountType))
+	for _, m := range in.Mounts {
+		mode := "read-only"
+		if m.Writable {
+			mode = "writable"
+		}
+		at := m.MountPoint
+		if at == "" {
+			at = m.Location
+		}
+		t.Row("mount", fmt.Sprintf("%s -> %s (%s)", display.Text(m.Location, 256), display.Text(at, 256), mode))
+	}
 	ports := "-"
 	if len(st.Ports) > 0 {
 		ports = portsText(st.Ports) + " (on the host's 127.0.0.1)"

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
 )
 
@@ -23,6 +25,9 @@ func infoFixture() Info {
 		},
 		Pending: []config.RepoRequest{{}},
 		Funnel:  "in force",
+		Drift:   "up to date",
+		Mounts: []limayaml.Mount{{Location: "/src/web", MountPoint: "/src/web", Writable: true},
+			{Location: "/home/u/.corral/seed/web-1a2b3c", MountPoint: "/corral/seed"}},
 	}
 }
 
@@ -55,12 +60,15 @@ func TestInfoTTY(t *testing.T) {
 state             Running
 project           /src/web
 template hash     abc123
+config drift      up to date
 golden            -
 network           broker
 broker            port 42001, running
 funnel            in force
 vm type           qemu
-mount             9p
+mount type        9p
+mount             /src/web -> /src/web (writable)
+mount             /home/u/.corral/seed/web-1a2b3c -> /corral/seed (read-only)
 ports             3000,8080:80 (on the host's 127.0.0.1)
 memory            1GiB / 4GiB
 cpus              2
@@ -102,10 +110,14 @@ func TestInfoJSON(t *testing.T) {
 	if p, ok := got["pending_requests"].([]any); !ok || len(p) != 1 {
 		t.Errorf("pending_requests %v", got["pending_requests"])
 	}
+	if m, ok := got["mounts"].([]any); !ok || len(m) != 2 || got["drift"] != "up to date" {
+		t.Errorf("mounts %v, drift %v", got["mounts"], got["drift"])
+	}
 }
 
 // TestInfoReadsTheBox runs the real status path over written metadata: a
-// box with no Lima instance is Missing, and an unknown box is an error.
+// box with no Lima instance is Missing (no mounts; its empty template hash
+// is drift), and an unknown box is an error.
 func TestInfoReadsTheBox(t *testing.T) {
 	e := setup(t, "")
 	writeBoxMeta(t, e, config.NetworkBroker)
@@ -123,7 +135,8 @@ func TestInfoReadsTheBox(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Name != e.box || got.State != box.StateMissing || got.BrokerPort != 42001 || got.Pending == nil || got.Funnel != "not applicable" {
+	if got.Name != e.box || got.State != box.StateMissing || got.BrokerPort != 42001 || got.Pending == nil || got.Funnel != "not applicable" ||
+		got.Mounts == nil || !strings.HasPrefix(got.Drift, "changed: ") {
 		t.Errorf("info %+v", got)
 	}
 	cmd = NewCmdInfo(f, nil)
