@@ -19,8 +19,9 @@ import (
 // toolchainsGroup and learnThenEnforce are subtests of TestHostFunnel: they
 // run on its broker-mode box (egress = ["127.0.0.0/8"], so that names such
 // as localhost reach the test's servers on host loopback through the
-// broker). Together they add about 30 s (six sessions on a running box,
-// no boot).
+// broker). Together they add about a minute: ten sessions on the running
+// box and no boot; the guest script starts npm, go and pip under TCG when
+// the image has them.
 
 // toolchainsGroup: the golden of the box recorded its toolchains group at
 // its build; the guest script run in the box now finds the same entries;
