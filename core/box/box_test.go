@@ -212,6 +212,35 @@ func TestLockSerialises(t *testing.T) {
 	l2.Unlock()
 }
 
+// TestLockWaitIsQuietWhenBrief: a lock held for a moment (a session's Up
+// on a running box) is waited for without a message; one held past
+// quietLockWait is announced once, naming the holder.
+func TestLockWaitIsQuietWhenBrief(t *testing.T) {
+	s, _ := newTestService(t, &fakeLima{insts: map[string]string{}, fail: map[string]string{}})
+	var said strings.Builder
+	s.Progress = &said
+	for _, hold := range []time.Duration{50 * time.Millisecond, quietLockWait + 300*time.Millisecond} {
+		said.Reset()
+		l1, err := s.LockBox(context.Background(), "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { time.Sleep(hold); l1.Unlock() }()
+		l2, err := s.LockBox(context.Background(), "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2.Unlock()
+		n := strings.Count(said.String(), "another corral (pid ")
+		if hold < quietLockWait && n != 0 {
+			t.Errorf("held %s: said %q", hold, said.String())
+		}
+		if hold > quietLockWait && n != 1 {
+			t.Errorf("held %s: said %q, want one message", hold, said.String())
+		}
+	}
+}
+
 func TestGoldenNameIgnoresProject(t *testing.T) {
 	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
 	s, r1 := newTestService(t, f)

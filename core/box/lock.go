@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/display"
 	"golang.org/x/sys/unix"
 )
+
+// quietLockWait is how long LockBox waits before it says so.
+const quietLockWait = time.Second
 
 // Lock is an exclusive, per-box lock held across create, start, stop and
 // rm, so two `corral up` for one project never race.
@@ -26,23 +30,27 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}
-	told := false
+	// A session on a running box holds the lock for milliseconds: waiting
+	// for one is not worth a word. A create or a start holds it for
+	// minutes, and the user should know why nothing happens.
+	start, told, delay := time.Now(), false, 10*time.Millisecond
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			break
 		}
-		if !told {
+		if !told && time.Since(start) >= quietLockWait {
 			b, _ := os.ReadFile(path)
-			s.progress("waiting for box %s: another corral (pid %s) is working on it", box, strings.TrimSpace(string(b)))
+			s.progress("waiting for box %s: another corral (pid %s) is working on it", box, display.Text(strings.TrimSpace(string(b)), 20))
 			told = true
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
 			return nil, fmt.Errorf("waiting for the lock of box %s: %w", box, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(delay):
 		}
+		delay = min(2*delay, 200*time.Millisecond)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

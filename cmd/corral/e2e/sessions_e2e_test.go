@@ -59,10 +59,12 @@ func sessionsThroughMaster(t *testing.T, x *h) {
 			defer wg.Done()
 			cmd := exec.Command(x.bin, "-C", x.project, "run", "--", "sh", "-c", `sleep 3; echo "$E2E_SECRET"`)
 			cmd.Env = append(append([]string{}, x.env...), "E2E_SECRET="+v)
-			b, err := cmd.CombinedOutput()
+			var errOut bytes.Buffer
+			cmd.Stderr = &errOut
+			b, err := cmd.Output()
 			outs[i] = strings.TrimSpace(string(b))
-			if err != nil {
-				outs[i] += " (" + err.Error() + ")"
+			if err != nil || errOut.Len() > 0 {
+				outs[i] += fmt.Sprintf(" (%v; stderr %q)", err, errOut.String())
 			}
 		}()
 	}
@@ -228,10 +230,14 @@ func detachableSessions(t *testing.T, x *h) {
 	// corral attach (issue 17 item 1, the menu side).
 	appAttachesSession(t, x, "job")
 
-	// In the box: the value is in no argv (but grep's own), not in the tmux
+	// In the box: the value is in no argv, not in the tmux
 	// server's environment, not in tmux's global or session environment,
 	// and in no file under /tmp, /var/tmp, /run/user or the home.
-	scan := `c() { grep -c -F -- "$E2E_SECRET" || true; }
+	// grep takes the value from a here-document (fd 3), never its argv.
+	scan := `c() { grep -c -F -f /dev/fd/3 3<<EOF || true
+$E2E_SECRET
+EOF
+}
 argv=$(for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | c)
 srv=$(tmux -L corral display-message -p '#{pid}')
 senv=$(tr '\0' '\n' </proc/"$srv"/environ | c)
@@ -239,7 +245,7 @@ genv=$(tmux -L corral show-environment -g | c)
 jenv=$(tmux -L corral show-environment -t =job | c)
 files=$(grep -rlF --devices=skip -- "$E2E_SECRET" /tmp /var/tmp /run/user "$HOME" 2>/dev/null | wc -l)
 echo "argv=$argv server=$senv global=$genv session=$jenv files=$files"`
-	if got := strings.TrimSpace(x.okEnv([]string{"E2E_SECRET=" + secret}, "run", "--", "bash", "-c", scan)); got != "argv=1 server=0 global=0 session=0 files=0" {
+	if got := strings.TrimSpace(x.okEnv([]string{"E2E_SECRET=" + secret}, "run", "--", "bash", "-c", scan)); got != "argv=0 server=0 global=0 session=0 files=0" {
 		t.Errorf("secret scan in the box: %s", got)
 	}
 
