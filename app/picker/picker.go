@@ -53,7 +53,7 @@ func (c Chain) Pick(ctx context.Context) (string, error) {
 		if !errors.Is(err, ErrUnavailable) {
 			return dir, err
 		}
-		tried = append(tried, err.Error())
+		tried = append(tried, strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": "))
 	}
 	return "", unavailable(strings.Join(tried, "; "))
 }

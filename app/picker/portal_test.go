@@ -79,6 +79,9 @@ func TestPortalUnavailable(t *testing.T) {
 	if !errors.Is(err, picker.ErrUnavailable) || hint.Of(err) == "" {
 		t.Fatalf("chain: %v (hint %q)", err, hint.Of(err))
 	}
+	if want := "no folder chooser available (tried no desktop portal on the session bus; zenity not found)"; err.Error() != want {
+		t.Errorf("chain error %q, want %q", err, want)
+	}
 }
 
 // TestCommandFallback: a zenity-like program's answer, and its exit 1 as
