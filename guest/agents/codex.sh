@@ -16,7 +16,7 @@ set -eu
 dir=/usr/local/lib/corral-agents/codex
 if [ ! -x "$dir/bin/codex" ]; then
 	if [ $# -lt 1 ]; then
-		echo "corral: codex installs only from its pinned npm package (core/pins); this build had none" >&2
+		echo "corral: codex installs only from its pinned npm package (core/pins); this build had none (a box created with --no-golden gets none: set golden = false instead)" >&2
 		exit 1
 	fi
 	tmp=$(mktemp -d)

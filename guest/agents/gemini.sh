@@ -16,7 +16,7 @@ set -eu
 base=/usr/local/lib/corral-agents
 if [ ! -x "$base/node/bin/node" ] || [ ! -f "$base/gemini/bundle/gemini.js" ]; then
 	if [ $# -lt 2 ]; then
-		echo "corral: gemini installs only from its pinned npm packages (core/pins); this build had none" >&2
+		echo "corral: gemini installs only from its pinned npm packages (core/pins); this build had none (a box created with --no-golden gets none: set golden = false instead)" >&2
 		exit 1
 	fi
 	install -d -m 0755 "$base/node/bin" "$base/gemini"

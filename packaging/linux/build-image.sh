@@ -347,7 +347,9 @@ cp -L "$ROOT/boot/initrd.img-$KVER" "$WORK/initrd.img"
 rm -f "$ROOT"/boot/initrd.img-* "$ROOT"/initrd.img "$ROOT"/initrd.img.old
 t2=$(date +%s)
 
-mkfs.ext4 -q -F -L rootfs -d "$ROOT" "$WORK/rootfs.raw" 2048M >/dev/null
+# 3 GiB: the three agents take about 1.1 GiB of it (Claude Code 373 MB, Codex 390 MB, Node and Gemini CLI 220 MB);
+# the qcow2 keeps only the blocks in use, and a box's disk key grows the filesystem at first boot.
+mkfs.ext4 -q -F -L rootfs -d "$ROOT" "$WORK/rootfs.raw" 3072M >/dev/null
 qemu-img convert -O qcow2 "$WORK/rootfs.raw" "$WORK/rootfs.qcow2"
 rm -f "$WORK/rootfs.raw"
 (cd "$WORK" && sha256sum "${FILES[@]}" >SHA256SUMS)

@@ -114,6 +114,9 @@ func TestPortRunningBox(t *testing.T) {
 	if !strings.Contains(string(b), "# corral port ") || !strings.Contains(string(b), `ports = ["8080:80"]`) {
 		t.Errorf("trusted layer:\n%s", b)
 	}
+	if a, _ := os.ReadFile(filepath.Join(e.home, "logs", "audit.jsonl")); !strings.Contains(string(a), `"key":"ports"`) || !strings.Contains(string(a), `"8080:80"`) {
+		t.Errorf("audit log:\n%s", a)
+	}
 	// Again: in the config and forwarded already; nothing written, ssh not asked.
 	if code := Run(f, []string{"-C", e.proj, "port", "8080:80"}); code != 0 {
 		t.Fatal(code)
