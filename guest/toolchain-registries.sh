@@ -40,7 +40,7 @@ print(PyPI.simple_url)
 print("https://" + PyPI.file_storage_domain + "/")' 2>/dev/null | block pip default
 fi
 
-cargo_home=${CARGO_HOME:-$HOME/.cargo}
+cargo_home=${CARGO_HOME:-${HOME:-}/.cargo}
 # The file name is only printed, never written (SC2094 is a false alarm).
 for f in "$cargo_home/config.toml" "$cargo_home/config"; do
 	# shellcheck disable=SC2094
