@@ -150,7 +150,12 @@ func appAttachesSession(t *testing.T, x *h, name string) {
 	if err := item.Click(attach.ID); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"-e", x.bin, "attach", x.box, name}
+	// The app runs its own executable (os.Executable: symlinks resolved).
+	exe, err := filepath.EvalSymlinks(x.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"-e", exe, "attach", x.box, name}
 	var got []string
 	if !desktoptest.WaitFor(20*time.Second, func() bool {
 		b, err := os.ReadFile(argvFile)
