@@ -177,3 +177,28 @@ func TestAddToListPorts(t *testing.T) {
 		t.Error("AddToList edits mounts")
 	}
 }
+
+// FuzzParsePort: whatever parses is a port pair in range, written only
+// with ASCII digits and at most one colon, and its String form parses
+// back to the same pair.
+func FuzzParsePort(f *testing.F) {
+	for _, s := range []string{"3000", "8080:80", "0", "65536", "+1", "01", "1:2:3", "127.0.0.1:80:80", "٣٠٠٠", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePort(s)
+		if err != nil {
+			return
+		}
+		if p.Host < 1 || p.Host > 65535 || p.Guest < 1 || p.Guest > 65535 {
+			t.Fatalf("%q parsed to %v", s, p)
+		}
+		if strings.Count(s, ":") > 1 || strings.Trim(s, "0123456789:") != "" {
+			t.Fatalf("%q parsed, but holds more than digits and one colon", s)
+		}
+		back, err := ParsePort(p.String())
+		if err != nil || back != p {
+			t.Fatalf("%q -> %v -> %q -> %v, %v", s, p, p.String(), back, err)
+		}
+	})
+}

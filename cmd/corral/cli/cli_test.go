@@ -266,7 +266,7 @@ func TestRepositoryRequestsFollowTheHint(t *testing.T) {
 	code, out, _ := run(t, e, false, "config", "check")
 	file := filepath.Join(e.proj, ".corral.toml")
 	want := "ok: box " + e.box + " config has no problems\n\n" +
-		"notice: the repository requests 2 host(s) for box " + e.box + "; they are not allowed until you approve them:\n" +
+		"notice: the repository requests 2 host(s), group(s) or port(s) for box " + e.box + "; they are not allowed until you approve them:\n" +
 		"  egress api.example.test  (" + file + ":1)\n" +
 		"  egress *.cdn.example.test  (" + file + ":1)\n" +
 		"to review and allow them: corral approve " + e.box + "\n"

@@ -90,7 +90,7 @@ func printRequests(io *IOStreams, boxName string, pending []config.RepoRequest) 
 	if len(pending) == 0 {
 		return
 	}
-	fmt.Fprintf(io.Out, "\nnotice: the repository requests %d host(s) for box %s; they are not allowed until you approve them:\n", len(pending), boxName)
+	fmt.Fprintf(io.Out, "\nnotice: the repository requests %d host(s), group(s) or port(s) for box %s; they are not allowed until you approve them:\n", len(pending), boxName)
 	for _, q := range pending {
 		where := display.Text(q.File, maxLine)
 		if q.Line > 0 {

@@ -172,3 +172,31 @@ func TestPortRefuses(t *testing.T) {
 		t.Errorf("ssh calls %v", *calls)
 	}
 }
+
+// TestPortRequestsFollowTheHint: ports in a repository's .corral.toml are
+// requests: config check lists them, the box does not forward them, and
+// corral approve writes them to the trusted layer.
+func TestPortRequestsFollowTheHint(t *testing.T) {
+	e := setup(t, "ports = [\"5173\"]\n")
+	code, out, _ := run(t, e, false, "config", "check")
+	if code != 0 || !strings.Contains(out, "requests 1 host(s), group(s) or port(s)") || !strings.Contains(out, "ports 5173") {
+		t.Fatalf("config check: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, e, false, "config", "show", "--json")
+	if code != 0 || strings.Contains(out, `"ports"`) {
+		t.Fatalf("a requested port is in the effective config: %s", out)
+	}
+	if code, out, errOut := run(t, e, false, "approve", "--yes"); code != 0 || !strings.Contains(out, "approving ports 5173 (a guest port forwarded to the host's 127.0.0.1)") {
+		t.Fatalf("approve: exit %d %q %q", code, out, errOut)
+	}
+	trusted, _ := os.ReadFile(filepath.Join(e.home, "projects", e.box+".toml"))
+	if !strings.Contains(string(trusted), "ports = [\"5173\"]\n") || !strings.Contains(string(trusted), "# corral approve ") {
+		t.Errorf("trusted layer:\n%s", trusted)
+	}
+	if code, out, _ := run(t, e, false, "config", "check"); code != 0 || out != "ok: box "+e.box+" config has no problems\n" {
+		t.Errorf("after approving: exit %d\n%s", code, out)
+	}
+	if _, out, _ := run(t, e, false, "config", "show", "--json"); !strings.Contains(out, `"ports": [`) {
+		t.Errorf("the approved port is not in the effective config:\n%s", out)
+	}
+}
