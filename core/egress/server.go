@@ -106,6 +106,7 @@ type Server struct {
 	cfg       Config
 	logger    *slog.Logger
 	resolver  Resolver
+	resolved  resolveCache
 	dialer    net.Dialer
 	transport *http.Transport
 	// ctx is the parent of every upstream lookup, dial and request; it is
@@ -591,21 +592,9 @@ func (s *Server) checkWith(ctx context.Context, pol *Policy, kind Kind, auth Aut
 	var addrs []netip.Addr
 	if auth.IP.IsValid() {
 		addrs = []netip.Addr{auth.IP}
-	} else {
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
-		res, err := s.resolver.LookupIPAddr(rctx, auth.Host)
-		cancel()
-		if err != nil || len(res) == 0 {
-			t.d.Allowed, t.d.Reason = false, ReasonResolveFailed
-			return t
-		}
-		for _, a := range res {
-			if ip, ok := netip.AddrFromSlice(a.IP); ok {
-				// Unmap: a v4 answer comes back as a 16-byte slice, and a
-				// v4-mapped AAAA record reaches the v4 address anyway.
-				addrs = append(addrs, ip.Unmap())
-			}
-		}
+	} else if addrs = s.resolved.lookup(ctx, s.resolver, s.cfg.DialTimeout, auth.Host); addrs == nil {
+		t.d.Allowed, t.d.Reason = false, ReasonResolveFailed
+		return t
 	}
 	var firstDenied Decision
 	for _, ip := range addrs {
