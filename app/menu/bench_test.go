@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkBuild20Boxes is the menu rebuild the app does on every refresh
-// with a busy machine: 20 boxes, each with 8 denied hosts, 10 projects.
+// with a busy machine: 20 boxes, each with 8 denied hosts and 2
+// detachable sessions, 10 projects, 15 repositories under project_roots.
 // Target: well under 20 ms per rebuild.
 func BenchmarkBuild20Boxes(b *testing.B) {
 	var st State
@@ -17,9 +18,14 @@ func BenchmarkBuild20Boxes(b *testing.B) {
 		for j := 0; j < 8; j++ {
 			bv.Denied = append(bv.Denied, DeniedHost{Host: fmt.Sprintf("h%d.svc%d.example.test", j, i), Port: 443, Count: j + 1, Last: now.Add(-time.Duration(j) * time.Minute)})
 		}
+		bv.Detached = []SessionView{{Name: "claude", Agent: "claude", Attached: 1, Activity: now}, {Name: "tests", Agent: "shell", Activity: now.Add(-time.Hour)}}
 		st.Boxes = append(st.Boxes, bv)
 		st.Projects = append(st.Projects, Project{Dir: bv.Project, Box: bv.Name, LastUsed: now.Add(-time.Duration(i) * time.Hour)})
 	}
+	for i := 0; i < 15; i++ {
+		st.Repos = append(st.Repos, Project{Dir: fmt.Sprintf("/home/u/src/repo-%02d", i)})
+	}
+	st.Roots = []string{"~/src"}
 	ui := UI{Now: now}
 	b.ReportAllocs()
 	for b.Loop() {
