@@ -130,6 +130,12 @@ func TestHostFunnel(t *testing.T) {
 	base := setup(t)
 	proj := filepath.Join(filepath.Dir(base.project), "projf")
 	must(t, os.MkdirAll(proj, 0o755))
+	// A git project with the shadow opt-out, for gitGuardOptOut.
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "start"}} {
+		if o, err := hostGit(t, proj, args...); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, o)
+		}
+	}
 	x := &h{t: t, bin: base.bin, home: base.home, project: proj, env: base.env}
 	out := x.ok("config", "show", "--json")
 	var cfg struct{ Box string }
@@ -142,7 +148,7 @@ func TestHostFunnel(t *testing.T) {
 	// has no sudo by default is checked on TestClaudeBrokered's box.
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
 	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"),
-		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\"]\nsudo = true\n"), 0o600))
+		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\"]\nsudo = true\ngit_shadow = false\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(x.project), "outside-marker"), []byte("HOST-SECRET\n"), 0o644))
 	defer x.corral("rm", "-f")
 	srv := startHostServer(t)
@@ -303,6 +309,10 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		if n := guestConnProcs(x.box); n != 0 {
 			t.Errorf("%d guest-conn processes alive", n)
 		}
+	})
+	t.Run("with the git shadow opt-out the guard reverts a hostile .git/config and reports it", func(t *testing.T) {
+		x.t = t
+		gitGuardOptOut(t, x)
 	})
 	t.Run("root in the guest cannot undo the funnel", func(t *testing.T) {
 		x.t = t

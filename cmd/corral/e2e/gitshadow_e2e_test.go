@@ -42,7 +42,9 @@ func snapshotGitDir(t *testing.T, dir string) map[string]string {
 // TestGitShadow runs one box on a git project (network full, so the box
 // user has sudo: guest root) and proves that nothing in the box can change
 // what the host's git executes. One box for every subtest; it adds about
-// one TCG boot (plus the golden image's when run alone).
+// one TCG boot (plus the golden image's when run alone). The opt-out
+// (git_shadow = false) and the host guard are proved on TestHostFunnel's
+// box (gitGuardOptOut), which has it from the start: no second boot.
 func TestGitShadow(t *testing.T) {
 	base := setup(t)
 	proj := filepath.Join(filepath.Dir(base.project), "projg")
@@ -156,42 +158,42 @@ findmnt -n -o FSTYPE --mountpoint "$1/.git" || echo "no mount at .git"`
 			t.Error("host git ran a command from the box")
 		}
 	})
-	t.Run("with the opt-out the guard reverts a hostile .git/config and reports it", func(t *testing.T) {
-		x.t = t
-		trusted := filepath.Join(x.home, "projects", x.box+".toml")
-		must(t, os.MkdirAll(filepath.Dir(trusted), 0o700))
-		must(t, os.WriteFile(trusted, []byte("git_shadow = false\n"), 0o600))
-		defer os.Remove(trusted)
-		x.ok("stop")
-		x.ok("up") // qemu starts without the read-only bind
-		cfgBefore, err := os.ReadFile(filepath.Join(gitDir, "config"))
-		must(t, err)
-		// The template still mounts the shadow (no rebuild): guest root
-		// takes it away and writes the host's .git, which it now may.
-		x.ok("run", "--", "sudo", "sh", "-c", `umount -l "$1/.git"; git config --file "$1/.git/config" core.fsmonitor "$2"; printf '#!/bin/sh\n%s\n' "$2" > "$1/.git/hooks/pre-commit"; chmod +x "$1/.git/hooks/pre-commit"`, "sh", proj, hostile)
-		_, errOut, code := x.corral("ls")
-		if code != 0 || !strings.Contains(errOut, "changed what git executes") || !strings.Contains(errOut, "modified "+filepath.Join(gitDir, "config")) ||
-			!strings.Contains(errOut, "added "+filepath.Join(gitDir, "hooks", "pre-commit")) {
-			t.Errorf("no guard report: code %d stderr %q", code, errOut)
+}
+
+// gitGuardOptOut runs on TestHostFunnel's box, whose git project has the
+// opt-out (git_shadow = false) from the start: no shadow, no read-only
+// .git, so guest root writes the host's .git, and the host guard must
+// revert what git executes and report it. On that box it costs no boot of
+// its own (about 20 s).
+func gitGuardOptOut(t *testing.T, x *h) {
+	proj := x.project
+	gitDir := filepath.Join(proj, ".git")
+	marker := filepath.Join(filepath.Dir(proj), "git-guard-pwned")
+	hostile := "touch " + marker + "; false"
+	cfgBefore, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	must(t, err)
+	x.ok("run", "--", "sudo", "sh", "-c", `umount -l "$1/.git" 2>/dev/null; git config --file "$1/.git/config" core.fsmonitor "$2"; printf '#!/bin/sh\n%s\n' "$2" > "$1/.git/hooks/pre-commit"; chmod +x "$1/.git/hooks/pre-commit"`, "sh", proj, hostile)
+	_, errOut, code := x.corral("ls")
+	if code != 0 || !strings.Contains(errOut, "changed what git executes") || !strings.Contains(errOut, "modified "+filepath.Join(gitDir, "config")) ||
+		!strings.Contains(errOut, "added "+filepath.Join(gitDir, "hooks", "pre-commit")) {
+		t.Errorf("no guard report: code %d stderr %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(b) != string(cfgBefore) {
+		t.Errorf(".git/config not reverted:\n%s", b)
+	}
+	for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "after the guard"}} {
+		if o, err := hostGit(t, proj, args...); err != nil {
+			t.Errorf("host git %v: %v %s", args, err, o)
 		}
-		if b, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(b) != string(cfgBefore) {
-			t.Errorf(".git/config not reverted:\n%s", b)
-		}
-		for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "after the guard"}} {
-			if o, err := hostGit(t, proj, args...); err != nil {
-				t.Errorf("host git %v: %v %s", args, err, o)
-			}
-		}
-		if _, err := os.Stat(marker); err == nil {
-			t.Error("host git ran a command from the box")
-		}
-		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
-		if !strings.Contains(string(audit), `"kind":"git-guard"`) {
-			t.Error("no git-guard event in the audit log")
-		}
-		// doctor may fail on the template drift the opt-out causes (rebuild).
-		if out, _, _ := x.corral("doctor", x.box); !strings.Contains(out, "host repository: git_shadow = false") {
-			t.Errorf("doctor does not show the opt-out:\n%s", out)
-		}
-	})
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("host git ran a command from the box")
+	}
+	audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+	if !strings.Contains(string(audit), `"kind":"git-guard"`) {
+		t.Error("no git-guard event in the audit log")
+	}
+	if out, _, _ := x.corral("doctor", x.box); !strings.Contains(out, "host repository: git_shadow = false") {
+		t.Errorf("doctor does not show the opt-out:\n%s", out)
+	}
 }
