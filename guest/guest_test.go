@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"crypto/sha512"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -331,4 +333,89 @@ func TestLaunchRefusesWithoutUnitStatus(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 125 {
 		t.Errorf("detachable session not refused: %v", err)
 	}
+}
+
+// TestAgentInstallStep runs provision/30-agent.sh under a temporary root:
+// the install step gets the pinned tarballs in order, only after each
+// matched its hash; it runs once (the marker names the step's hash); a
+// tarball that does not match, or a file name that is a path, refuses the
+// install and the step never runs.
+func TestAgentInstallStep(t *testing.T) {
+	var script string
+	for _, s := range Provision() {
+		if s.Name == "30-agent.sh" {
+			script = s.Content
+		}
+	}
+	root := t.TempDir()
+	npm := filepath.Join(root, "corral", "npm")
+	if err := os.MkdirAll(npm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, s string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := func(s string) string { h := sha512.Sum512([]byte(s)); return hex.EncodeToString(h[:]) }
+	write(filepath.Join(npm, "a-1.0.0.tgz"), "tarball a", 0o644)
+	write(filepath.Join(npm, "b-2.0.0.tgz"), "tarball b", 0o644)
+	ran := filepath.Join(root, "ran")
+	step := filepath.Join(root, "usr", "local", "lib", "corral", "agent-install")
+	write(step, "#!/bin/sh\nprintf '%s\\n' \"$@\" >> "+ran+"\n", 0o755)
+	good := "a-1.0.0.tgz:" + sum("tarball a") + " b-2.0.0.tgz:" + sum("tarball b")
+	runScript := func(npmParam string) (string, error) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT=codex", "PARAM_AGENT_NPM="+npmParam)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, bad := range []string{
+		"a-1.0.0.tgz:" + sum("another tarball"),
+		"../b-2.0.0.tgz:" + sum("tarball b"),
+		".hidden.tgz:" + sum("x"),
+		"missing.tgz:" + sum("x"),
+	} {
+		if out, err := runScript(bad); err == nil {
+			t.Errorf("PARAM_AGENT_NPM=%q installed: %s", bad, out)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatalf("the step ran for %q", bad)
+		}
+	}
+	for range 2 {
+		if out, err := runScript(good); err != nil {
+			t.Fatalf("30-agent.sh: %v\n%s", err, out)
+		}
+	}
+	b, _ := os.ReadFile(ran)
+	want := filepath.Join(npm, "a-1.0.0.tgz") + "\n" + filepath.Join(npm, "b-2.0.0.tgz") + "\n"
+	if string(b) != want {
+		t.Errorf("the step got %q, want %q (once, in pin order)", b, want)
+	}
+	if st, err := os.Stat(filepath.Join(root, "corral", "agents", "codex")); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Errorf("state directory: %v %v", st, err)
+	}
+	// A changed step runs again.
+	write(step, "#!/bin/sh\necho changed >> "+ran+"\n", 0o755)
+	if out, err := runScript(good); err != nil {
+		t.Fatalf("30-agent.sh: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(ran); !strings.HasSuffix(string(b), "changed\n") {
+		t.Errorf("a changed step did not run: %q", b)
+	}
+	if out, err := runScriptAgent(script, root, "../etc"); err == nil {
+		t.Errorf("PARAM_AGENT=../etc accepted: %s", out)
+	}
+}
+
+func runScriptAgent(script, root, agent string) (string, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT="+agent)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

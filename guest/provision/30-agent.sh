@@ -20,6 +20,9 @@
 # host empties the seed once provisioning finished).
 set -eu
 
+# CORRAL_TEST_ROOT: guest/guest_test.go runs this script under a temporary
+# directory; Lima never sets it.
+root=${CORRAL_TEST_ROOT:-}
 agent=${PARAM_AGENT:-shell}
 case $agent in
 "" | -* | *[!a-z0-9-]*)
@@ -28,16 +31,16 @@ case $agent in
 	;;
 esac
 
-state=/corral/agents/$agent
-install -d -m 0755 /corral /corral/agents
+state=$root/corral/agents/$agent
+install -d -m 0755 "$root/corral" "$root/corral/agents"
 if ! mountpoint -q "$state"; then
 	install -d -m 0700 "$state"
 	if [ -n "${PARAM_USER:-}" ]; then
 		chown "$PARAM_USER:" "$state"
 	fi
-	if [ -d /corral/seed/agent ] && [ ! -e "$state/.corral-seeded" ]; then
+	if [ -d "$root/corral/seed/agent" ] && [ ! -e "$state/.corral-seeded" ]; then
 		# cp as the box user: nothing in the seed becomes root-owned.
-		runuser -u "${PARAM_USER:-root}" -- cp -R /corral/seed/agent/. "$state/"
+		runuser -u "${PARAM_USER:-root}" -- cp -R "$root/corral/seed/agent/." "$state/"
 		runuser -u "${PARAM_USER:-root}" -- touch "$state/.corral-seeded"
 	fi
 fi
@@ -65,8 +68,8 @@ if [ -n "$rel" ] && [ -n "${PARAM_USER:-}" ]; then
 	fi
 fi
 
-step=/usr/local/lib/corral/agent-install
-mark=/var/lib/corral/agent-installed
+step=$root/usr/local/lib/corral/agent-install
+mark=$root/var/lib/corral/agent-installed
 [ -f "$step" ] || exit 0
 want=$(sha256sum "$step" | cut -d' ' -f1)
 [ "$(cat "$mark" 2>/dev/null || true)" != "$want" ] || exit 0
@@ -82,7 +85,7 @@ for spec in ${PARAM_AGENT_NPM:-}; do
 		exit 1
 		;;
 	esac
-	tgz=/corral/npm/$file
+	tgz=$root/corral/npm/$file
 	if [ ! -f "$tgz" ] || [ "$(sha512sum "$tgz" | cut -d' ' -f1)" != "$sum" ]; then
 		echo "corral: $tgz is missing or does not match its pinned hash; not installing it" >&2
 		exit 1
@@ -91,5 +94,5 @@ for spec in ${PARAM_AGENT_NPM:-}; do
 done
 echo "corral: installing agent $agent" >&2
 sh -eu "$step" "$@"
-install -d -m 0755 /var/lib/corral
+install -d -m 0755 "$root/var/lib/corral"
 printf '%s\n' "$want" >"$mark"
