@@ -4,7 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/corral-dev/corral/core/display"
 
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
@@ -60,5 +66,64 @@ func TestProvisionFailureReadsEachDriversConsole(t *testing.T) {
 		if err := s.provisionFailure(box, other, r); err != nil {
 			t.Errorf("%s's log read for %s: %v", c.file, other, err)
 		}
+	}
+}
+
+// TestProvisionFailureConsoleIsHostile: the guest writes the console log.
+// Only its tail is read, a FIFO in its place is refused without blocking,
+// and a script name taken from the log is capped for display.
+func TestProvisionFailureConsoleIsHostile(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	s := &Service{Layout: l}
+	r := limayaml.Rendered{Provision: []string{"a.sh", "b.sh"}}
+	dir := filepath.Join(l.LimaHome(), "web-123456")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "serial.log")
+	failed := "LIMA| WARNING: Failed to execute /mnt/lima-cidata/provision.system/00000001\n"
+	write := func(b string) {
+		t.Helper()
+		if err := os.WriteFile(log, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A failure in the tail of a log larger than the tail is found.
+	noise := strings.Repeat(strings.Repeat("x", 1023)+"\n", 2*consoleTail/1024)
+	write(noise + failed)
+	var pe *ProvisionError
+	if err := s.provisionFailure("web-123456", "qemu", r); !errors.As(err, &pe) || pe.Script != "b.sh" {
+		t.Fatalf("failure at the end of a large log: %v", err)
+	}
+	// Only the tail is read: a failure before it is not seen.
+	write(failed + noise)
+	if err := s.provisionFailure("web-123456", "qemu", r); err != nil {
+		t.Fatalf("read past the tail: %v", err)
+	}
+
+	// An index the config does not have: the name comes from the log, capped.
+	write("WARNING: Failed to execute /mnt/lima-cidata/provision.user/" + strings.Repeat("9", 5000) + "\n")
+	err := s.provisionFailure("web-123456", "qemu", r)
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Script, "user script 999") || utf8.RuneCountInString(pe.Script) > display.MaxText {
+		t.Fatalf("name from the log: %v", err)
+	}
+
+	// A FIFO in place of the log is refused at once (opening it would block).
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.provisionFailure("web-123456", "qemu", r) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("FIFO console: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO console log blocked")
 	}
 }

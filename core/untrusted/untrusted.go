@@ -60,11 +60,49 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// ReadTail reads the last limit bytes (at most) of the regular file at path
+// (following symlinks): for logs that another party writes and that may
+// grow without bound, where the end is what matters. It refuses what
+// ReadFile refuses except size, with the same order of checks; a file that
+// grows while it is read yields at most limit bytes. A missing file returns
+// an error that wraps fs.ErrNotExist.
+func ReadTail(path string, limit int64) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if err := check(path, fi, -1); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := check(path, fi, -1); err != nil {
+		return nil, err
+	}
+	if off := fi.Size() - limit; off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max(limit, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// check refuses what is not a regular file and, when limit is not
+// negative, a file larger than limit.
 func check(path string, fi fs.FileInfo, limit int64) error {
 	if !fi.Mode().IsRegular() {
 		return &FileError{Path: path, What: "is " + kind(fi.Mode()) + ", not a regular file", Err: ErrNotRegular}
 	}
-	if fi.Size() > limit {
+	if limit >= 0 && fi.Size() > limit {
 		return &FileError{Path: path, What: fmt.Sprintf("is %d bytes, more than the %d allowed", fi.Size(), limit), Err: ErrTooLarge}
 	}
 	return nil

@@ -75,3 +75,36 @@ func TestReadFileProcSize(t *testing.T) {
 		t.Fatalf("ReadFile of a growing file = %v, want ErrTooLarge", err)
 	}
 }
+
+func TestReadTail(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "serial.log")
+	if err := os.WriteFile(log, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		limit int64
+		want  string
+	}{{4, "6789"}, {10, "0123456789"}, {64, "0123456789"}, {0, ""}} {
+		b, err := ReadTail(log, tc.limit)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("ReadTail(%d) = %q, %v; want %q", tc.limit, b, err, tc.want)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toFIFO := filepath.Join(dir, "to-fifo")
+	if err := os.Symlink(fifo, toFIFO); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, toFIFO, dir, "/dev/zero"} {
+		if _, err := ReadTail(p, 64); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("ReadTail(%s) = %v, want ErrNotRegular", p, err)
+		}
+	}
+	if _, err := ReadTail(filepath.Join(dir, "missing"), 64); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}
