@@ -408,7 +408,9 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 	follow := func(name string, since time.Time, fromStart bool) context.CancelFunc {
 		fctx, fcancel := context.WithCancel(ctx)
 		report := func(e egress.Entry) {
-			if e.IsDecision() && !e.Allowed && !e.Time.Before(since) {
+			// A held request's outcome (HeldMS set) is not a new denial:
+			// the line that began its hold was reported.
+			if e.IsDecision() && !e.Allowed && e.HeldMS == 0 && !e.Time.Before(since) {
 				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)})
 			}
 		}

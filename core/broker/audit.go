@@ -38,14 +38,23 @@ func newDenialAudit(next egress.DecisionLogger, record func(audit.Event) error, 
 	return &denialAudit{next: next, record: record, box: boxName, logger: logger, now: time.Now, last: map[string]time.Time{}}
 }
 
-// LogDecision logs d and audits it if it is a denial not recorded lately.
+// LogDecision logs d and audits it if it is a denial not recorded lately,
+// or the denial that ends a hold: that one is always recorded, with
+// "held_ms", so that the audit tells a request the user let time out (or
+// denied) from one refused at once. Holds are bounded (Config.MaxHeld at a
+// time, each for Config.Hold), and so are these events.
 func (a *denialAudit) LogDecision(d egress.Decision) {
 	a.next.LogDecision(d)
-	if d.Allowed || !a.due(d.Host) {
+	if d.Allowed {
 		return
 	}
-	err := a.record(audit.Event{Kind: audit.KindEgressDenied, Box: a.box,
-		Fields: map[string]any{"host": d.Host, "port": d.Port, "reason": string(d.Reason)}})
+	fields := map[string]any{"host": d.Host, "port": d.Port, "reason": string(d.Reason)}
+	if d.Held > 0 {
+		fields["held_ms"] = max(d.Held.Milliseconds(), 1)
+	} else if !a.due(d.Host) {
+		return
+	}
+	err := a.record(audit.Event{Kind: audit.KindEgressDenied, Box: a.box, Fields: fields})
 	if err != nil {
 		a.logger.Warn("recording an egress denial in the audit log", "box", a.box, "host", d.Host, "err", err)
 	}

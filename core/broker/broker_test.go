@@ -364,6 +364,13 @@ func TestDenialAuditOncePerHostPerWindow(t *testing.T) {
 		t.Errorf("audited %s", got)
 	}
 
+	// The denial that ends a hold is recorded, marked, even within the
+	// window of its host.
+	a.LogDecision(egress.Decision{Host: "a.example.test", Port: 443, Reason: egress.ReasonHostNotAllowed, Held: 30 * time.Second})
+	if ev := recorded[len(recorded)-1]; len(recorded) != 4 || ev.Fields["held_ms"] != int64(30000) || ev.Fields["host"] != "a.example.test" {
+		t.Errorf("held denial audited as %+v (%d events)", ev, len(recorded))
+	}
+
 	// A flood of distinct names is bounded.
 	recorded = nil
 	for i := range maxAuditHosts + 100 {

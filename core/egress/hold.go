@@ -69,7 +69,9 @@ func approvable(r Reason) bool { return r == ReasonHostNotAllowed || r == Reason
 // denial when the hold ends (Config.Hold after it began), when the broker
 // stops, or at once when MaxHeld requests are already held. The hold does
 // not notice a client that hangs up meanwhile; the hold's bound frees its
-// place.
+// place. The outcome of a hold is logged again, with Decision.Held set to
+// the wait, whether it is allowed or denied, so that the log tells a
+// held-then-denied request from an instant denial.
 func (s *Server) admit(kind Kind, auth Authority) target {
 	wake := s.changed() // before the check: a change after it is seen
 	t := s.checkOnce(kind, auth)
@@ -84,26 +86,30 @@ func (s *Server) admit(kind Kind, auth Authority) target {
 		return t
 	}
 	defer s.held.Add(-1)
+	start := time.Now()
+	outcome := func(t target) target {
+		now := time.Now()
+		t.d.Held = max(now.Sub(start), time.Millisecond)
+		t.d.Time = now
+		s.logDecision(t.d)
+		return t
+	}
 	timer := time.NewTimer(hold)
 	defer timer.Stop()
 	for {
 		select {
 		case <-timer.C:
-			return t
+			return outcome(t)
 		case <-s.ctx.Done():
-			return t
+			return outcome(t)
 		case <-wake:
 		}
 		if s.shutting.Load() {
-			return t
+			return outcome(t)
 		}
 		wake = s.changed()
-		if again := s.checkOnce(kind, auth); again.d.Allowed {
-			s.logDecision(again.d)
-			return again
-		} else if !approvable(again.d.Reason) {
-			s.logDecision(again.d)
-			return again
+		if again := s.checkOnce(kind, auth); again.d.Allowed || !approvable(again.d.Reason) {
+			return outcome(again)
 		}
 	}
 }

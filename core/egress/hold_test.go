@@ -79,8 +79,8 @@ func TestHeldConnectProceedsWhenAllowed(t *testing.T) {
 		t.Fatalf("held CONNECT answered after %v: the hold ran out", r.took)
 	}
 	echoRoundTrip(t, r.conn, r.br, "no retry needed\n")
-	if d := p.log.last(); !d.Allowed {
-		t.Fatalf("last decision %+v, want the admission", d)
+	if d := p.log.last(); !d.Allowed || d.Held <= 0 || d.Held >= 5*time.Second {
+		t.Fatalf("last decision %+v, want the admission marked held", d)
 	}
 	if p.srv.Held() != 0 {
 		t.Fatalf("%d still held", p.srv.Held())
@@ -103,6 +103,14 @@ func TestHeldConnectTimesOutWith403(t *testing.T) {
 	if r.took < hold {
 		t.Fatalf("answered after %v, before the hold of %v ended", r.took, hold)
 	}
+	// Two lines: the denial that began the hold (instant), then its
+	// outcome, marked with the wait.
+	p.log.mu.Lock()
+	ds := append([]Decision(nil), p.log.ds...)
+	p.log.mu.Unlock()
+	if len(ds) != 2 || ds[0].Allowed || ds[0].Held != 0 || ds[1].Allowed || ds[1].Reason != ReasonHostNotAllowed || ds[1].Held < hold {
+		t.Fatalf("decisions %+v, want the hold's start and its held denial", ds)
+	}
 }
 
 func TestHoldOnlyForApprovableDenials(t *testing.T) {
@@ -111,6 +119,9 @@ func TestHoldOnlyForApprovableDenials(t *testing.T) {
 	r := <-connectAsync(p.addr, "127.0.0.1:443")
 	if r.err != nil || r.status != http.StatusForbidden || r.took > 2*time.Second {
 		t.Fatalf("IP-literal CONNECT: %d %v after %v, want 403 at once", r.status, r.err, r.took)
+	}
+	if d := p.log.last(); d.Allowed || d.Held != 0 {
+		t.Fatalf("instant denial logged as %+v, want no hold", d)
 	}
 }
 

@@ -42,7 +42,16 @@ type Entry struct {
 	// Count is how many identical denials this line stands for (see
 	// [DecisionLog]); 0 or absent means one.
 	Count int `json:"count,omitempty"`
+	// HeldMS marks the outcome of a held request (see [Config.Hold]): how
+	// long it waited, in milliseconds (at least 1). The denial that began
+	// the hold was logged before, without it; so a held request that ends
+	// denied has two lines, and an instant denial one without HeldMS.
+	HeldMS int64 `json:"held_ms,omitempty"`
 }
+
+// Held is how long the request of a decision line waited in a hold; 0 when
+// it was decided at once (or the line began a hold).
+func (e Entry) Held() time.Duration { return time.Duration(e.HeldMS) * time.Millisecond }
 
 // N is the number of decisions the entry stands for: Count, at least 1.
 func (e Entry) N() int { return max(e.Count, 1) }
@@ -186,7 +195,12 @@ func (l *DecisionLog) LogDecision(d Decision) {
 	if d.IP.IsValid() {
 		e.IP = d.IP.String()
 	}
-	if !e.Allowed && l.pending != nil {
+	if d.Held > 0 {
+		e.HeldMS = max(d.Held.Milliseconds(), 1)
+	}
+	// The outcome of a hold is never folded into a count: there are at
+	// most MaxHeld at once, and each says how long it waited.
+	if !e.Allowed && e.HeldMS == 0 && l.pending != nil {
 		k := denyKey{e.Kind, e.Host, e.Port, e.Reason}
 		if e.Reason == ReasonMalformedAuthority || e.Reason == ReasonUserinfo {
 			k.host, k.port = "", 0
@@ -232,7 +246,7 @@ func capText(s string) string {
 
 func (l *DecisionLog) write(e Entry) {
 	var v any = e
-	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 {
+	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 {
 		// Pre-encoded: the deny path is hot and reflection is not free.
 		v = json.RawMessage(appendDecisionJSON(make([]byte, 0, 192), e))
 	}

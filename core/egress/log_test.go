@@ -253,3 +253,66 @@ func TestDecisionLogSessions(t *testing.T) {
 		t.Errorf("kinds %v", kinds)
 	}
 }
+
+// TestHeldOutcomeLines: the outcome of a hold carries held_ms, is never
+// folded into a denial count, encodes as encoding/json would, and counts
+// once in Summarize (its hold's start was counted).
+func TestHeldOutcomeLines(t *testing.T) {
+	var out memAppender
+	l := NewDecisionLog("b-1", &out, nil)
+	t0 := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	deny := Decision{Time: t0, Kind: KindConnect, Host: "h.test", Port: 443, Reason: ReasonHostNotAllowed}
+	l.LogDecision(deny) // the hold begins
+	held := deny
+	held.Time, held.Held = t0.Add(30*time.Second), 30*time.Second
+	l.LogDecision(held) // and ends denied
+	allowed := Decision{Time: t0.Add(31 * time.Second), Kind: KindConnect, Host: "h.test", Port: 443,
+		Allowed: true, Reason: ReasonAllowed, Held: 1500 * time.Microsecond}
+	l.LogDecision(allowed)
+	l.Flush(true)
+	var es []Entry
+	for _, line := range out.lines() {
+		var e Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		es = append(es, e)
+	}
+	if len(es) != 3 || es[0].HeldMS != 0 || es[1].HeldMS != 30000 || es[1].Count != 0 || es[2].HeldMS != 1 || !es[2].Allowed {
+		t.Fatalf("entries %+v", es)
+	}
+	if !strings.Contains(out.lines()[1], `"held_ms":30000`) || es[1].Held() != 30*time.Second {
+		t.Errorf("held line %s", out.lines()[1])
+	}
+	sum := Summarize(es)
+	if len(sum) != 2 || sum[0].Allowed || sum[0].Count != 1 || !sum[1].Allowed || sum[1].Count != 1 {
+		t.Errorf("summary %+v, want one denial and one admission", sum)
+	}
+	// Alone (its start rotated away), a held denial still counts.
+	if s := Summarize(es[1:2]); len(s) != 1 || s[0].Count != 1 {
+		t.Errorf("summary of a lone held denial %+v", s)
+	}
+}
+
+// memAppender keeps the JSON lines appended to it.
+type memAppender struct {
+	mu sync.Mutex
+	ls []string
+}
+
+func (m *memAppender) Append(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ls = append(m.ls, string(b))
+	return nil
+}
+
+func (m *memAppender) lines() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.ls...)
+}

@@ -59,6 +59,9 @@ type Decision struct {
 	IP      netip.Addr
 	Allowed bool
 	Reason  Reason
+	// Held is how long the request waited in a hold (see [Config.Hold])
+	// before this decision; 0 when the decision was made at once.
+	Held time.Duration
 }
 
 // Decider decides whether a request may go out. [*Policy] implements it.

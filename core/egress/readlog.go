@@ -75,7 +75,11 @@ func Summarize(entries []Entry) []HostSummary {
 			out = append(out, HostSummary{Host: e.Host, Port: e.Port, Allowed: e.Allowed})
 		}
 		s := &out[i]
-		s.Count += e.N()
+		if e.Allowed || e.HeldMS == 0 || s.Count == 0 {
+			// A held request that ended denied was counted when its
+			// hold began (unless that line is not among entries).
+			s.Count += e.N()
+		}
 		if !e.Time.Before(s.LastSeen) {
 			s.LastSeen, s.Reason = e.Time, e.Reason
 		}

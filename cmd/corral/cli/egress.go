@@ -241,7 +241,7 @@ func egressRun(opts *EgressOptions) error {
 	fmt.Fprintf(w, "\nrecent denials:\n")
 	tw = newTable(w, true)
 	for _, e := range denials {
-		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e))
+		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e)+held(e))
 	}
 	if len(denials) == 0 {
 		tw.Row("  none")
@@ -296,6 +296,7 @@ func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Locat
 		if e.Allowed {
 			detail = e.IP
 		}
+		detail += held(e)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ts, verdict(e.Allowed), e.Kind, hostPort(e.Host, e.Port), detail)
 	}
 	return tw.Flush()
@@ -314,6 +315,14 @@ func times(e egress.Entry) string {
 		return ""
 	}
 	return fmt.Sprintf(" (×%d)", e.N())
+}
+
+// held says how long a request waited in a hold before the line's decision.
+func held(e egress.Entry) string {
+	if e.HeldMS == 0 {
+		return ""
+	}
+	return " (held " + e.Held().Round(100*time.Millisecond).String() + ")"
 }
 
 // hostPort joins a logged host and port for a terminal. Hosts of malformed

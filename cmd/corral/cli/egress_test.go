@@ -357,3 +357,31 @@ func TestEgressShowsForExpiry(t *testing.T) {
 		t.Errorf("listed after its end:\n%s", out)
 	}
 }
+
+// TestEgressShowsHolds: a held request's outcome says how long it was held,
+// so that a held-then-denied connection reads apart from an instant denial.
+func TestEgressShowsHolds(t *testing.T) {
+	e := setup(t, "")
+	l := seedEgress(t, e)
+	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := egress.NewDecisionLog(e.box, w, nil)
+	dl.LogDecision(egress.Decision{Time: fixedNow.Add(-40 * time.Second), Kind: egress.KindConnect, Host: "held.example.test", Port: 443,
+		Reason: egress.ReasonHostNotAllowed, Held: 30 * time.Second})
+	dl.LogDecision(egress.Decision{Time: fixedNow.Add(-20 * time.Second), Kind: egress.KindConnect, Host: "ok.example.test", Port: 443,
+		IP: mustAddr("127.0.0.1"), Allowed: true, Reason: egress.ReasonAllowed, Held: 2 * time.Second})
+	w.Close()
+	code, out, _ := runEgressAt(e, true, fixedNow, "--log", "--since", "45s")
+	want := "" +
+		"2026-05-06 11:59:20  denied   connect  held.example.test:443  host-not-allowed (held 30s)\n" +
+		"2026-05-06 11:59:40  allowed  connect  ok.example.test:443    127.0.0.1 (held 2s)\n"
+	if code != 0 || out != want {
+		t.Errorf("code %d\n%s", code, diffLines(out, want))
+	}
+	_, out, _ = runEgressAt(e, true, fixedNow)
+	if !strings.Contains(out, "  2026-05-06 11:59:20  connect  held.example.test:443  host-not-allowed (held 30s)\n") {
+		t.Errorf("recent denials do not show the hold:\n%s", out)
+	}
+}
