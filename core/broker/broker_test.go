@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,22 +20,12 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 )
-
-// exampleResolver maps every *.example.test name to 127.0.0.1 and fails
-// for anything else: tests never reach anything but loopback.
-type exampleResolver struct{}
-
-func (exampleResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	if strings.HasSuffix(host, ".example.test") {
-		return []net.IPAddr{{IP: net.IPv4(127, 0, 0, 1)}}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -77,7 +65,7 @@ func start(t *testing.T, o Options) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
-	o.Resolver = exampleResolver{}
+	o.Resolver = brokertest.Resolver{}
 	o.Listening = func(a net.Addr) { addrc <- a.String() }
 	o.Logger = discard()
 	done := make(chan error, 1)
@@ -105,29 +93,13 @@ func start(t *testing.T, o Options) string {
 	return ""
 }
 
-// proxyGet fetches target through the proxy at addr and returns the status
-// and the egress reason header.
-func proxyGet(t *testing.T, addr, target string) (int, string) {
-	t.Helper()
-	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr}), DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	resp, err := c.Get(target)
-	if err != nil {
-		t.Fatalf("GET %s via %s: %v", target, addr, err)
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header.Get("X-Corral-Egress-Reason")
-}
-
 // waitStatus polls until target answers want through the proxy. The
 // bound is generous for a loaded machine; the time taken is returned.
 func waitStatus(t *testing.T, addr, target string, want int) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
-		code, _ := proxyGet(t, addr, target)
+		code, _ := brokertest.ProxyGet(t, addr, target)
 		if code == want {
 			return time.Since(start)
 		}
@@ -138,37 +110,15 @@ func waitStatus(t *testing.T, addr, target string, want int) time.Duration {
 	}
 }
 
-func upstream(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "hello from", r.Host)
-	}))
-	// No box reaches a broker port on the host whatever its ranges allow,
-	// and the kernel's ephemeral ports include that range.
-	for egress.IsBrokerPort(srv.Listener.Addr().(*net.TCPAddr).Port) {
-		old := srv.Listener
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Listener = ln
-		defer old.Close()
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	return port
-}
-
 func TestBoxBrokerLive(t *testing.T) {
 	l, name := newBox(t, "")
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	target := func(host string) string { return "http://" + host + ".example.test:" + port + "/" }
 
 	// Denied, with one audit line however often it is retried.
 	for range 3 {
-		if code, reason := proxyGet(t, addr, target("api")); code != http.StatusForbidden || reason != "host-not-allowed" {
+		if code, reason := brokertest.ProxyGet(t, addr, target("api")); code != http.StatusForbidden || reason != "host-not-allowed" {
 			t.Fatalf("before allow: %d %q", code, reason)
 		}
 	}
@@ -215,7 +165,7 @@ func TestBoxBrokerLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, addr, target("late"), http.StatusOK)
-	if code, _ := proxyGet(t, addr, target("cfg")); code != http.StatusOK {
+	if code, _ := brokertest.ProxyGet(t, addr, target("cfg")); code != http.StatusOK {
 		t.Errorf("broken config dropped the last good one: %d", code)
 	}
 
@@ -281,12 +231,12 @@ func TestBoxBrokerBadConfig(t *testing.T) {
 }
 
 func TestStandaloneBrokerWithLog(t *testing.T) {
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	logPath := filepath.Join(t.TempDir(), "egress.jsonl")
 	addr := start(t, Options{Listen: "127.0.0.1:0", Allow: []string{"api.example.test:*", "*.wild.example.test:*"},
 		AllowRanges: []string{"127.0.0.0/8"}, LogFile: logPath})
 	for host, want := range map[string]int{"api": 200, "a.wild": 200, "wild": 403, "other": 403} {
-		if code, _ := proxyGet(t, addr, "http://"+host+".example.test:"+port+"/"); code != want {
+		if code, _ := brokertest.ProxyGet(t, addr, "http://"+host+".example.test:"+port+"/"); code != want {
 			t.Errorf("%s: %d, want %d", host, code, want)
 		}
 	}
@@ -415,7 +365,7 @@ func TestOptionsCheck(t *testing.T) {
 // for stays denied.
 func TestBoxCannotChangeItsOwnPolicy(t *testing.T) {
 	l, name := newBox(t, "network = \"broker\"\n")
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	target := func(host string) string { return "http://" + host + ".example.test:" + port + "/" }
 	m, err := box.ReadMeta(l, name)
@@ -457,7 +407,7 @@ func TestBoxCannotChangeItsOwnPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitStatus(t, addr, target(step), http.StatusOK)
-			if code, _ := proxyGet(t, addr, target("evil")); code != http.StatusForbidden {
+			if code, _ := brokertest.ProxyGet(t, addr, target("evil")); code != http.StatusForbidden {
 				t.Fatalf("the box widened its own policy: evil.example.test answered %d", code)
 			}
 		})

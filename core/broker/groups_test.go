@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/toolreg"
 )
 
@@ -60,10 +61,10 @@ func TestAllowListGroups(t *testing.T) {
 	// The broker enforces them: a recorded registry answers, another host
 	// is denied.
 	addr := start(t, Options{Layout: l, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
-	if code, reason := proxyGet(t, addr, "http://npm.mirror.example.test/"); code == 403 {
+	if code, reason := brokertest.ProxyGet(t, addr, "http://npm.mirror.example.test/"); code == 403 {
 		t.Errorf("the toolchains group's host was denied: %s", reason)
 	}
-	if code, _ := proxyGet(t, addr, "http://other.example.test/"); code != 403 {
+	if code, _ := brokertest.ProxyGet(t, addr, "http://other.example.test/"); code != 403 {
 		t.Errorf("a host in no group: %d, want 403", code)
 	}
 	// The record is followed live: a golden rebuilt under the same name
@@ -72,7 +73,7 @@ func TestAllowListGroups(t *testing.T) {
 	defer up.Close()
 	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
 	target := "http://live.mirror.example.test:" + port + "/"
-	if code, _ := proxyGet(t, addr, target); code != 403 {
+	if code, _ := brokertest.ProxyGet(t, addr, target); code != 403 {
 		t.Fatalf("before the record names it: %d", code)
 	}
 	mustDo(t, toolreg.Write(l, toolreg.Record{Golden: m.Golden, Registries: []toolreg.Registry{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/broker/brokertest"
 )
 
 // connect sends CONNECT target through the broker at addr and returns the
@@ -60,7 +61,7 @@ func getThrough(t *testing.T, c net.Conn, br *bufio.Reader, host string) int {
 // approvals file.
 func TestBoxBrokerOnceIsOneConnection(t *testing.T) {
 	l, name := newBox(t, "")
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	target := "once.example.test:" + port
 	if _, err := approval.Allow(l, name, "once.example.test:*", approval.ScopeOnce, audit.ActorCLI); err != nil {
@@ -94,7 +95,7 @@ func TestBoxBrokerOnceIsOneConnection(t *testing.T) {
 			t.Fatalf("connection %d after the once: %d %v, want 403", i+2, code, err)
 		}
 	}
-	if code, _ := proxyGet(t, addr, "http://"+target+"/"); code != http.StatusForbidden {
+	if code, _ := brokertest.ProxyGet(t, addr, "http://"+target+"/"); code != http.StatusForbidden {
 		t.Fatalf("plain request after the once: %d", code)
 	}
 	s, _ := approval.Open(l, name)
@@ -110,7 +111,7 @@ func TestBoxBrokerHoldProceedsOnAllow(t *testing.T) {
 	if err := os.WriteFile(l.ProjectConfig(name), []byte("hold_denied = \"8s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	target := "held.example.test:" + port
 	type result struct {
@@ -149,7 +150,7 @@ func TestBoxBrokerHoldTimesOut(t *testing.T) {
 	if err := os.WriteFile(l.ProjectConfig(name), []byte("hold_denied = \"1s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	code, took, c, _, err := connect(addr, "held.example.test:"+port)
 	if c != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/egress"
 )
 
@@ -120,14 +121,14 @@ func TestLearningBroker(t *testing.T) {
 	// explicit range lets through, learning or not.
 	addr := start(t, Options{Layout: l, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	target := "http://new.example.test:" + port + "/"
-	if code, reason := proxyGet(t, addr, target); code != 200 {
+	if code, reason := brokertest.ProxyGet(t, addr, target); code != 200 {
 		if time.Now().After(lr.Until) {
 			t.Fatalf("the machine took %s to start the broker and ask once: longer than the window", time.Since(now))
 		}
 		t.Fatalf("a host off the list while learning: %d %s", code, reason)
 	}
 	time.Sleep(time.Until(lr.Until) + 300*time.Millisecond)
-	if code, reason := proxyGet(t, addr, target); code != 403 || reason != string(egress.ReasonHostNotAllowed) {
+	if code, reason := brokertest.ProxyGet(t, addr, target); code != 403 || reason != string(egress.ReasonHostNotAllowed) {
 		t.Errorf("after the window: %d %s, want 403 host-not-allowed", code, reason)
 	}
 	entries, err := egress.ReadLog(l.EgressLog(name), time.Time{})

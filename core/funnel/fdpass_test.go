@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/guestconn"
 )
@@ -190,7 +191,7 @@ func TestListenerCloseAndBadSenders(t *testing.T) {
 func TestEgressServerOnPassedConns(t *testing.T) {
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "upstream says hi") }))
 	up.Listener.Close()
-	up.Listener = listenOutsideBrokerPorts(t)
+	up.Listener = brokertest.ListenOutsideBrokerPorts(t)
 	up.Start()
 	defer up.Close()
 	pol, err := egress.ParsePolicy(nil, []string{"127.0.0.0/8"})
@@ -236,22 +237,5 @@ func TestEgressServerOnPassedConns(t *testing.T) {
 	}
 	if code, body := get("http://denied.example.test/"); code != http.StatusForbidden || !strings.Contains(body, "denied.example.test") {
 		t.Errorf("denied: %d %q", code, body)
-	}
-}
-
-// listenOutsideBrokerPorts listens on 127.0.0.1 on a port outside the
-// broker port range, which no box reaches on the host whatever its ranges
-// allow (the kernel's ephemeral ports include that range).
-func listenOutsideBrokerPorts(t testing.TB) net.Listener {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !egress.IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
-			return ln
-		}
-		defer ln.Close() // held until a port outside is found
 	}
 }

@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,22 +16,12 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/broker"
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
-
-// exampleResolver maps every *.example.test name to 127.0.0.1 and fails
-// for anything else: tests never reach anything but loopback.
-type exampleResolver struct{}
-
-func (exampleResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	if strings.HasSuffix(host, ".example.test") {
-		return []net.IPAddr{{IP: net.IPv4(127, 0, 0, 1)}}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
 
 // writeBoxMeta records a box for e's project, as `corral up` would.
 func writeBoxMeta(t *testing.T, e env, network config.Network) paths.Layout {
@@ -72,7 +59,7 @@ func startBroker(t *testing.T, e env, args []string) string {
 	cmd := NewCmdBroker(f, func(opts *BrokerOptions) error {
 		o := opts.core()
 		o.Layout = paths.Layout{Home: e.home}
-		o.Resolver = exampleResolver{}
+		o.Resolver = brokertest.Resolver{}
 		o.Listening = func(a net.Addr) { addrc <- a.String() }
 		return broker.Run(ctx, o)
 	})
@@ -103,35 +90,6 @@ func startBroker(t *testing.T, e env, args []string) string {
 		t.Fatal("broker did not listen within 15s")
 	}
 	return ""
-}
-
-// proxyGet fetches target through the proxy at addr and returns the status
-// and the egress reason header.
-func proxyGet(t *testing.T, addr, target string) (int, string) {
-	t.Helper()
-	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr}), DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	resp, err := c.Get(target)
-	if err != nil {
-		t.Fatalf("GET %s via %s: %v", target, addr, err)
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header.Get("X-Corral-Egress-Reason")
-}
-
-func upstream(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "hello from", r.Host)
-	}))
-	srv.Listener.Close()
-	srv.Listener = listenOutsideBrokerPorts(t)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	return port
 }
 
 func TestBrokerFlags(t *testing.T) {
@@ -202,7 +160,7 @@ func TestBrokerExitsOnSIGTERM(t *testing.T) {
 			}
 			go io.Copy(io.Discard, stderr)
 			// Denied: the system resolver is not asked for an unlisted name.
-			if code, reason := proxyGet(t, addr, "http://other.example.test/"); code != http.StatusForbidden || reason != "host-not-allowed" {
+			if code, reason := brokertest.ProxyGet(t, addr, "http://other.example.test/"); code != http.StatusForbidden || reason != "host-not-allowed" {
 				t.Errorf("got %d %q", code, reason)
 			}
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -243,22 +201,5 @@ func TestBrokerArgvContract(t *testing.T) {
 	}
 	if parsed, ok := egress.ParseBrokerArgv(append([]string{"/bin/corral"}, argv...)); !ok || parsed != want {
 		t.Errorf("ParseBrokerArgv: %+v %v, want %+v", parsed, ok, want)
-	}
-}
-
-// listenOutsideBrokerPorts listens on 127.0.0.1 on a port outside the
-// broker port range, which no box reaches on the host whatever its ranges
-// allow (the kernel's ephemeral ports include that range).
-func listenOutsideBrokerPorts(t testing.TB) net.Listener {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !egress.IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
-			return ln
-		}
-		defer ln.Close() // held until a port outside is found
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -114,7 +115,7 @@ func TestBrokerServesPassedConns(t *testing.T) {
 	if err := os.WriteFile(l.ProjectConfig(e.box), []byte("egress = [\"127.0.0.0/8\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := upstream(t)
+	port := brokertest.Upstream(t)
 	startBroker(t, e, []string{"--box", e.box, "--listen", "127.0.0.1:0"})
 	if fi, err := os.Stat(l.BrokerSocket(e.box)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("broker socket: %v, %v", fi, err)

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/broker/brokertest"
 )
 
 // testCA is a throwaway CA and a leaf for 127.0.0.1, for upstreams the
@@ -65,7 +67,7 @@ func newTestCA(t *testing.T, dir string) *testCA {
 // returns the port.
 func (ca *testCA) serveTLS(t *testing.T, h http.Handler) string {
 	t.Helper()
-	ln := listenOutsideBrokerPorts(t)
+	ln := brokertest.ListenOutsideBrokerPorts(t)
 	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.leaf}}}
 	go srv.ServeTLS(ln, "", "")
 	t.Cleanup(func() { srv.Close() })

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/qemu"
 )
 
@@ -62,7 +62,7 @@ type hostServer struct {
 func startHostServer(t *testing.T) *hostServer {
 	t.Helper()
 	s := &hostServer{hits: map[string]int{}}
-	ln := listenOutsideBrokerPorts(t)
+	ln := brokertest.ListenOutsideBrokerPorts(t)
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -438,21 +438,4 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 			t.Errorf("session not refused: code %d stderr %q", code, errOut)
 		}
 	})
-}
-
-// listenOutsideBrokerPorts listens on 127.0.0.1 on a port outside the
-// broker port range, which no box reaches on the host whatever its ranges
-// allow (the kernel's ephemeral ports include that range).
-func listenOutsideBrokerPorts(t testing.TB) net.Listener {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !egress.IsBrokerPort(ln.Addr().(*net.TCPAddr).Port) {
-			return ln
-		}
-		defer ln.Close() // held until a port outside is found
-	}
 }
