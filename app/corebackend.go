@@ -392,6 +392,13 @@ func (b *coreBackend) ConfigPath() string { return b.svc.Layout.GlobalConfig() }
 // the box's creation on.
 const boxesPoll = 2 * time.Second
 
+// isNewDenial reports whether a log line is a denial to ask the user
+// about: a denial from since on that is not the outcome of a hold (HeldMS
+// set), whose beginning was reported already.
+func isNewDenial(e egress.Entry, since time.Time) bool {
+	return e.IsDecision() && !e.Allowed && e.HeldMS == 0 && !e.Time.Before(since)
+}
+
 // WatchDenials follows the egress log of every box, including boxes created
 // after it started, and reports new denials.
 func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d DeniedHost)) error {
@@ -408,9 +415,7 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 	follow := func(name string, since time.Time, fromStart bool) context.CancelFunc {
 		fctx, fcancel := context.WithCancel(ctx)
 		report := func(e egress.Entry) {
-			// A held request's outcome (HeldMS set) is not a new denial:
-			// the line that began its hold was reported.
-			if e.IsDecision() && !e.Allowed && e.HeldMS == 0 && !e.Time.Before(since) {
+			if isNewDenial(e, since) {
 				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)})
 			}
 		}
