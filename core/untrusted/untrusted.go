@@ -33,23 +33,11 @@ var ErrTooLarge = errors.New("file too large")
 // after the stat cannot block; fstat of the opened descriptor is the check
 // that counts; the read is bounded whatever the file claims its size is.
 func ReadFile(path string, limit int64) ([]byte, error) {
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if err := check(path, fi, limit); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, _, err := open(path, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if err := check(path, fi, limit); err != nil {
-		return nil, err
-	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
@@ -60,6 +48,29 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// open opens path for reading after the checks, in ReadFile's order: a
+// regular file and, when limit is not negative, at most limit bytes.
+func open(path string, limit int64) (*os.File, fs.FileInfo, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, nil, err
+	} else if err := check(path, fi, limit); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = check(path, fi, limit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
 // ReadTail reads the last limit bytes (at most) of the regular file at path
 // (following symlinks): for logs that another party writes and that may
 // grow without bound, where the end is what matters. It refuses what
@@ -67,23 +78,11 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // grows while it is read yields at most limit bytes. A missing file returns
 // an error that wraps fs.ErrNotExist.
 func ReadTail(path string, limit int64) ([]byte, error) {
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if err := check(path, fi, -1); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, fi, err := open(path, -1)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if err := check(path, fi, -1); err != nil {
-		return nil, err
-	}
 	if off := fi.Size() - limit; off > 0 {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
