@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,8 +67,10 @@ func TestQemuShimNamespace(t *testing.T) {
 	pidFile := filepath.Join(inst, "qemu.pid")
 	cmd := exec.Command(shim, "-machine", "none", "-nographic", "-monitor", "none", "-serial", "none", "-S", "-pidfile", pidFile)
 	cmd.Env = append(os.Environ(), paths.EnvHome+"="+l.Home)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	// os/exec copies stderr in a goroutine of its own: a locked buffer,
+	// read by polling (the line may arrive after qemu's pid file).
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,31 @@ func TestQemuShimNamespace(t *testing.T) {
 			t.Errorf("qemu has capabilities:\n%s", st)
 		}
 	}
-	if !strings.Contains(stderr.String(), "read-only for qemu: "+filepath.Join(proj, ".git")) {
-		t.Errorf("stderr does not say what is read-only:\n%s", stderr.String())
+	want := "read-only for qemu: " + filepath.Join(proj, ".git")
+	for !strings.Contains(stderr.String(), want) {
+		if time.Now().After(deadline) {
+			t.Errorf("stderr does not say what is read-only:\n%s", stderr.String())
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// lockedBuffer is a strings.Builder safe for one writer goroutine and a
+// reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
