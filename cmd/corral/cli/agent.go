@@ -48,6 +48,30 @@ hosts are not allowed until you allow them.`,
 	return cmd
 }
 
+// agentShortcut is the help of a command named after a built-in agent.
+type agentShortcut struct{ short, long, example string }
+
+// newAgentShortcut builds `corral NAME [-- ARGS...]`, which is `corral
+// agent NAME`: only the help differs between claude, codex and gemini.
+func newAgentShortcut(f *Factory, runF func(*AgentOptions) error, name string, help agentShortcut) *cobra.Command {
+	opts := &AgentOptions{IO: f.IO, Factory: f, Name: name}
+	cmd := &cobra.Command{
+		Use:     name + " [-- ARGS...]",
+		Short:   help.short,
+		Long:    help.long,
+		Example: help.example,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Args = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return agentRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run attached to this terminal only, not in a detachable session")
+	return cmd
+}
+
 // agentRun runs opts.Name in the box. With a terminal the agent runs in
 // the box's detachable session named after it (created on first use,
 // re-attached after); without one (scripts, pipes) in the foreground.

@@ -6,26 +6,15 @@ import (
 
 // NewCmdClaude builds `corral claude`: `corral agent claude`.
 func NewCmdClaude(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
-	opts := &AgentOptions{IO: f.IO, Factory: f, Name: "claude"}
-	cmd := &cobra.Command{
-		Use:   "claude [-- ARGS...]",
-		Short: "Run Claude Code in the project's box with permission prompts off",
-		Long: `Claude brings the project's box up (creating it on first use) and runs
+	return newAgentShortcut(f, runF, "claude", agentShortcut{
+		short: "Run Claude Code in the project's box with permission prompts off",
+		long: `Claude brings the project's box up (creating it on first use) and runs
 Claude Code in the project directory inside it. The box is the boundary:
 it mounts only this project and reaches only the hosts you allow.
 
 In a terminal, Claude Code runs in the box's detachable session "claude":
 closing the terminal (or tmux's detach key, ctrl-b d) leaves it working,
 and the next corral claude (or corral attach) re-enters it.`,
-		Example: "  cd ~/src/web && corral claude\n  corral claude -- --continue\n  corral attach",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Args = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return agentRun(opts)
-		},
-	}
-	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run attached to this terminal only, not in a detachable session")
-	return cmd
+		example: "  cd ~/src/web && corral claude\n  corral claude -- --continue\n  corral attach",
+	})
 }

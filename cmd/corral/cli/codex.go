@@ -6,26 +6,15 @@ import (
 
 // NewCmdCodex builds `corral codex`: `corral agent codex`.
 func NewCmdCodex(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
-	opts := &AgentOptions{IO: f.IO, Factory: f, Name: "codex"}
-	cmd := &cobra.Command{
-		Use:   "codex [-- ARGS...]",
-		Short: "Run OpenAI Codex in the project's box with approvals off",
-		Long: `Codex brings the project's box up (creating it on first use) and runs
+	return newAgentShortcut(f, runF, "codex", agentShortcut{
+		short: "Run OpenAI Codex in the project's box with approvals off",
+		long: `Codex brings the project's box up (creating it on first use) and runs
 OpenAI's Codex CLI in the project directory inside it, with approvals and
 its own sandbox off: the box is the boundary. OPENAI_API_KEY is forwarded
 when set (keychain_env, env_from_host or your environment).
 
 The box's golden image installs Codex (pinned in core/pins/npm.txt) when
 agent = "codex"; in a terminal it runs in the detachable session "codex".`,
-		Example: "  corral codex\n  corral codex -- exec 'fix the failing test'\n  corral codex -- --version",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Args = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return agentRun(opts)
-		},
-	}
-	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run attached to this terminal only, not in a detachable session")
-	return cmd
+		example: "  corral codex\n  corral codex -- exec 'fix the failing test'\n  corral codex -- --version",
+	})
 }
