@@ -68,7 +68,9 @@ func agentVersions(t *testing.T, x *h) {
 func serveInBox(t *testing.T, x *h, p int) {
 	dir := fmt.Sprintf("/tmp/e2e-ports/%d", p)
 	x.ok("run", "--", "sh", "-c", fmt.Sprintf(
-		"mkdir -p %[1]s && echo port-%[2]d > %[1]s/index.html && nohup python3 -m http.server %[2]d --bind 0.0.0.0 --directory %[1]s >/dev/null 2>&1 & echo $! > %[1]s.pid", dir, p))
+		// The braces keep the & to the server: "a && b && c & d" puts the
+		// whole list in the background, and d ran before the mkdir.
+		"mkdir -p %[1]s && echo port-%[2]d > %[1]s/index.html && { nohup python3 -m http.server %[2]d --bind 0.0.0.0 --directory %[1]s >/dev/null 2>&1 & echo $! > %[1]s.pid; }", dir, p))
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		_, _, code := x.corral("run", "--", "curl", "-sf", "-o", "/dev/null", "--noproxy", "*", "--max-time", "5", fmt.Sprintf("http://127.0.0.1:%d/", p))
 		if code == 0 {
