@@ -255,6 +255,50 @@ func TestGoldenNameIgnoresProject(t *testing.T) {
 	}
 }
 
+// TestGoldenNameIgnoresPerBootSettings: what the guest applies at every
+// boot (sudo, the network mode, the git shadow) does not make another
+// golden image, so a box with sudo clones the same one as a box without.
+func TestGoldenNameIgnoresPerBootSettings(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	// An image of its own and an agent with nothing to download: the
+	// golden then has no network (otherwise it gets it, and with it sudo).
+	img := filepath.Join(t.TempDir(), "image.qcow2")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c0 := r.Loaded.Config
+	shell := "shell"
+	c0.Image, c0.Agent = &img, &shell
+	r.Loaded.Config = c0
+	base, err := goldenTemplate(s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(base), "NETWORK: offline") {
+		t.Fatalf("the golden of a config with an image has network:\n%s", base)
+	}
+	yes, no, broker := true, false, config.NetworkBroker
+	for name, change := range map[string]func(*config.Config){
+		"sudo":       func(c *config.Config) { c.Sudo = &yes },
+		"no sudo":    func(c *config.Config) { c.Sudo = &no },
+		"broker":     func(c *config.Config) { n := string(broker); c.Network = &n },
+		"git shadow": func(c *config.Config) { c.GitShadow = &no },
+	} {
+		v := r
+		c := v.Loaded.Config
+		change(&c)
+		v.Loaded.Config = c
+		got, err := goldenTemplate(s, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if GoldenName(got) != GoldenName(base) {
+			t.Errorf("%s: another golden image (%s, not %s)", name, GoldenName(got), GoldenName(base))
+		}
+	}
+}
+
 // TestRebuildChecksLimaFirst: when limactl does not work, rebuild removes
 // nothing (the box and its metadata stay).
 func TestRebuildChecksLimaFirst(t *testing.T) {

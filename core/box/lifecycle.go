@@ -348,6 +348,11 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		}
 	}
 	s.audit(audit.Event{Kind: audit.KindCreate, Box: box, Fields: map[string]any{"project": r.Project.Dir, "golden": m.Golden, "template_hash": m.TemplateHash}})
+	// The broker reads the metadata when it starts: it must already name
+	// the golden, whose toolchains group the broker allows and follows.
+	if err := WriteMeta(s.Layout, m); err != nil {
+		return m, err
+	}
 	if err := s.EnsureBroker(ctx, &m); err != nil {
 		return m, err
 	}
@@ -407,6 +412,9 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 		net = string(config.NetworkFull)
 	}
 	c.Network = &net
+	// Sudo is granted or taken at every boot (guest/provision/41-sudo.sh),
+	// so boxes that differ only in it share one golden image.
+	c.Sudo = nil
 	g.Loaded.Config = c
 	rendered, err := Render(s.Layout, g, 0, true)
 	return rendered.YAML, err
