@@ -6,10 +6,13 @@
 #   bundle  write a git bundle of DIR's branches to stdout, leaving out the
 #           HAVEs' history where git can (a full bundle when nothing is new)
 #   count   print how many commits on DIR's branches are not in the HAVEs
+#   heads   print DIR's branches, "OBJECT refs/heads/NAME" a line: a bundle
+#           leaves out the branches whose tips the host has, and this list
+#           tells those from deleted ones
 set -eu
 
 if [ $# -lt 2 ]; then
-	echo "usage: corral-repo bundle|count DIR [HAVE...]" >&2
+	echo "usage: corral-repo bundle|count|heads DIR [HAVE...]" >&2
 	exit 2
 fi
 op=$1
@@ -40,6 +43,9 @@ bundle)
 		git bundle create -q "$tmp" --branches
 	fi
 	cat "$tmp"
+	;;
+heads)
+	git for-each-ref --format='%(objectname) %(refname)' refs/heads/
 	;;
 count)
 	# shellcheck disable=SC2086

@@ -48,6 +48,17 @@ func (s *Service) Pull(ctx context.Context, box string, opt PullOptions) (hostgi
 	if max <= 0 {
 		max = hostgit.DefaultMaxBundle
 	}
+	// The branch list first, then the bundle: Fetch refuses the pair if
+	// the box moved a branch in between.
+	var heads hostgit.Heads
+	err = s.guestRepo(ctx, box, "heads", m.Project, nil, func(out io.Reader) error {
+		var err error
+		heads, err = hostgit.ParseHeads(out)
+		return err
+	})
+	if err != nil {
+		return hostgit.Result{}, fmt.Errorf("pulling from box %s: %w", box, err)
+	}
 	var b hostgit.Bundle
 	err = s.guestRepo(ctx, box, "bundle", m.Project, haves, func(out io.Reader) error {
 		var err error
@@ -60,7 +71,7 @@ func (s *Service) Pull(ctx context.Context, box string, opt PullOptions) (hostgi
 	if err != nil {
 		return hostgit.Result{}, fmt.Errorf("pulling from box %s: %w", box, err)
 	}
-	res, err := repo.Fetch(ctx, b, box)
+	res, err := repo.Fetch(ctx, b, heads, box)
 	if err != nil {
 		return res, fmt.Errorf("pulling from box %s: %w", box, err)
 	}

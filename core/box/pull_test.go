@@ -98,6 +98,28 @@ func TestPullThroughTheGuestScript(t *testing.T) {
 	}
 }
 
+// TestPullKeepsAnUnchangedBranch: the box commits only on a new branch;
+// main, unchanged, is left out of the bundle but still arrives (from the
+// box's branch list), and the next pull has nothing new (the e2e pull
+// once listed main as new on the second pull).
+func TestPullKeepsAnUnchangedBranch(t *testing.T) {
+	s, box, project, boxRepo := pullFixture(t)
+	ctx := context.Background()
+	gitIn(t, boxRepo, "checkout", "-q", "-b", "feature")
+	gitIn(t, boxRepo, "commit", "-q", "--allow-empty", "-m", "made in the box")
+	gitIn(t, boxRepo, "checkout", "-q", "main")
+	res, err := s.Pull(ctx, box, PullOptions{})
+	if err != nil || len(res.Updates) != 2 || res.NewCommits != 1 {
+		t.Fatalf("first pull %+v %v", res, err)
+	}
+	if got := gitIn(t, project, "rev-parse", hostgit.RemotePrefix(box)+"main"); got != gitIn(t, boxRepo, "rev-parse", "main") {
+		t.Errorf("main = %s", got)
+	}
+	if res, err := s.Pull(ctx, box, PullOptions{}); err != nil || len(res.Updates) != 0 {
+		t.Errorf("second pull %+v %v", res, err)
+	}
+}
+
 func TestPullRefusesAnOversizedBundle(t *testing.T) {
 	s, box, project, boxRepo := pullFixture(t)
 	big := make([]byte, 64<<10)

@@ -25,6 +25,7 @@ func BenchmarkPullHostSide(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchGit(b, box, append([]string{"bundle", "create", "-q", bundle, "--branches", "--not"}, haves...)...)
+	heads := boxHeads(b, box)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		in, err := os.Open(bundle)
@@ -36,7 +37,7 @@ func BenchmarkPullHostSide(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := r.Fetch(context.Background(), bd, "bench-"+strconv.Itoa(i))
+		res, err := r.Fetch(context.Background(), bd, heads, "bench-"+strconv.Itoa(i))
 		if err != nil || res.NewCommits != 100 {
 			b.Fatalf("%+v %v", res, err)
 		}

@@ -65,10 +65,12 @@ type Result struct {
 }
 
 // Fetch verifies a received bundle and fetches its branches into
-// refs/remotes/corral/<box>/*, removing the box's branches it no longer
-// has. Nothing else in the repository changes: no local branch, no config,
-// no FETCH_HEAD, no tags.
-func (r Repo) Fetch(ctx context.Context, b Bundle, box string) (Result, error) {
+// refs/remotes/corral/<box>/*; the branches the bundle left out (their
+// tips are commits the host has) are set from heads, the box's branch
+// list, and the box's branches it no longer lists are removed. Nothing
+// else in the repository changes: no local branch, no config, no
+// FETCH_HEAD, no tags.
+func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string) (Result, error) {
 	prefix := RemotePrefix(box)
 	if !CheckRefFormat(prefix + "x") {
 		return Result{}, fmt.Errorf("box name %q does not make a valid ref", box)
@@ -77,13 +79,20 @@ func (r Repo) Fetch(ctx context.Context, b Bundle, box string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := checkHeads(b, heads); err != nil {
+		return Result{}, err
+	}
 	if err := r.Verify(ctx, b); err != nil {
 		return Result{}, err
 	}
-	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--prune", "--no-recurse-submodules",
+	// No --prune: a bundle holds only the branches with something new.
+	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
 		"--no-write-fetch-head", "--no-auto-gc", "--no-auto-maintenance",
 		b.Path, "+refs/heads/*:"+prefix+"*"); err != nil {
 		return Result{}, fmt.Errorf("fetching the box's bundle into %s: %w", r.WorkTree, err)
+	}
+	if err := r.syncUnbundled(ctx, b, heads, prefix); err != nil {
+		return Result{}, err
 	}
 	now, err := r.Tips(ctx, prefix)
 	if err != nil {

@@ -24,15 +24,20 @@ func needGit(t *testing.T) {
 // git runs plain git (the test's stand-in for the box or the user) in dir.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.test", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.test")
-	out, err := cmd.CombinedOutput()
+	out, err := gitCmd(dir, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// gitCmd is git in dir with no user or system config and a fixed identity.
+func gitCmd(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.test", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.test")
+	return cmd
 }
 
 // treeHash hashes every file under dir (names, modes, contents).
@@ -116,7 +121,7 @@ func TestPullRoundTrip(t *testing.T) {
 	if len(b.Heads) != 2 || b.Heads[0].Name != "refs/heads/feature/x" || len(b.Prerequisites) != 1 {
 		t.Fatalf("bundle %+v", b)
 	}
-	res, err := r.Fetch(ctx, b, "web-1")
+	res, err := r.Fetch(ctx, b, boxHeads(t, box), "web-1")
 	must(t, err)
 	if res.NewCommits != 2 || len(res.Commits) != 2 || len(res.Updates) != 2 {
 		t.Fatalf("result %+v", res)
@@ -150,11 +155,27 @@ func TestPullRoundTrip(t *testing.T) {
 	defer in2.Close()
 	b2, err := ReceiveBundle(in2, t.TempDir(), 1<<20)
 	must(t, err)
-	res, err = r.Fetch(ctx, b2, "web-1")
+	res, err = r.Fetch(ctx, b2, boxHeads(t, box), "web-1")
 	must(t, err)
 	if len(res.Updates) != 1 || res.Updates[0].Branch != "feature/x" || res.Updates[0].New != "" || res.NewCommits != 0 {
 		t.Errorf("second pull %+v", res)
 	}
+}
+
+// boxHeads is dir's branch list as corral-repo heads prints it, parsed.
+func boxHeads(tb testing.TB, dir string) Heads {
+	tb.Helper()
+	cmd := exec.Command("git", "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := ParseHeads(bytes.NewReader(out))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
 }
 
 func readFile(t *testing.T, p string) string {
@@ -179,7 +200,7 @@ func TestFetchRefusesMissingPrerequisite(t *testing.T) {
 	defer in.Close()
 	b, err := ReceiveBundle(in, t.TempDir(), 1<<20)
 	must(t, err)
-	if _, err := r.Fetch(context.Background(), b, "web-1"); !errors.Is(err, ErrBundle) {
+	if _, err := r.Fetch(context.Background(), b, Heads{b.Heads[0].Name: b.Heads[0].OID}, "web-1"); !errors.Is(err, ErrBundle) {
 		t.Errorf("err = %v, want ErrBundle", err)
 	}
 }
