@@ -120,3 +120,28 @@ func TestFetchKeepsUnbundledBranches(t *testing.T) {
 		t.Errorf("a refused pull changed the box's branches:\n%s\n->\n%s", before, after)
 	}
 }
+
+// FuzzParseHeads: whatever a box sends, an accepted list holds only
+// well-formed object names and printable refs/heads/ names that pass
+// CheckRefFormat, at most MaxRefs of them.
+func FuzzParseHeads(f *testing.F) {
+	oid := strings.Repeat("a", 40)
+	f.Add(oid + " refs/heads/main\n")
+	f.Add(oid + " refs/heads/a..b\n")
+	f.Add(oid + " refs/heads/x\n" + oid + " refs/heads/x\n")
+	f.Add("\x00 refs/heads/\x1b\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		h, err := ParseHeads(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		if len(h) > MaxRefs {
+			t.Fatalf("%d branches accepted", len(h))
+		}
+		for ref, o := range h {
+			if !ValidOID(o) || !strings.HasPrefix(ref, "refs/heads/") || !Printable(ref) || !CheckRefFormat(ref) || len(ref) > MaxRefLen {
+				t.Fatalf("accepted %q -> %q", ref, o)
+			}
+		}
+	})
+}
