@@ -12,7 +12,9 @@
 # fetched and verified by npm-fetch.sh into NPM_CACHE (default /var/cache/corral/npm, reused across runs);
 # CLAUDE_CODE=skip builds without it (then no e2e test can run the claude agent). It carries Codex and Gemini CLI
 # (with the Node it needs) the same way, installed by their own install steps (guest/agents/codex.sh, gemini.sh,
-# run in the chroot with the pinned tarballs); AGENTS=skip builds without them.
+# run in the chroot with the pinned tarballs); AGENTS=skip builds without them. With the agents it carries a Node
+# toolchain on PATH (that Node and the pinned npm) whose npm names NPM_REGISTRY (default http://localhost:38460/, the
+# e2e tests' fake registry; empty for npm's own).
 # Boot it with direct kernel boot and legacyBIOS (see core/lima/testdata/e2e-template.yaml).
 #
 # Development knobs: KEEP_DEBOOTSTRAP=DIR keeps a pristine copy of the debootstrap tree in DIR and starts from
@@ -34,11 +36,13 @@ PINS=$HERE/../../core/pins/npm.txt
 NPM_CACHE=${NPM_CACHE:-/var/cache/corral/npm}
 CLAUDE_CODE=${CLAUDE_CODE:-pinned}
 AGENTS=${AGENTS:-pinned}
+# The registry the image's npm names (empty: npm's own default). The e2e tests serve a fake one there.
+NPM_REGISTRY=${NPM_REGISTRY-http://localhost:38460/}
 AGENT_STEPS=$HERE/../../guest/agents
 hash_inputs=("$0" "$HERE/npm-fetch.sh" ${GUESTAGENT:+"$GUESTAGENT"})
 [ "$CLAUDE_CODE" = skip ] && [ "$AGENTS" = skip ] || hash_inputs+=("$PINS")
 [ "$AGENTS" = skip ] || hash_inputs+=("$AGENT_STEPS/codex.sh" "$AGENT_STEPS/gemini.sh")
-SCRIPT_HASH=$(cat "${hash_inputs[@]}" | sha256sum | cut -d' ' -f1)
+SCRIPT_HASH=$( (cat "${hash_inputs[@]}" && printf 'NPM_REGISTRY=%s\n' "$NPM_REGISTRY") | sha256sum | cut -d' ' -f1)
 FILES=(rootfs.qcow2 vmlinuz initrd.img)
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
@@ -296,6 +300,22 @@ if [ "$AGENTS" != skip ]; then
 	chroot "$ROOT" sh -eu /tmp/corral-agent-steps/gemini.sh "/tmp/corral-agent-steps/$(basename "$node")" "/tmp/corral-agent-steps/$(basename "$gemini")"
 	rm -rf "$steps"
 	log "Codex $codex_version, Node $(basename "$node" .tgz), Gemini CLI $(basename "$gemini" .tgz)"
+
+	# A Node toolchain on PATH, as a project's image has one: that Node (a hard link, so npm's prefix is
+	# /usr/local) and the pinned npm client. Its global npmrc names NPM_REGISTRY, as an image built for a
+	# corporate mirror names the mirror; the golden build asks npm for it and records it as the boxes'
+	# "toolchains" egress group (core/toolreg). The default is the e2e tests' local registry.
+	npmcli=$("$HERE/npm-fetch.sh" npm "$NPM_CACHE")
+	ln -f "$ROOT/usr/local/lib/corral-agents/node/bin/node" "$ROOT/usr/local/bin/node"
+	install -d -m 0755 "$ROOT/usr/local/lib/node_modules/npm" "$ROOT/usr/local/etc"
+	tar --no-same-owner -xzf "$npmcli" -C "$ROOT/usr/local/lib/node_modules/npm" --strip-components=1 package/
+	chmod -R a+rX,go-w "$ROOT/usr/local/lib/node_modules/npm"
+	ln -sfn ../lib/node_modules/npm/bin/npm-cli.js "$ROOT/usr/local/bin/npm"
+	ln -sfn ../lib/node_modules/npm/bin/npx-cli.js "$ROOT/usr/local/bin/npx"
+	if [ -n "$NPM_REGISTRY" ]; then
+		printf 'registry=%s\n' "$NPM_REGISTRY" >"$ROOT/usr/local/etc/npmrc"
+	fi
+	log "npm $(basename "$npmcli" .tgz), registry ${NPM_REGISTRY:-the default}"
 fi
 
 # Host keys: cloud-init's ssh module creates them on first boot (before ssh.service); this drop-in is the fallback

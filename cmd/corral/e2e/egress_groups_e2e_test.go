@@ -161,3 +161,44 @@ func learnThenEnforce(t *testing.T, x *h, proxy string) {
 }
 
 func layout(x *h) paths.Layout { return paths.Layout{Home: x.home} }
+
+// approveRequest follows, as a user would, what corral prints about the
+// repository's pending request (egress = ["widen.example.test"], written
+// by the caller): config check names the command; without a terminal that
+// command says to add --yes; after it the check has nothing pending and
+// the next session's request for the host is allowed by the broker (502:
+// allowed, but the name resolves nowhere; a denial is 403). About 5 s.
+func approveRequest(t *testing.T, x *h, proxy string) {
+	out := x.ok("config", "check")
+	const prefix = "to review and allow them: corral "
+	i := strings.Index(out, prefix)
+	if i < 0 || !strings.Contains(out, "widen.example.test") {
+		t.Fatalf("config check does not offer the request for approval:\n%s", out)
+	}
+	cmd := strings.Fields(strings.SplitN(out[i+len(prefix):], "\n", 2)[0])
+	if len(cmd) != 2 || cmd[0] != "approve" || cmd[1] != x.box {
+		t.Fatalf("config check prints %q, want approve %s", cmd, x.box)
+	}
+	_, errOut, code := x.corral(cmd...)
+	if code == 0 || !strings.Contains(errOut, "corral approve "+x.box+" --yes") {
+		t.Fatalf("corral approve with no terminal: exit %d, stderr %q; want the --yes hint", code, errOut)
+	}
+	if got := x.ok(append(cmd, "--yes")...); !strings.Contains(got, "approving egress widen.example.test") {
+		t.Errorf("corral approve --yes: %q", got)
+	}
+	if out := x.ok("config", "check"); strings.Contains(out, "notice:") {
+		t.Errorf("config check still has pending requests after approve:\n%s", out)
+	}
+	get := func() string {
+		return x.ok("run", "--", "curl", "-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "", "-x", proxy, "http://widen.example.test/")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	code2 := get()
+	for code2 == "403" && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		code2 = get()
+	}
+	if code2 != "502" {
+		t.Errorf("the approved host: HTTP %q, want 502 (allowed; the name resolves nowhere)", code2)
+	}
+}

@@ -290,11 +290,16 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		if got := x.ok("run", "--", "curl", "-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "", "-x", proxy, "http://widen.example.test/"); got != "403" {
 			t.Errorf("a pending request: HTTP %q, want 403", got)
 		}
+		approveRequest(t, x, proxy)
 		must(t, os.Remove(filepath.Join(x.project, ".corral.toml")))
 	})
 	t.Run("the golden's toolchains group is recorded and its registries need no approval", func(t *testing.T) {
 		x.t = t
 		toolchainsGroup(t, x, proxy)
+	})
+	t.Run("npm installs from the registry the golden recorded, with no approval", func(t *testing.T) {
+		x.t = t
+		npmInstallFromRecordedRegistry(t, x)
 	})
 	t.Run("learn, then enforce", func(t *testing.T) {
 		x.t = t
