@@ -167,7 +167,9 @@ esac
 # Prune /lib/modules to what a Lima VM uses. Mind the non-obvious ones: `button` (ACPI power button) is what
 # makes `limactl stop` (QMP system_powerdown) shut the guest down instead of waiting 3 minutes and killing qemu. The generic kernel's modules are ~380 MB; most are hardware
 # drivers a virtio guest never loads. Named modules are kept with their dependencies; whole directories are kept
-# where modules are requested by alias at run time (crypto, netfilter match/target extensions).
+# where modules are requested by alias at run time (crypto, netfilter match/target extensions). Lima 2.x's guest
+# agent lists the guest's listening ports through sock_diag (tcp_diag, udp_diag, loaded by alias on first use):
+# without them it sees no port at all and Lima forwards none (`ss` alone still works: it falls back to /proc).
 keep_names=(
 	virtio_pci virtio_pci_legacy_dev virtio_pci_modern_dev virtio_mmio virtio_blk virtio_net virtio_scsi
 	virtio_console virtio_balloon virtio_rng virtio_input virtio_gpu virtio-gpu
@@ -180,6 +182,7 @@ keep_names=(
 	ip6table_filter ip6table_nat ip6table_mangle ip6table_raw
 	bridge br_netfilter veth tun dummy vsock vmw_vsock_virtio_transport qemu_fw_cfg
 	sch_fq_codel evdev serio_raw button
+	inet_diag tcp_diag udp_diag
 )
 keep_dirs=(
 	kernel/crypto kernel/lib kernel/arch/x86/crypto kernel/net/netfilter kernel/net/ipv4/netfilter
