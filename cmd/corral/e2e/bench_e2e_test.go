@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,4 +136,57 @@ func procCPU(pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// guestConnRate measures, from inside the running broker-mode box, new
+// sequential connections per second through the host funnel to the
+// broker: each one is a TCP connection to the broker's guestfwd address
+// (qemu forks and execs corral-guest-conn, which hands the descriptor to
+// the broker), a CONNECT for a host off the list, and the broker's 403.
+// Guest side: the rate python sees; host side: the broker's CPU over the
+// same interval, from /proc, per connection (the guest-conn children's CPU
+// is measured on its own: go test -bench GuestConnProcess ./cmd/corral).
+func guestConnRate(t *testing.T, x *h, port string, n int) {
+	script := fmt.Sprintf(`import socket, time
+n = %d
+ok = 0
+t = time.monotonic()
+for i in range(n):
+    s = socket.create_connection(("192.168.5.4", %s), timeout=20)
+    s.sendall(b"CONNECT rate.example.test:443 HTTP/1.1\r\nHost: rate.example.test:443\r\n\r\n")
+    if s.recv(64).startswith(b"HTTP/1.1 403"):
+        ok += 1
+    s.close()
+print(n, ok, time.monotonic() - t)`, n, port)
+	brokerPID := func() int {
+		b, _ := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
+		var m struct {
+			BrokerPID int `json:"broker_pid"`
+		}
+		_ = json.Unmarshal(b, &m)
+		return m.BrokerPID
+	}()
+	before := procCPU(brokerPID)
+	out := x.ok("run", "--", "python3", "-c", script)
+	after := procCPU(brokerPID)
+	var got, ok int
+	var secs float64
+	if _, err := fmt.Sscan(out, &got, &ok, &secs); err != nil || got != n || ok != n {
+		t.Fatalf("guest connections: %q (%v); want %d answered 403", out, err, n)
+	}
+	var b strings.Builder
+	b.WriteString("| measure (n sequential, one run) | value |\n| --- | ---: |\n")
+	fmt.Fprintf(&b, "| new guest connections per second, guest side (connect, CONNECT, 403, close) | %.0f |\n", float64(n)/secs)
+	fmt.Fprintf(&b, "| wall per connection, guest side | %.1f ms |\n", secs*1000/float64(n))
+	if brokerPID > 0 {
+		fmt.Fprintf(&b, "| broker CPU per connection (decision, 403, log line) | %.2f ms |\n", float64(after-before)/float64(time.Millisecond)/float64(n))
+	}
+	t.Logf("guest connections through the funnel (n=%d):\n%s", n, b.String())
+	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "\n%s", b.String())
+			f.Close()
+		}
+	}
 }

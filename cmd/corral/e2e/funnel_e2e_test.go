@@ -305,6 +305,11 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		x.t = t
 		learnThenEnforce(t, x, proxy)
 	})
+	t.Run("benchmark: new guest connections per second", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		guestConnRate(t, x, port, 200)
+	})
 	t.Run("no guest-conn process stays", func(t *testing.T) {
 		x.t = t
 		deadline := time.Now().Add(10 * time.Second)
