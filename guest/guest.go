@@ -39,6 +39,9 @@ var applyNetwork string
 //go:embed apply-project.sh
 var applyProject string
 
+//go:embed corral-suspend.sh
+var suspend string
+
 //go:embed toolchain-registries.sh
 var toolchainRegistries string
 
@@ -137,6 +140,15 @@ func ApplyProject() string { return applyProject }
 
 // ApplyProjectPath is where ApplyProject is installed in the guest.
 const ApplyProjectPath = "/usr/local/lib/corral/apply-project"
+
+// Suspend returns corral-suspend, the box's side of a save (unmount the
+// 9p shares qemu cannot save with) and of the resume that follows (clock,
+// Lima's readiness files, the shares and the corral units back).
+func Suspend() string { return suspend }
+
+// SuspendPath is where corral-suspend is installed in the guest; the sudo
+// rule of provision/41-sudo.sh names the same path.
+const SuspendPath = "/usr/local/lib/corral/suspend"
 
 // ToolchainRegistries returns the script that prints where the image's
 // toolchains download from; `corral golden build` runs it in the golden

@@ -419,3 +419,26 @@ func runScriptAgent(script, root, agent string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// corral-suspend takes only its verbs, and resume only a time in seconds
+// on stdin (it runs as root through a fixed sudo rule).
+func TestSuspendRefusesOtherInput(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+	}{
+		{nil, ""},
+		{[]string{"all"}, ""},
+		{[]string{"resume"}, "now\n"},
+		{[]string{"resume"}, "1700000000; reboot\n"},
+		{[]string{"resume"}, ""},
+	} {
+		cmd := exec.Command("sh", append([]string{"-c", Suspend(), "corral-suspend"}, tc.args...)...)
+		cmd.Stdin = strings.NewReader(tc.stdin)
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("corral-suspend %v <%q: %v, want exit 2", tc.args, tc.stdin, err)
+		}
+	}
+}

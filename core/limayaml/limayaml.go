@@ -305,8 +305,9 @@ func Render(in Input) (Rendered, error) {
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.UnitPath, Permissions: "755", Content: guest.Unit()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyNetworkPath, Permissions: "755", Content: guest.ApplyNetwork()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyProjectPath, Permissions: "755", Content: guest.ApplyProject()})
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.SuspendPath, Permissions: "755", Content: guest.Suspend()})
 	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.GitShadowPath,
-		guest.UnitPath, guest.ApplyNetworkPath, guest.ApplyProjectPath)
+		guest.UnitPath, guest.ApplyNetworkPath, guest.ApplyProjectPath, guest.SuspendPath)
 	if install {
 		t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.AgentInstallPath, Permissions: "755", Content: a.Install})
 		names = append(names, "agent "+a.Name+" install step")

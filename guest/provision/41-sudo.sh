@@ -10,7 +10,10 @@ set -eu
 # (pkg/hostagent/requirements.go in Lima 1.2.2), so the user keeps exactly
 # those and nothing else (PARAM_SUDO=lima). PARAM_SUDO=all (full mode, or
 # the sudo key) (re)grants sudo, since a box may be cloned from a golden
-# image built in another mode.
+# image built in another mode. corral-suspend (guest/corral-suspend.sh) is
+# the one corral command the user may run as root, with exactly these
+# arguments: `corral stop --save` and the resume after it need it, and it
+# only unmounts and remounts the box's shares and steps the clock.
 user=${PARAM_USER:?the Lima user name (param USER) is missing}
 tmp=$(mktemp)
 if [ "${PARAM_SUDO:-lima}" != all ]; then
@@ -21,6 +24,9 @@ Cmnd_Alias CORRAL_LIMA = /usr/bin/cat /mnt/lima-cidata/param.env, \\
 	/usr/bin/diff -q /run/lima-boot-done /mnt/lima-cidata/meta-data, \\
 	/usr/bin/grep -q ^user_allow_other /etc/fuse.conf, \\
 	/usr/sbin/nft list table inet corral
+Cmnd_Alias CORRAL_SUSPEND = /usr/local/lib/corral/suspend prepare, \\
+	/usr/local/lib/corral/suspend resume
+$user ALL=(root) NOPASSWD: CORRAL_SUSPEND
 $user ALL=(root) NOPASSWD: CORRAL_LIMA
 SUDO
 	for f in /etc/sudoers.d/*; do
