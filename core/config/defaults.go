@@ -36,6 +36,7 @@ func Defaults(p Platform) Layer {
 		IdleStop:        &Duration{30 * time.Minute},
 		HoldDenied:      &Duration{},
 		StopOnExit:      ptr(false),
+		IdleAction:      ptr("stop"),
 		Snapshots:       ptr("off"),
 		SnapshotsKeep:   ptr(3),
 	}

@@ -105,12 +105,16 @@ var Schema = []Key{
 	{"sudo", "boolean", "false", ClassHost, MergeReplace, "Keep passwordless sudo for the box user in broker and offline modes (full mode always has it). Guest root can undo the guest's own nftables rules, so this is only a boundary where the host enforces the funnel (Linux, vm_type qemu). The strict profile refuses it."},
 	{"golden", "boolean", "true", ClassFree, MergeReplace, "Create boxes by cloning a shared golden image of the project-independent setup."},
 	{"idle_stop", "duration", `"30m"`, ClassFree, MergeReplace, `Stop a box with no session and no activity for this long ("0" never).`},
+	{"idle_action", "string", `"stop"`, ClassHost, MergeReplace, `What the idle rule (idle_stop) does to an idle box: "stop" shuts it down; "save" suspends it to disk (qemu only: the VM's memory is written into its disk, the VM process ends, and the next start resumes where it was). A box whose shares are in use, a box on vz, or a failed save is stopped instead. Set only in trusted layers: a save keeps the box's memory on the host's disk.`},
 	{"stop_on_exit", "boolean", "false", ClassFree, MergeReplace, "Stop the box when its last session ends."},
 	{"snapshots", "string", `"off"`, ClassFree, MergeReplace, `"auto" snapshots the box before every start; "off" only on request.`},
 	{"snapshots_keep", "integer", "3", ClassFree, MergeReplace, "How many automatic snapshots to keep."},
 	{"terminal", "string", `"Terminal" on macOS; on Linux the first terminal found`, ClassHost, MergeReplace, `The terminal app the menu opens sessions and shells in. macOS: "Terminal" (a .command script opened through LaunchServices, no Automation prompt), "iTerm2" (AppleScript run by osascript: allow Corral under System Settings › Privacy & Security › Automation), "Ghostty", or the name of another app that opens .command scripts. Linux: a terminal command that takes -e, tried before $TERMINAL.`},
 	{"project_roots", "list of paths", "[]", ClassHost, MergeUnion, "Folders the menu's Projects lists repositories from: each is scanned one level deep for directories holding .git (at most 16 roots, 512 entries read per root, 50 repositories listed; symlinks below a root are not followed). Absolute or starting with ~/, e.g. [\"~/src\"]. A repository's .corral.toml may not set it."},
 }
+
+// IdleActions are the values of idle_action.
+var IdleActions = []string{"stop", "save"}
 
 // Toolchains corral knows how to install.
 var Toolchains = []string{"go", "node", "python", "rust"}
@@ -242,6 +246,7 @@ type Config struct {
 	Golden          *bool                 `toml:"golden" json:"golden,omitempty"`
 	IdleStop        *Duration             `toml:"idle_stop" json:"idle_stop,omitempty"`
 	StopOnExit      *bool                 `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
+	IdleAction      *string               `toml:"idle_action" json:"idle_action,omitempty"`
 	Snapshots       *string               `toml:"snapshots" json:"snapshots,omitempty"`
 	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
 	Terminal        *string               `toml:"terminal" json:"terminal,omitempty"`

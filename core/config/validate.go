@@ -134,6 +134,7 @@ func validate(l Layer) []error {
 	oneOf("agent_credentials", c.AgentCreds, AgentCredentialsOrder)
 	oneOf("claude_install", c.ClaudeInstall, ClaudeInstalls)
 	oneOf("snapshots", c.Snapshots, []string{"auto", "off"})
+	oneOf("idle_action", c.IdleAction, IdleActions)
 	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
 		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
 	}

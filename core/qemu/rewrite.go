@@ -9,6 +9,7 @@ package qemu
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -41,6 +42,10 @@ type Options struct {
 	// Offline restricts Lima's slirp NIC with no guestfwd at all: the guest
 	// can open no connection through slirp. It cannot be combined with Funnel.
 	Offline bool
+	// LoadVM starts the VM from the internal snapshot of that tag (qemu's
+	// -loadvm: RAM, devices and disks as they were saved) instead of
+	// booting it: how a box saved by `corral stop --save` resumes.
+	LoadVM string
 }
 
 // Funnel turns Lima's slirp NIC into a host-enforced egress funnel: slirp's restrict=on drops every
@@ -166,6 +171,17 @@ func Rewrite(args []string, opt Options) ([]string, error) {
 		out = append(out, a)
 	}
 
+	if opt.LoadVM != "" && !probe {
+		if !loadVMTagRe.MatchString(opt.LoadVM) {
+			return nil, fmt.Errorf("rewriting qemu args: invalid snapshot tag %q", opt.LoadVM)
+		}
+		for _, a := range args {
+			if f := normFlag(a); f == "-loadvm" || f == "-incoming" {
+				return nil, fmt.Errorf("rewriting qemu args: the command line already has %s", a)
+			}
+		}
+		out = append(out, "-loadvm", opt.LoadVM)
+	}
 	if restrict {
 		// A probe prints and exits; everything else must have exactly Lima's one slirp NIC (no NIC at all
 		// would give qemu's default, unrestricted, user-mode NIC).
@@ -180,6 +196,9 @@ func Rewrite(args []string, opt Options) ([]string, error) {
 	}
 	return out, nil
 }
+
+// loadVMTagRe is the snapshot tags -loadvm takes (core/qmp CheckTag).
+var loadVMTagRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // normFlag maps qemu's "--opt" spelling to "-opt".
 func normFlag(a string) string {

@@ -285,3 +285,34 @@ func TestRewriteOffline(t *testing.T) {
 		t.Error("offline and funnel together: no error")
 	}
 }
+
+// A saved box resumes: the launch gets -loadvm TAG once, a probe does not,
+// and a tag that is not one, or a command line that already loads or
+// receives a state, is refused.
+func TestRewriteLoadVM(t *testing.T) {
+	in := limaArgv(t, "lima-1.2.2-x86_64-kvm.argv")
+	out, err := Rewrite(in, Options{Accel: AccelTCG, LoadVM: "corral-suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := valueOf(out, "-loadvm"); !slices.Equal(got, []string{"corral-suspend"}) {
+		t.Errorf("-loadvm = %q", got)
+	}
+	if out, err := Rewrite(in, Options{}); err != nil || len(valueOf(out, "-loadvm")) != 0 {
+		t.Errorf("no LoadVM: %v %v", valueOf(out, "-loadvm"), err)
+	}
+	probe := []string{"-machine", "help"}
+	if out, err := Rewrite(probe, Options{LoadVM: "corral-suspend"}); err != nil || !slices.Equal(out, probe) {
+		t.Errorf("probe = %q, %v", out, err)
+	}
+	for _, tag := range []string{"-x", "a b", "a,b", strings.Repeat("a", 64)} {
+		if _, err := Rewrite(in, Options{LoadVM: tag}); err == nil {
+			t.Errorf("tag %q accepted", tag)
+		}
+	}
+	for _, extra := range [][]string{{"-loadvm", "x"}, {"--incoming", "defer"}} {
+		if _, err := Rewrite(append(slices.Clone(in), extra...), Options{LoadVM: "corral-suspend"}); err == nil {
+			t.Errorf("%v accepted beside LoadVM", extra)
+		}
+	}
+}
