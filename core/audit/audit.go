@@ -28,10 +28,15 @@ type Kind string
 
 // Event kinds.
 const (
-	KindCreate       Kind = "create"
-	KindStart        Kind = "start"
-	KindStop         Kind = "stop"
-	KindIdleStop     Kind = "idle-stop"
+	KindCreate   Kind = "create"
+	KindStart    Kind = "start"
+	KindStop     Kind = "stop"
+	KindIdleStop Kind = "idle-stop"
+	// KindSave, KindIdleSave and KindResume: a box's VM state was saved
+	// to its disk (corral stop --save, idle_action = "save") and resumed.
+	KindSave         Kind = "save"
+	KindIdleSave     Kind = "idle-save"
+	KindResume       Kind = "resume"
 	KindRebuild      Kind = "rebuild"
 	KindRm           Kind = "rm"
 	KindSessionStart Kind = "session-start"

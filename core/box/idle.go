@@ -51,7 +51,8 @@ func (s *Service) IdleBoxes() ([]Status, error) {
 }
 
 // Sweep stops every idle box and its broker, recording idle-stop in the
-// audit log. It runs at the start of corral commands, for `corral stop
+// audit log; a box with idle_action = "save" is saved instead (Save,
+// idle-save), and stopped when the save is refused or fails. It runs at the start of corral commands, for `corral stop
 // --idle`, on the app's timer and for its "Stop idle boxes"; there is no
 // daemon. A box whose idle time ran out is asked for its detachable
 // sessions first (one ssh channel, only then): one running counts as
@@ -65,6 +66,14 @@ func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 		if s.guestSessionsAlive(ctx, st.Name) {
 			s.touchActivity(st.Name)
 			continue
+		}
+		if st.IdleAction == IdleActionSave {
+			err := s.Save(ctx, st.Name, audit.KindIdleSave)
+			if err == nil {
+				stopped = append(stopped, st.Name)
+				continue
+			}
+			s.progress("warning: idle box %s could not be saved: %v; stopping it", st.Name, err)
 		}
 		if err := s.Stop(ctx, st.Name, audit.KindIdleStop); err != nil {
 			return stopped, fmt.Errorf("idle-stopping box %s: %w", st.Name, err)

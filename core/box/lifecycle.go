@@ -202,7 +202,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		return m, err
 	}
 	s.progress("starting box %s", box)
-	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
+	if err := s.startBox(ctx, &m); err != nil { // resumes a saved box (suspend.go)
 		return m, fmt.Errorf("starting box %s: %w", box, err)
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
@@ -268,6 +268,7 @@ func checkGitShadow(r Resolved) error {
 func (s *Service) followConfig(r Resolved, m *Meta) {
 	c := r.Loaded.Config
 	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
+	m.IdleAction = IdleAction(deref(c.IdleAction))
 	// The host side of the git shadow follows at the next start (the qemu
 	// wrapper reads it); the guest's overlay follows the template.
 	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
@@ -292,7 +293,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	m := Meta{
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
 		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
-		IdleStop: c.IdleStop.String(), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
+		IdleStop: c.IdleStop.String(), IdleAction: IdleAction(deref(c.IdleAction)), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
 		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
 	}
@@ -480,6 +481,12 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 		s.progress("stopping box %s", box)
 		if err := s.Lima.Stop(ctx, box, false); err != nil {
 			return fmt.Errorf("stopping box %s: %w", box, err)
+		}
+	} else if m.Saved != nil && st.Status == lima.StatusStopped {
+		// Stopping a saved box means: the next start boots.
+		s.progress("discarding the saved state of box %s", box)
+		if err := s.dropSaved(ctx, &m); err != nil {
+			return err
 		}
 	}
 	s.StopBroker(&m)

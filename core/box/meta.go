@@ -43,7 +43,13 @@ type Meta struct {
 	CPUs        int            `json:"cpus"`
 	VMType      string         `json:"vm_type"`
 	IdleStop    string         `json:"idle_stop"`
-	StopOnExit  bool           `json:"stop_on_exit,omitempty"`
+	// IdleAction is the idle_action last followed: what Sweep does to the
+	// box when it is idle ("" is IdleActionStop).
+	IdleAction IdleAction `json:"idle_action,omitempty"`
+	StopOnExit bool       `json:"stop_on_exit,omitempty"`
+	// Saved is set while the box's VM state is saved in its disk (Save):
+	// the next start resumes it instead of booting.
+	Saved *Saved `json:"saved,omitempty"`
 	// AgentState and Source are the box's agent_state and source when it
 	// was created ("" for boxes from before they were recorded).
 	AgentState string `json:"agent_state,omitempty"`

@@ -43,6 +43,15 @@ func (p QemuPlan) Describe() string {
 	return fmt.Sprintf("network %s: unrestricted slirp", p.Network)
 }
 
+// DescribeResume is the line the wrapper prints when it resumes a saved
+// box, or "".
+func (p QemuPlan) DescribeResume() string {
+	if p.Options.LoadVM == "" {
+		return ""
+	}
+	return "resuming from snapshot " + p.Options.LoadVM
+}
+
 // PlanQemu finds the box a VM launch is for and the network it must get.
 // Lima names the instance in -pidfile <LIMA_HOME>/<box>/qemu.pid; that
 // LIMA_HOME must be corral's. A box's network comes from its metadata; a
@@ -77,6 +86,9 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 				return QemuPlan{}, fmt.Errorf("box %s: protecting the git directory: %w", name, err)
 			}
 			p.ReadOnly = d.ReadOnly()
+		}
+		if m.Saved != nil {
+			p.Options.LoadVM = m.Saved.Tag
 		}
 		if m.Network == config.NetworkBroker {
 			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(guestconn.Exe(exe), name)}

@@ -78,6 +78,9 @@ func CheckSnapshotName(name string) error {
 	if !snapNameRe().MatchString(name) {
 		return fmt.Errorf("invalid snapshot name %q: use up to 63 letters, digits, '.', '_' and '-', starting with a letter or digit", name)
 	}
+	if name == SuspendTag {
+		return fmt.Errorf("invalid snapshot name %q: corral keeps a saved box's state under it", name)
+	}
 	if strings.HasPrefix(name, AutoSnapshotPrefix) {
 		return fmt.Errorf("invalid snapshot name %q: names starting with %s are for automatic snapshots", name, AutoSnapshotPrefix)
 	}
@@ -224,6 +227,11 @@ func (s *Service) RestoreSnapshot(ctx context.Context, box, name string, confirm
 	if err != nil {
 		return err
 	}
+	if m.Saved != nil {
+		// Resuming would load the saved state, disk included, over the
+		// restored disk.
+		return hint.New(fmt.Errorf("restoring box %s: its VM state is saved", box), fmt.Sprintf("corral stop %s discards the saved state; then restore", box))
+	}
 	sn := s.snapshotterFor(m)
 	snap, err := s.findSnapshot(ctx, sn, box, name)
 	if err != nil {
@@ -325,6 +333,9 @@ func (l *limaSnapshots) list(ctx context.Context, box string) ([]Snapshot, error
 	}
 	out := make([]Snapshot, 0, len(tags))
 	for _, t := range tags {
+		if t == SuspendTag {
+			continue // a saved box's state (suspend.go), not a user's snapshot
+		}
 		out = append(out, snapshotOf(t))
 	}
 	return out, nil

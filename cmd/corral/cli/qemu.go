@@ -89,6 +89,9 @@ func qemuMain(argv []string) int {
 			return fail("%v", err)
 		}
 		fmt.Fprintf(os.Stderr, "corral qemu: box %s: %s\n", plan.Box, plan.Describe())
+		if d := plan.DescribeResume(); d != "" {
+			fmt.Fprintf(os.Stderr, "corral qemu: box %s: %s\n", plan.Box, d)
+		}
 		// guest-conn (run by qemu per guest connection) finds the broker
 		// socket in the same state directory.
 		env = append(withoutEnv(env, paths.EnvHome), paths.EnvHome+"="+l.Home)
