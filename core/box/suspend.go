@@ -368,3 +368,15 @@ func lastLine(s string) string {
 	}
 	return s
 }
+
+// StateSaved is how a stopped box whose VM state is saved is shown.
+const StateSaved State = "Saved"
+
+// Shown is the state `corral ls` and `corral info` show: StateSaved for a
+// stopped box with a saved VM state, else State.
+func (st Status) Shown() State {
+	if st.State == StateStopped && st.Saved != nil {
+		return StateSaved
+	}
+	return st.State
+}

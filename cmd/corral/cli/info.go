@@ -150,7 +150,7 @@ func infoRun(opts *InfoOptions) error {
 	}
 	t := newTable(opts.IO.Out, opts.IO.OutTTY)
 	t.Row("box", st.Name)
-	t.Row("state", st.State)
+	t.Row("state", st.Shown())
 	t.Row("project", or(st.Project))
 	t.Row("template hash", or(st.TemplateHash))
 	t.Row("config drift", or(in.Drift))

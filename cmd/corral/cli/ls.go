@@ -94,7 +94,7 @@ func lsRun(opts *LsOptions) error {
 		if !st.LearningUntil.IsZero() {
 			network = "learning"
 		}
-		tw.Row(name, st.State, mem, st.CPUs, idle, st.Live, network, portsText(st.Ports), st.Project)
+		tw.Row(name, st.Shown(), mem, st.CPUs, idle, st.Live, network, portsText(st.Ports), st.Project)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

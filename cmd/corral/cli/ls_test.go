@@ -78,3 +78,21 @@ func TestLsSaysLearning(t *testing.T) {
 		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
 	}
 }
+
+// A stopped box whose VM state is saved shows as Saved.
+func TestLsShowsSaved(t *testing.T) {
+	list := fakeLister{
+		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1,
+			Saved: &box.Saved{Tag: box.SuspendTag}}, State: box.StateStopped},
+	}
+	ios, _, out, errOut := Test(false)
+	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+		o.Service = func() (boxLister, error) { return list, nil }
+		return lsRun(o)
+	})
+	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
+		"api-77aa01\tSaved\t- / 2GiB\t1\t-\t0\toffline\t-\t/src/api\n"
+	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
+		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 // boxStopper is what `corral stop` needs of the lifecycle service.
 type boxStopper interface {
 	Stop(ctx context.Context, box string, kind audit.Kind) error
+	Save(ctx context.Context, box string, kind audit.Kind) error
 	Sweep(ctx context.Context) ([]string, error)
 }
 
@@ -26,6 +27,9 @@ type StopOptions struct {
 	Project func() (string, error)
 	Boxes   []string
 	Idle    bool
+	// Save suspends the boxes to disk instead (qemu only): the next up
+	// resumes them.
+	Save bool
 }
 
 // NewCmdStop builds `corral stop`.
@@ -36,7 +40,7 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "stop [BOX...]",
 		Short:   "Stop boxes and their brokers (default: the project's box)",
-		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01\n  corral stop --idle",
+		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01\n  corral stop --idle\n  corral stop --save",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Boxes = args
 			if runF != nil {
@@ -46,6 +50,8 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Idle, "idle", false, "stop every idle box (no session, no activity for longer than its idle_stop)")
+	cmd.Flags().BoolVar(&opts.Save, "save", false, "save the box's running state to its disk and free its memory; corral up resumes it (qemu only; idle_action = \"save\" does it for --idle)")
+	cmd.MarkFlagsMutuallyExclusive("idle", "save")
 	return cmd
 }
 
@@ -75,6 +81,13 @@ func stopRun(opts *StopOptions) error {
 		return err
 	}
 	for _, b := range names {
+		if opts.Save {
+			if err := s.Save(ctx, b, audit.KindSave); err != nil {
+				return err
+			}
+			fmt.Fprintf(opts.IO.Out, "saved %s\n", b)
+			continue
+		}
 		if err := s.Stop(ctx, b, ""); err != nil {
 			return err
 		}

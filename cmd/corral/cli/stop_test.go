@@ -48,6 +48,10 @@ func (f *fakeStopper) Stop(_ context.Context, name string, _ audit.Kind) error {
 	f.stopped = append(f.stopped, name)
 	return nil
 }
+func (f *fakeStopper) Save(_ context.Context, name string, kind audit.Kind) error {
+	f.stopped = append(f.stopped, "save:"+name+":"+string(kind))
+	return nil
+}
 func (f *fakeStopper) Sweep(context.Context) ([]string, error) { return nil, nil }
 
 func TestStopNamesOrProject(t *testing.T) {
@@ -58,6 +62,8 @@ func TestStopNamesOrProject(t *testing.T) {
 		{[]string{"a-1", "b-2"}, "stopped a-1\nstopped b-2\n"},
 		{nil, "stopped web-3f2a1c\n"},
 		{[]string{"--idle"}, "no idle boxes\n"},
+		{[]string{"--save", "a-1"}, "saved a-1\n"},
+		{[]string{"--save"}, "saved web-3f2a1c\n"},
 	} {
 		fake := &fakeStopper{}
 		ios, _, out, errOut := Test(false)
@@ -68,6 +74,11 @@ func TestStopNamesOrProject(t *testing.T) {
 		})
 		if code, got, _ := execCmd(cmd, out, errOut, c.args...); code != 0 || got != c.want {
 			t.Errorf("stop %q: %d %q, want %q", c.args, code, got, c.want)
+		}
+		for _, s := range fake.stopped {
+			if strings.HasPrefix(s, "save:") && !strings.HasSuffix(s, ":save") {
+				t.Errorf("stop %q: %s, want audit kind save", c.args, s)
+			}
 		}
 	}
 }
