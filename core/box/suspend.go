@@ -89,7 +89,7 @@ func saveSupported(m Meta) error {
 		return nil
 	}
 	return hint.New(fmt.Errorf("saving box %s: %w (it runs on %s)", m.Name, ErrSaveUnsupported, m.VMType),
-		fmt.Sprintf(`Lima's vz driver can save a VM only when it stops (saveOnStop, macOS 14+), which corral does not use; corral stop %s stops it, or use vm_type = "qemu" for this box`, m.Name))
+		fmt.Sprintf(`Lima's vz driver has no way to save a VM's state (no suspend, and its snapshots are unimplemented in Lima 2.2): corral stop %s stops it; vm_type = "qemu" (corral rebuild) makes a box that can be saved`, m.Name))
 }
 
 // busy is the error of a save refused because the box is in use.

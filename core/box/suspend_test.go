@@ -324,7 +324,7 @@ func TestSaveUnsupportedOnVZ(t *testing.T) {
 	m.VMType = "vz"
 	must(t, WriteMeta(g.s.Layout, m))
 	err := g.s.Save(context.Background(), g.box, audit.KindSave)
-	if !errors.Is(err, ErrSaveUnsupported) || !strings.Contains(hint.Of(err), "saveOnStop") {
+	if !errors.Is(err, ErrSaveUnsupported) || !strings.Contains(hint.Of(err), "vm_type = \"qemu\"") {
 		t.Errorf("vz: %v (hint %q)", err, hint.Of(err))
 	}
 }
