@@ -20,7 +20,17 @@
 # the boot done with it, in the format this Lima uses, so Lima's host
 # agent sees the box ready; mount the 9p shares again from fstab; start
 # the corral units, which put the hide mounts, box_dirs and the git shadow
-# back.
+# back. If they cannot start, the shares are taken off again: a share is
+# never left mounted without its hide mounts.
+#
+# The box user may run both verbs (the sudo rule), at any time. So that no
+# process of the box sees a hidden path while the hide mounts are off (in
+# prepare between the units' stop and the unmount; in resume between the
+# mount and the units' start) or starts using a share after the busy
+# check, each verb runs as a transient system service (outside user.slice,
+# where every process of the box user lives: ssh sessions, tmux, agents)
+# that freezes user.slice for its whole run (systemd's cgroup freezer) and
+# thaws it at exit.
 set -eu
 
 units="corral-git-shadow.service corral-project.service"
@@ -58,10 +68,10 @@ users() {
 }
 
 remount() {
-	mount -a -t 9p
+	mount -a -t 9p || return 1
 	for u in $units; do
 		if systemctl cat "$u" >/dev/null 2>&1; then
-			systemctl start "$u"
+			systemctl start "$u" || return 1
 		fi
 	done
 }
@@ -114,13 +124,7 @@ rearm() {
 }
 
 resume() {
-	read -r now || true
-	case "$now" in
-	'' | *[!0-9]*)
-		echo "corral-suspend: resume reads the host's time (seconds) on stdin" >&2
-		exit 2
-		;;
-	esac
+	now=$(readtime)
 	date -u -s "@$now" >/dev/null
 	old_meta=$(cat "$cidata/meta-data")
 	dev=$(findmnt -n -o SOURCE --mountpoint "$cidata")
@@ -133,12 +137,56 @@ resume() {
 	rearm /run/lima-ssh-ready
 	rearm /run/lima-fuse-ready
 	rearm /run/lima-boot-done
-	remount
+	if ! remount; then
+		ninep | tac | while IFS= read -r t; do
+			umount -R "$t" 2>/dev/null || umount -R -l "$t" 2>/dev/null || true
+		done
+		echo "corral-suspend: the corral units did not start; the shares stay unmounted" >&2
+		exit 1
+	fi
+}
+
+# frozen VERB: VERB with user.slice frozen, from a system service.
+frozen() {
+	case "$(cat /proc/self/cgroup)" in
+	*/user.slice*)
+		echo "corral-suspend: $1 runs as a system service, not from a user session" >&2
+		exit 2
+		;;
+	esac
+	systemctl freeze user.slice
+	trap 'systemctl thaw user.slice' EXIT
+	"$1"
+}
+
+# readtime: the host's time from stdin, digits only, printed back.
+readtime() {
+	read -r now || true
+	case "$now" in
+	'' | *[!0-9]*)
+		echo "corral-suspend: resume reads the host's time (seconds) on stdin" >&2
+		exit 2
+		;;
+	esac
+	printf '%s\n' "$now"
+}
+
+# system VERB [STDIN]: VERB-frozen as a transient system service; its
+# output and exit status pass through.
+system() {
+	printf '%s' "${2:-}" | systemd-run --quiet --pipe --wait --collect --service-type=exec \
+		--unit="corral-suspend-$1-$$" -- "$0" "$1-frozen"
 }
 
 case "${1:-}" in
-prepare) prepare ;;
-resume) resume ;;
+prepare) system prepare ;;
+resume)
+	t=$(readtime)
+	system resume "$t
+"
+	;;
+prepare-frozen) frozen prepare ;;
+resume-frozen) frozen resume ;;
 *)
 	echo "usage: corral-suspend prepare|resume" >&2
 	exit 2
