@@ -301,6 +301,10 @@ echo "value=$E2E_SECRET"`
 		x.t = t
 		doctorChecks(t, x)
 	})
+	t.Run("stop --save and up resume the box", func(t *testing.T) {
+		x.t = t
+		suspendResume(t, x)
+	})
 	t.Run("the menu-bar app shows the box and stops it", func(t *testing.T) {
 		x.t = t
 		// The snapshot below keeps a file written before this stop (one
@@ -317,7 +321,9 @@ echo "value=$E2E_SECRET"`
 				t.Errorf("after stop: %+v", e)
 			}
 		}
+		boot := time.Now()
 		x.ok("up")
+		logWarmBoot(t, x, time.Since(boot))
 		if got := x.ok("run", "--", "cat", "out.txt"); got != "written in the box\n" {
 			t.Errorf("after restart cat = %q", got)
 		}
