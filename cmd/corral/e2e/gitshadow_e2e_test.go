@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,33 +38,20 @@ func snapshotGitDir(t *testing.T, dir string) map[string]string {
 	return m
 }
 
-// TestGitShadow runs one box on a git project (network full, so the box
-// user has sudo: guest root) and proves that nothing in the box can change
-// what the host's git executes. One box for every subtest; it adds about
-// one TCG boot (plus the golden image's when run alone). The opt-out
-// (git_shadow = false) and the host guard are proved on TestHostFunnel's
-// box (gitGuardOptOut), which has it from the start: no second boot.
-func TestGitShadow(t *testing.T) {
-	base := setup(t)
-	proj := filepath.Join(filepath.Dir(base.project), "projg")
-	must(t, os.MkdirAll(proj, 0o755))
-	x := &h{t: t, bin: base.bin, home: base.home, project: proj, env: base.env}
-	out := x.ok("config", "show", "--json")
-	var cfg struct{ Box string }
-	must(t, json.Unmarshal([]byte(out), &cfg))
-	x.box = cfg.Box
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "start"}} {
-		if o, err := hostGit(t, proj, args...); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, o)
-		}
-	}
+// gitShadowSubtests prove, on a running box of a git project (network
+// full, so the box user has sudo: guest root), that nothing in the box can
+// change what the host's git executes. before is snapshotGitDir of the
+// host's .git, taken after the last thing the host itself did to it. They
+// run on TestPullCloneAndAgentState's box A after its pull (no boot of
+// their own, about 30 s); the last one unmounts the shadow as guest root,
+// so the box's git is read-only afterwards. The opt-out (git_shadow =
+// false) and the host guard are proved on TestHostFunnel's box
+// (gitGuardOptOut), which has it from the start.
+func gitShadowSubtests(t *testing.T, x *h, before map[string]string) {
+	proj := x.project
 	gitDir := filepath.Join(proj, ".git")
-	before := snapshotGitDir(t, gitDir)
 	marker := filepath.Join(filepath.Dir(proj), "git-shadow-pwned")
 	hostile := "touch " + marker + "; false"
-	defer x.corral("rm", "-f")
-
-	x.ok("up")
 	pidB, err := os.ReadFile(filepath.Join(x.home, "lima", x.box, "qemu.pid"))
 	must(t, err)
 	pid := strings.TrimSpace(string(pidB))
@@ -105,7 +91,7 @@ git config core.fsmonitor "$1"
 printf '#!/bin/sh\n%s\n' "$1" > .git/hooks/pre-commit
 chmod +x .git/hooks/pre-commit
 git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c user.name=box -c user.email=box@example.test commit -q --allow-empty -m "from the box"
-git branch feature
+git branch from-the-box
 git stash list >/dev/null
 echo made-in-box > box.txt
 git log --oneline | wc -l`

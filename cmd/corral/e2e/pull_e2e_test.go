@@ -20,6 +20,7 @@ import (
 //   - Pull: commits made in A arrive on the host as refs/remotes/corral/A/*
 //     after `corral pull`, and nothing else in the host's .git/config,
 //     hooks/ or local branches changed.
+//   - The git shadow (gitShadowSubtests) on A, after the pull.
 //   - Broker mode (B's repository asks for it): no sudo in the box.
 //   - Clone: B sees the committed tree, not the host's uncommitted files,
 //     and writes nothing into the host work tree; its commits come back
@@ -82,8 +83,11 @@ func TestPullCloneAndAgentState(t *testing.T) {
 		if out := a.ok("pull"); !strings.Contains(out, "nothing new") {
 			t.Errorf("second pull:\n%s", out)
 		}
-		a.ok("stop")
 	})
+
+	// The git shadow, proved on the same running box (it saves a boot).
+	gitShadowSubtests(t, a, snapshotGitDir(t, filepath.Join(a.project, ".git")))
+	a.ok("stop")
 
 	t.Run("box B does not see box A's hook; the template is unchanged", func(t *testing.T) {
 		b.t = t
