@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -90,13 +89,7 @@ func (s *Service) AddPort(ctx context.Context, box string, p config.Port) error 
 	argv = append(argv[:len(argv)-1:len(argv)-1], "-o", "ControlPath="+sock, "-O", "forward", "-L", spec, host)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var cmd *exec.Cmd
-	if s.GuestCommand != nil {
-		cmd = s.GuestCommand(cctx, argv)
-	} else {
-		cmd = exec.CommandContext(cctx, argv[0], argv[1:]...)
-		cmd.Env = masterEnviron()
-	}
+	cmd := s.guestCmd(cctx, argv, masterEnviron())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return hint.New(fmt.Errorf("forwarding %s to box %s: %w: %s", p, box, err, firstLine(strings.TrimSpace(string(out)))),
 			fmt.Sprintf("is 127.0.0.1:%d free on this host? the port is in the box's config: it is forwarded at the next start (corral stop %s && corral up)", p.Host, box))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -147,12 +146,7 @@ func (s *Service) guestRepo(ctx context.Context, box, op, dir string, haves []st
 	argv = append(argv, "-o", "LogLevel=ERROR", "-T", "--", strings.Join(remote, " "))
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	var cmd *exec.Cmd
-	if s.GuestCommand != nil {
-		cmd = s.GuestCommand(ctx, argv)
-	} else {
-		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
-	}
+	cmd := s.guestCmd(ctx, argv, nil)
 	// Once ctx is done, Wait gives the pipes this long, then closes them:
 	// nothing left writing (a grandchild of a test's sh) can hold it.
 	cmd.WaitDelay = 5 * time.Second

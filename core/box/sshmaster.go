@@ -55,6 +55,27 @@ func masterAlive(sock string) bool {
 	return true
 }
 
+// guestCmd is the ssh process of a non-interactive guest command: the
+// test's GuestCommand when it is set, else argv run with env (nil:
+// corral's own environment).
+func (s *Service) guestCmd(ctx context.Context, argv, env []string) *exec.Cmd {
+	if s.GuestCommand != nil {
+		return s.GuestCommand(ctx, argv)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	return cmd
+}
+
+// lastLine is the last non-empty line of a command's output, trimmed.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
 // masterEnviron is the whole environment of a master: what ssh needs to
 // find the user's files, nothing else.
 func masterEnviron() []string {

@@ -332,13 +332,7 @@ func (s *Service) guestSuspend(ctx context.Context, box, verb, stdin string) err
 		"sudo -n "+guest.SuspendPath+" "+verb)
 	ctx, cancel := context.WithTimeout(ctx, guestSuspendTimeout)
 	defer cancel()
-	var cmd *exec.Cmd
-	if s.GuestCommand != nil {
-		cmd = s.GuestCommand(ctx, argv)
-	} else {
-		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = masterEnviron()
-	}
+	cmd := s.guestCmd(ctx, argv, masterEnviron())
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr bytes.Buffer
@@ -359,14 +353,6 @@ func (s *Service) guestSuspend(ctx context.Context, box, verb, stdin string) err
 		return fmt.Errorf("corral-suspend %s: %w: %s", verb, err, msg)
 	}
 	return fmt.Errorf("corral-suspend %s: %w", verb, err)
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }
 
 // StateSaved is how a stopped box whose VM state is saved is shown.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -57,23 +56,14 @@ func (s *Service) guestScript(ctx context.Context, name, script string, limit in
 	argv = append(argv, "-o", "LogLevel=ERROR", "-T", "--", "sh -s")
 	ctx, cancel := context.WithTimeout(ctx, toolregTimeout)
 	defer cancel()
-	var cmd *exec.Cmd
-	if s.GuestCommand != nil {
-		cmd = s.GuestCommand(ctx, argv)
-	} else {
-		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
-	}
+	cmd := s.guestCmd(ctx, argv, nil)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = strings.NewReader(script)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &capWriter{w: &stdout, left: limit}
 	cmd.Stderr = &capWriter{w: &stderr, left: guestStderrCap}
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
-		if msg != "" {
+		if msg := lastLine(stderr.String()); msg != "" {
 			return nil, fmt.Errorf("running a script in %s: %w: %s", name, err, display.Text(msg, 200))
 		}
 		return nil, fmt.Errorf("running a script in %s: %w", name, err)
