@@ -1,13 +1,10 @@
 package box
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
 
 // suspendRig is a box under test for save and resume: a fake limactl that
@@ -121,66 +119,40 @@ func (g *suspendRig) guestCommand(ctx context.Context, argv []string) *exec.Cmd 
 	return cmd
 }
 
-// serveQMP answers QMP on the instance's qmp.sock until the test ends.
+// serveQMP answers QMP on the instance's qmp.sock until the test ends
+// (qmptest.Serve): it records each command, keeps the disk's snapshot
+// tags for savevm and delvm, and quit ends the connection.
 func (g *suspendRig) serveQMP() {
-	l, err := net.Listen("unix", filepath.Join(g.dir, "qmp.sock"))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	g.t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go g.qmpConn(c)
-		}
-	}()
+	qmptest.Serve(g.t, filepath.Join(g.dir, "qmp.sock"), `{"QMP": {"version": {}, "capabilities": []}}`, g.qmpAnswer)
 }
 
-func (g *suspendRig) qmpConn(c net.Conn) {
-	defer c.Close()
-	_, _ = io.WriteString(c, `{"QMP": {"version": {}, "capabilities": []}}`+"\n")
-	r := bufio.NewReader(c)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var req struct {
-			Execute   string            `json:"execute"`
-			Arguments map[string]string `json:"arguments"`
-		}
-		_ = json.Unmarshal(line, &req)
-		name := req.Execute
-		if name == "human-monitor-command" {
-			name = req.Arguments["command-line"]
-		}
-		g.mu.Lock()
-		g.qmp = append(g.qmp, name)
-		out := ""
-		if strings.HasPrefix(name, "savevm ") {
-			out = g.saveOut
-			if out == "" {
-				g.tags = append(g.tags, strings.TrimPrefix(name, "savevm "))
-			}
-		}
-		if strings.HasPrefix(name, "delvm ") {
-			tag := strings.TrimPrefix(name, "delvm ")
-			g.tags = slices.DeleteFunc(g.tags, func(t string) bool { return t == tag })
-		}
-		g.mu.Unlock()
-		switch {
-		case name == "quit":
-			return
-		case req.Execute == "human-monitor-command":
-			b, _ := json.Marshal(map[string]string{"return": out})
-			_, _ = c.Write(append(b, '\n'))
-		default:
-			_, _ = io.WriteString(c, `{"return": {}}`+"\n")
+func (g *suspendRig) qmpAnswer(execute string, args map[string]any) []string {
+	name := execute
+	if name == "human-monitor-command" {
+		name, _ = args["command-line"].(string)
+	}
+	g.mu.Lock()
+	g.qmp = append(g.qmp, name)
+	out := ""
+	if strings.HasPrefix(name, "savevm ") {
+		out = g.saveOut
+		if out == "" {
+			g.tags = append(g.tags, strings.TrimPrefix(name, "savevm "))
 		}
 	}
+	if strings.HasPrefix(name, "delvm ") {
+		tag := strings.TrimPrefix(name, "delvm ")
+		g.tags = slices.DeleteFunc(g.tags, func(t string) bool { return t == tag })
+	}
+	g.mu.Unlock()
+	switch {
+	case name == "quit":
+		return []string{qmptest.Close}
+	case execute == "human-monitor-command":
+		b, _ := json.Marshal(map[string]string{"return": out})
+		return []string{string(b)}
+	}
+	return []string{`{"return": {}}`}
 }
 
 func (g *suspendRig) calls() string {

@@ -1,27 +1,26 @@
 package qmp
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
 
 // closeConn, as an answer, makes the fake close the connection (qemu
 // exiting).
-const closeConn = "<close>"
+const closeConn = qmptest.Close
 
-const greeting = `{"QMP": {"version": {"qemu": {"micro": 0, "minor": 2, "major": 7}, "package": ""}, "capabilities": ["oob"]}}`
+const greeting = qmptest.Greeting
 
-// fakeQemu serves one connection on a unix socket in a temp dir: it sends
-// greet, then answers each command with answer(execute, arguments). The
-// commands it got are sent on cmds.
+// fakeQemu serves QMP on a unix socket in a temp dir (qmptest.Serve): it
+// sends greet, then answers each command with answer(execute, arguments).
+// The commands it got are sent on cmds.
 func fakeQemu(t *testing.T, greet string, answer func(cmd string, args map[string]any) []string) (string, <-chan string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "qmp") // short: unix socket paths are capped
@@ -30,46 +29,11 @@ func fakeQemu(t *testing.T, greet string, answer func(cmd string, args map[strin
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "qmp.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	cmds := make(chan string, 16)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		if greet != "" {
-			_, _ = c.Write([]byte(greet + "\n"))
-		}
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			var req struct {
-				Execute   string         `json:"execute"`
-				Arguments map[string]any `json:"arguments"`
-			}
-			if err := json.Unmarshal(line, &req); err != nil {
-				t.Errorf("bad request %q: %v", line, err)
-				return
-			}
-			cmds <- req.Execute
-			for _, a := range answer(req.Execute, req.Arguments) {
-				if a == closeConn {
-					return
-				}
-				if _, err := c.Write([]byte(a + "\n")); err != nil {
-					return
-				}
-			}
-		}
-	}()
+	qmptest.Serve(t, sock, greet, func(cmd string, args map[string]any) []string {
+		cmds <- cmd
+		return answer(cmd, args)
+	})
 	return sock, cmds
 }
 
