@@ -66,6 +66,17 @@ idle_stop = "30m"
 	return x
 }
 
+// argvCount is a guest shell command that prints how many processes in
+// the box have the value of the variable name in their argv. grep reads
+// the value from a here-document on fd 3, not from its argv, so the count
+// is of other processes only (a pattern in grep's own argv is counted or
+// not depending on whether grep has exec'd when the loop reads /proc).
+func argvCount(name string) string {
+	return `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null; echo; done | grep -c -F -f /dev/fd/3 3<<EOF || true
+$` + name + `
+EOF`
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -206,13 +217,7 @@ func TestBoxLifecycle(t *testing.T) {
 		secret := fmt.Sprintf("e2e-secret-%d", time.Now().UnixNano())
 		// The guest command scans every process's argv in the box for the
 		// value while the session runs, then prints the variable.
-		// grep reads the value from a here-document on fd 3, not from its
-		// argv, so the count is of other processes only (a pattern in
-		// grep's own argv is counted or not depending on whether grep has
-		// exec'd when the loop reads /proc).
-		script := `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null; echo; done | grep -c -F -f /dev/fd/3 3<<EOF || true
-$E2E_SECRET
-EOF
+		script := argvCount("E2E_SECRET") + `
 echo "value=$E2E_SECRET"`
 		// The host side: scan the argv of this user's processes while the
 		// session runs.
