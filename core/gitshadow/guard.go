@@ -221,7 +221,7 @@ func legacyRoots(fp *Fingerprint) {
 			delete(fp.Files, p)
 		}
 	}
-	if fp.Project != "" {
+	if _, ok := fp.Files[dotGit]; ok && fp.Project != "" {
 		fp.ProjectDir = &DirID{Path: fp.Project}
 	}
 	fp.Mode = Frozen

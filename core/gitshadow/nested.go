@@ -170,6 +170,9 @@ func parseGitlinks(b []byte, hashLen int) (map[string]bool, error) {
 			}
 			off += 2
 		}
+		if off >= len(b) {
+			return nil, errors.New("truncated index entry")
+		}
 		var name string
 		if version == 4 {
 			strip, k, ok := varint(b[off:])
