@@ -461,9 +461,18 @@ func hostileOps(t testing.TB, repo string, h hostileHome, ops []byte, text []byt
 		"logs/HEAD", "objects/ab/config", "sub.lock", "a/b/c/d"}
 	targets := h.targets(repo)
 	for i := 0; i+2 < len(ops); i += 3 {
-		p := filepath.Join(gd, names[int(ops[i+1])%len(names)])
+		rel := names[int(ops[i+1])%len(names)]
 		target := targets[int(ops[i+2])%len(targets)]
+		// The box writes inside the project only: its writes never
+		// follow a link (one it planted points elsewhere in the guest).
+		if !boxWritable(gd, rel) {
+			continue
+		}
+		p := filepath.Join(gd, rel)
 		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() && ops[i]%8 != 2 {
+			_ = os.RemoveAll(p)
+		}
 		switch ops[i] % 8 {
 		case 0:
 			_ = os.RemoveAll(p)
@@ -491,12 +500,26 @@ func hostileOps(t testing.TB, repo string, h hostileHome, ops []byte, text []byt
 			prev := "config"
 			for j := 0; j < 12; j++ {
 				next := fmt.Sprintf("inc%d", j)
+				_ = os.RemoveAll(filepath.Join(gd, prev))
 				_ = os.WriteFile(filepath.Join(gd, prev), fmt.Appendf(nil, "[include]\n\tpath = %s\n", next), 0o644)
 				prev = next
 			}
+			_ = os.RemoveAll(filepath.Join(gd, prev))
 			_ = os.WriteFile(filepath.Join(gd, prev), fmt.Appendf(nil, "[include]\n\tpath = %s\n", target), 0o644)
 		}
 	}
+}
+
+// boxWritable reports whether no parent of rel under gd is a symlink or
+// a non-directory.
+func boxWritable(gd, rel string) bool {
+	for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+		fi, err := os.Lstat(filepath.Join(gd, d))
+		if err == nil && !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // guardInvariants records a hand-made repository, applies ops, reverts,
