@@ -49,7 +49,11 @@ const (
 	// KindGitGuard: the host guard reverted a change to what git executes
 	// from a box's project (core/gitshadow).
 	KindGitGuard Kind = "git-guard"
-	KindPull     Kind = "pull"
+	// KindNestedGit: a box's project holds git repositories other than its
+	// own that are not submodules (gitshadow.FindNested): host git run in
+	// one would use the config the box wrote.
+	KindNestedGit Kind = "nested-git"
+	KindPull      Kind = "pull"
 	// KindLearn: a box's learning window started or ended (core/approval).
 	KindLearn Kind = "learn"
 )

@@ -368,7 +368,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	}
 
 	out = append(out, agentStateCheck(m, opt.Resolved))
-	out = append(out, s.gitGuardCheck(m))
+	out = append(out, s.gitGuardCheck(m), nestedCheck(m))
 
 	if st.State != StateRunning {
 		return out

@@ -1,26 +1,48 @@
 package box
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/lima"
 )
 
-// GitGuarded reports whether the host guard watches a box's repository:
-// whenever the box could write the project's git directory, that is with
-// the opt-out (git_shadow = false) or where only the guest enforces the
-// read-only share (macOS, any driver but Linux qemu, or a project not
-// served by qemu's own 9p: reverse-sshfs's sftp-server and virtiofs's
-// virtiofsd run outside qemu's namespace). Where the host enforces it
-// (Linux, qemu, 9p) only the user can change .git, and reverting the
-// user's own `git config` would be wrong.
-func GitGuarded(m Meta, goos string) bool {
+// GitGuardMode decides how the host guard watches a box's repository
+// (the one place this is decided):
+//
+//   - gitshadow.Commits with the opt-out (git_shadow = false): the user lets
+//     the box commit into the host repository, so refs, HEAD, the index and
+//     objects may change; what makes git run or substitute something is
+//     reverted.
+//   - gitshadow.Frozen where only the guest enforces the read-only share
+//     (macOS, any driver but Linux qemu, or a project not served by qemu's
+//     own 9p: reverse-sshfs's sftp-server and virtiofs's virtiofsd run
+//     outside qemu's namespace): the box was never meant to write .git, so
+//     every change is reverted.
+//   - "" (not guarded) where the host enforces it (Linux, qemu, 9p): only
+//     the user can change .git, and reverting the user's own `git config`
+//     would be wrong.
+func GitGuardMode(m Meta, goos string) gitshadow.Mode {
 	served9p := m.MountType == "9p" || m.MountType == "" // "": metadata from before mount_type was recorded (9p was the only Linux default)
-	return m.GitShadowOff || goos != "linux" || m.VMType != "qemu" || !served9p
+	switch {
+	case m.GitShadowOff:
+		return gitshadow.Commits
+	case goos != "linux" || m.VMType != "qemu" || !served9p:
+		return gitshadow.Frozen
+	}
+	return ""
 }
+
+// GitGuarded reports whether the host guard watches a box's repository:
+// whenever the box could write the project's git directory.
+func GitGuarded(m Meta, goos string) bool { return GitGuardMode(m, goos) != "" }
 
 // GitGuardReport is one box's guard result: what changed in what git
 // executes while the box could write it, and whether it was reverted.
@@ -30,8 +52,10 @@ type GitGuardReport struct {
 	Err     error // nil: every change was reverted
 }
 
-func (s *Service) gitGuard(box string) gitshadow.Guard {
-	return gitshadow.Guard{Dir: s.Layout.GitGuardDir(box)}
+// gitGuard is a box's guard; Mode matters only to Record (a recorded
+// fingerprint carries its mode).
+func (s *Service) gitGuard(m Meta) gitshadow.Guard {
+	return gitshadow.Guard{Dir: s.Layout.GitGuardDir(m.Name), Mode: GitGuardMode(m, runtime.GOOS)}
 }
 
 // armGitGuard records the fingerprint when a session starts. With one
@@ -42,7 +66,7 @@ func (s *Service) armGitGuard(m Meta) {
 	if !GitGuarded(m, runtime.GOOS) || m.Project == "" {
 		return
 	}
-	g := s.gitGuard(m.Name)
+	g := s.gitGuard(m)
 	if g.Armed() {
 		s.guardGit(m, false)
 		return
@@ -55,15 +79,17 @@ func (s *Service) armGitGuard(m Meta) {
 // guardGit checks one armed box, reverts and audits what changed; with
 // disarm (the box stopped) it then forgets the fingerprint.
 func (s *Service) guardGit(m Meta, disarm bool) *GitGuardReport {
-	g := s.gitGuard(m.Name)
+	g := s.gitGuard(m)
 	if !g.Armed() {
 		return nil
 	}
 	var rep *GitGuardReport
 	changes, err := g.Check()
 	if err != nil || len(changes) > 0 {
-		if err == nil {
-			err = g.Revert(changes, s.now())
+		// Changes come with an error too (a flood stops the scan after the
+		// recorded files): revert what was found.
+		if len(changes) > 0 {
+			err = errors.Join(err, g.Revert(changes, s.now()))
 		}
 		rep = &GitGuardReport{Box: m.Name, Changes: changes, Err: err}
 		fields := map[string]any{"project": m.Project, "reverted": err == nil}
@@ -93,7 +119,7 @@ func (s *Service) gitGuardCheck(m Meta) Check {
 	if m.GitShadowOff {
 		how = "git_shadow = false: the box may write .git"
 	}
-	g := s.gitGuard(m.Name)
+	g := s.gitGuard(m)
 	if !g.Armed() {
 		return pass(name, how+"; the host guard arms at the next session")
 	}
@@ -117,7 +143,7 @@ func (s *Service) GuardGit() []GitGuardReport {
 	metas, _ := ListMeta(s.Layout)
 	var out []GitGuardReport
 	for _, m := range metas {
-		if !s.gitGuard(m.Name).Armed() {
+		if !s.gitGuard(m).Armed() {
 			continue
 		}
 		st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
@@ -126,4 +152,80 @@ func (s *Service) GuardGit() []GitGuardReport {
 		}
 	}
 	return out
+}
+
+// nestedRepos looks for git repositories the box may have made inside the
+// project (gitshadow.FindNested, bounded). Not a repository, or a project
+// that cannot be read, finds none.
+func nestedRepos(m Meta) gitshadow.NestedResult {
+	if m.Project == "" {
+		return gitshadow.NestedResult{}
+	}
+	d, err := gitshadow.Find(m.Project)
+	if err != nil {
+		return gitshadow.NestedResult{}
+	}
+	res, _ := gitshadow.FindNested(context.Background(), d, gitshadow.NestedLimits{})
+	return res
+}
+
+// maxNestedShown caps the nested repositories named in one message.
+const maxNestedShown = 5
+
+// nestedText says where the nested repositories are and why they matter;
+// the paths are box-written, sanitised for the terminal.
+func nestedText(m Meta, res gitshadow.NestedResult) string {
+	var list []string
+	for i, n := range res.Repos {
+		if i == maxNestedShown {
+			list = append(list, fmt.Sprintf("and %d more", len(res.Repos)-i))
+			break
+		}
+		list = append(list, display.Text(n.Rel, 120))
+	}
+	more := ""
+	if res.Truncated {
+		more = " (the search stopped at its limit: there may be more)"
+	}
+	return fmt.Sprintf("%d git repositories inside %s are not the project's own or its submodules: %s%s; host git run inside them uses the config and hooks the box wrote there",
+		len(res.Repos), display.Text(m.Project, 200), strings.Join(list, ", "), more)
+}
+
+// nestedFix is what the user does about them.
+func nestedFix(m Meta, res gitshadow.NestedResult) string {
+	if len(res.Repos) == 0 {
+		return ""
+	}
+	return "do not run git inside them on the host; look and remove each .git you did not make (rm -rf " + display.Text(shellQuote(filepath.Join(m.Project, res.Repos[0].Rel, ".git")), 300) + ")"
+}
+
+// reportNested warns about and audits the nested repositories of m's
+// project: at box stop and after corral pull.
+func (s *Service) reportNested(m Meta, when string) {
+	res := nestedRepos(m)
+	if len(res.Repos) == 0 {
+		return
+	}
+	s.progress("corral: WARNING: box %s: %s\nhint: %s", m.Name, nestedText(m, res), nestedFix(m, res))
+	var rels []string
+	for _, n := range res.Repos {
+		rels = append(rels, n.Rel)
+	}
+	s.audit(audit.Event{Kind: audit.KindNestedGit, Box: m.Name, Fields: map[string]any{
+		"project": m.Project, "repos": rels, "truncated": res.Truncated, "when": when,
+	}})
+}
+
+// nestedCheck is doctor's view of nested repositories.
+func nestedCheck(m Meta) Check {
+	const name = "nested repositories"
+	res := nestedRepos(m)
+	if len(res.Repos) == 0 {
+		detail := "no git repository inside the project but its own and its submodules"
+		if res.Truncated {
+			detail += " (the search stopped at its limit)"
+		}
+		return pass(name, detail)
+	}
+	return fail(name, nestedText(m, res), nestedFix(m, res))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/paths"
 )
 
@@ -28,6 +29,29 @@ func TestGitGuarded(t *testing.T) {
 	} {
 		if got := GitGuarded(tt.m, tt.goos); got != tt.want {
 			t.Errorf("GitGuarded(%+v, %s) = %v", tt.m, tt.goos, got)
+		}
+	}
+}
+
+// TestGitGuardMode: the opt-out lets the box commit (Commits); a share
+// only the guest enforces was never meant to be written (Frozen).
+func TestGitGuardMode(t *testing.T) {
+	for _, tt := range []struct {
+		m    Meta
+		goos string
+		want gitshadow.Mode
+	}{
+		{Meta{VMType: "qemu"}, "linux", ""},
+		{Meta{VMType: "qemu", MountType: "9p"}, "linux", ""},
+		{Meta{VMType: "qemu", GitShadowOff: true}, "linux", gitshadow.Commits},
+		{Meta{VMType: "vz", GitShadowOff: true}, "darwin", gitshadow.Commits},
+		{Meta{VMType: "vz"}, "darwin", gitshadow.Frozen},
+		{Meta{VMType: "qemu"}, "darwin", gitshadow.Frozen},
+		{Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", gitshadow.Frozen},
+		{Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", gitshadow.Frozen},
+	} {
+		if got := GitGuardMode(tt.m, tt.goos); got != tt.want {
+			t.Errorf("GitGuardMode(%+v, %s) = %q, want %q", tt.m, tt.goos, got, tt.want)
 		}
 	}
 }
@@ -70,7 +94,7 @@ func TestGuardGitRevertsAndAudits(t *testing.T) {
 		t.Errorf("audit %+v %v", evs, err)
 	}
 	// The box is not running: that check disarmed the guard.
-	if s.gitGuard(m.Name).Armed() {
+	if s.gitGuard(m).Armed() {
 		t.Error("guard still armed for a stopped box")
 	}
 }

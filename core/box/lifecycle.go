@@ -493,6 +493,7 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 	// The box can no longer write the project: a last check, then the
 	// fingerprint is forgotten (the next session records a new one).
 	s.guardGit(m, true)
+	s.reportNested(m, "stop")
 	// Approvals "for this session" end with the box's run.
 	if err := approval.ClearSession(s.Layout, box); err != nil {
 		s.Logger.Warn("clearing session approvals", "box", box, "err", err)

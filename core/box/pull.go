@@ -77,6 +77,7 @@ func (s *Service) Pull(ctx context.Context, box string, opt PullOptions) (hostgi
 	s.audit(audit.Event{Kind: audit.KindPull, Box: box, Fields: map[string]any{
 		"bundle_bytes": b.Size, "branches": len(b.Heads), "updated": len(res.Updates), "new_commits": res.NewCommits,
 	}})
+	s.reportNested(m, "pull")
 	return res, nil
 }
 

@@ -148,6 +148,7 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 	s.endVM(ctx, box)
 	s.StopBroker(&m)
 	s.guardGit(m, true)
+	s.reportNested(m, "save")
 	if err := approval.ClearSession(s.Layout, box); err != nil {
 		s.Logger.Warn("clearing session approvals", "box", box, "err", err)
 	}

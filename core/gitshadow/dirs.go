@@ -24,11 +24,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // MaxGitFile caps a ".git" file or a "commondir" file (a path and a newline).
@@ -131,17 +132,11 @@ func Find(project string) (Dirs, error) {
 
 // readPointer reads a small one-line file ("gitdir: PATH" or "PATH").
 func readPointer(path, prefix string) (string, error) {
-	f, err := os.Open(path)
+	// A FIFO or device the box put there is refused, never opened
+	// blocking.
+	b, err := untrusted.ReadFile(path, MaxGitFile)
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxGitFile+1))
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(b) > MaxGitFile {
-		return "", fmt.Errorf("reading %s: larger than %d bytes", path, MaxGitFile)
 	}
 	line, _, _ := bytes.Cut(b, []byte("\n"))
 	s := strings.TrimRight(string(line), "\r")

@@ -3,6 +3,7 @@ package gitshadow
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,20 +140,39 @@ func TestGuardHooksAndInfo(t *testing.T) {
 	})
 }
 
-// An include the repository config names is watched: changing the included
-// file (inside the project, where the box can write it) is reverted too.
+// An include inside the git directory is watched: changing the included
+// file is reverted. An include the user's config names outside it (here,
+// a file in the work tree) is never watched, read or touched.
 func TestGuardIncludedFile(t *testing.T) {
 	repo := newRepo(t)
-	inc := filepath.Join(repo, "team.gitconfig")
+	inc := filepath.Join(repo, ".git", "team.gitconfig")
 	_ = os.WriteFile(inc, []byte("[user]\n\tname = x\n"), 0o644)
-	git(t, repo, "config", "include.path", "../team.gitconfig")
-	cond := filepath.Join(repo, "cond.gitconfig")
-	_ = os.WriteFile(cond, []byte(""), 0o644)
-	git(t, repo, "config", "includeIf.onbranch:main.path", cond)
-	g := armed(t, repo)
-	for _, f := range []string{inc, cond} {
-		_ = os.WriteFile(f, []byte("[core]\n\tfsmonitor = touch /tmp/pwned\n"), 0o644)
-		revertAndCheck(t, g, f)
+	git(t, repo, "config", "include.path", "team.gitconfig")
+	deep := filepath.Join(repo, ".git", "refs", "heads", "deep.gitconfig") // unwatched in Commits mode, but included
+	_ = os.WriteFile(inc, []byte("[include]\n\tpath = refs/heads/deep.gitconfig\n"), 0o644)
+	_ = os.WriteFile(deep, []byte(""), 0o644)
+	outside := filepath.Join(repo, "work.gitconfig")
+	_ = os.WriteFile(outside, []byte(""), 0o644)
+	git(t, repo, "config", "--add", "includeIf.onbranch:main.path", "../work.gitconfig")
+	for _, mode := range []Mode{Frozen, Commits} {
+		t.Run(string(mode), func(t *testing.T) {
+			g := Guard{Dir: filepath.Join(t.TempDir(), "guard"), Mode: mode}
+			if err := g.Record(repo, t0); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{inc, deep} {
+				_ = os.WriteFile(f, []byte("[core]\n\tfsmonitor = touch /tmp/pwned\n"), 0o644)
+				revertAndCheck(t, g, f)
+			}
+			_ = os.WriteFile(outside, []byte("[core]\n\tfsmonitor = touch /tmp/pwned\n"), 0o644)
+			if ch, err := g.Check(); err != nil || len(ch) != 0 {
+				t.Errorf("outside include watched: %v %v", ch, err)
+			}
+			fp, _ := g.Load()
+			if !slices.Contains(fp.Outside, "../work.gitconfig") {
+				t.Errorf("Outside = %v", fp.Outside)
+			}
+		})
 	}
 }
 

@@ -132,3 +132,42 @@ type FileError struct {
 
 func (e *FileError) Error() string { return e.Path + ": " + e.What }
 func (e *FileError) Unwrap() error { return e.Err }
+
+// ReadFileIn reads the regular file name inside root, at most limit bytes,
+// never following a symbolic link in its last component (the Root keeps
+// every other component inside root). It refuses what ReadFile refuses, in
+// the same order, and also a file that is not the one its Lstat saw (a
+// swap between the two). A missing file returns an error that wraps
+// fs.ErrNotExist.
+func ReadFileIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	lfi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(name, lfi, limit); err != nil {
+		return nil, err
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil {
+		err = check(name, fi, limit)
+	}
+	if err == nil && !os.SameFile(lfi, fi) {
+		err = &FileError{Path: name, What: "was replaced while it was read", Err: ErrNotRegular}
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, &FileError{Path: name, What: fmt.Sprintf("larger than %d bytes", limit), Err: ErrTooLarge}
+	}
+	return b, nil
+}
