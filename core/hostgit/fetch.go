@@ -146,7 +146,7 @@ func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, allo
 	}
 	defer q.remove()
 	if info.Objects > 0 {
-		if err := q.indexPack(ctx, b, lim); err != nil {
+		if err := q.indexPack(ctx, b, lim, !allow); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", ErrBundle, err)
 		}
 	}

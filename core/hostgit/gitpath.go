@@ -29,20 +29,31 @@ const (
 // that is .gitmodules or .git as git's own fsck rules see them on any
 // file system (is_hfs_dotgit, is_ntfs_dotgit, is_hfs_dotgitmodules,
 // is_ntfs_dotgitmodules), made stricter where that was simpler: every
-// Unicode case fold counts, and a backslash also splits components.
-func classifyPath(path, mode string) (ChangeKind, bool) {
-	for _, comp := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '\\' }) {
-		switch {
-		case isDotGit(comp):
-			return KindDotGit, true
-		case isDotGitmodules(comp):
-			return KindGitmodules, true
+// Unicode case fold counts, and a backslash also splits components. at is
+// the path up to the component that matched (the whole path for a
+// gitlink): one entry for a .git directory, not one per file in it.
+func classifyPath(path, mode string) (kind ChangeKind, at string, ok bool) {
+	end := 0
+	for end < len(path) {
+		i := strings.IndexAny(path[end:], "/\\")
+		next := len(path)
+		if i >= 0 {
+			next = end + i
 		}
+		comp := path[end:next]
+		switch {
+		case comp == "":
+		case isDotGit(comp):
+			return KindDotGit, path[:next], true
+		case isDotGitmodules(comp):
+			return KindGitmodules, path[:next], true
+		}
+		end = next + 1
 	}
 	if mode == "160000" {
-		return KindGitlink, true
+		return KindGitlink, path, true
 	}
-	return "", false
+	return "", "", false
 }
 
 // hfsIgnorable are the code points HFS+ ignores in a name (git's

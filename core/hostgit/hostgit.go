@@ -147,11 +147,18 @@ func (r Repo) runIn(ctx context.Context, stdin string, args ...string) ([]byte, 
 func gitError(op string, err error, stderr string) error {
 	msg := strings.TrimSpace(stderr)
 	if i := strings.LastIndexByte(msg, '\n'); i >= 0 && strings.HasPrefix(msg[i+1:], "fatal:") {
-		msg = msg[i+1:]
+		// The fatal line, after the first "error:" line that says why
+		// (index-pack's "fsck error in packed object" says nothing).
+		fatal := msg[i+1:]
+		if j := strings.Index(msg, "error: "); j >= 0 && j < i {
+			e, _, _ := strings.Cut(msg[j:], "\n")
+			fatal = SafeText(e, 200) + "; " + fatal
+		}
+		msg = fatal
 	} else {
 		msg, _, _ = strings.Cut(msg, "\n")
 	}
-	return fmt.Errorf("git %s: %w: %s", op, err, SafeText(msg, 200))
+	return fmt.Errorf("git %s: %w: %s", op, err, SafeText(msg, 400))
 }
 
 // capBuffer keeps the first max bytes written to it and drops the rest.

@@ -105,7 +105,7 @@ func (q *quarantine) inspect(ctx context.Context, heads Heads) (*SubmoduleError,
 	if err != nil {
 		return nil, fmt.Errorf("listing the box's new commits: %w", err)
 	}
-	var order []string            // children before parents
+	var order []string               // children before parents
 	parents := map[string][]string{} // of new commits
 	for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
 		f := strings.Fields(l)
@@ -247,12 +247,12 @@ func parseDiffTree(r io.Reader) (map[string]bool, *SubmoduleError, error) {
 		if f[4][0] == 'D' {
 			continue
 		}
-		kind, bad := classifyPath(string(path), string(f[1]))
+		kind, at, bad := classifyPath(string(path), string(f[1]))
 		if !bad {
 			continue
 		}
 		flagged[commit] = true
-		key := string(kind) + "\x00" + string(path)
+		key := string(kind) + "\x00" + at
 		if seen[key] {
 			continue
 		}
@@ -261,6 +261,6 @@ func parseDiffTree(r io.Reader) (map[string]bool, *SubmoduleError, error) {
 			e.More++
 			continue
 		}
-		e.Changes = append(e.Changes, SubmoduleChange{Path: SafeText(string(path), 200), Kind: kind, Commit: commit})
+		e.Changes = append(e.Changes, SubmoduleChange{Path: SafeText(at, 200), Kind: kind, Commit: commit})
 	}
 }

@@ -82,12 +82,24 @@ func quoteAlternate(p string) string {
 
 func (q *quarantine) remove() { _ = os.RemoveAll(q.dir) }
 
+// relaxedFsck are git fsck's checks of .git and .gitmodules entries, made
+// warnings when the pull refuses every change to those anyway (inspect),
+// so that the refusal names branches and paths rather than an object.
+// With --allow-submodules they stay errors: a .git entry or a symlinked or
+// malformed .gitmodules is never taken.
+const relaxedFsck = "hasdotgit=warn,gitmodulesblob=warn,gitmodulesname=warn,gitmodulesparse=warn," +
+	"gitmodulespath=warn,gitmodulessymlink=warn,gitmodulesupdate=warn,gitmodulesurl=warn"
+
 // indexPack runs git index-pack on the pack after b's header, into the
 // quarantine, bounded: --max-input-size (the pack's size), GIT_ALLOC_LIMIT
 // (one object), the child's address space (limitChild, set before the
 // first byte of input), the context's deadline, and --strict (every
-// object fsck-checked, every link present).
-func (q *quarantine) indexPack(ctx context.Context, b Bundle, lim Limits) error {
+// object fsck-checked, every link present; relaxedFsck if relax).
+func (q *quarantine) indexPack(ctx context.Context, b Bundle, lim Limits, relax bool) error {
+	strict := "--strict"
+	if relax {
+		strict += "=" + relaxedFsck
+	}
 	f, err := os.Open(b.Path)
 	if err != nil {
 		return err
@@ -96,7 +108,7 @@ func (q *quarantine) indexPack(ctx context.Context, b Bundle, lim Limits) error 
 	if _, err := f.Seek(b.HeaderLen, io.SeekStart); err != nil {
 		return err
 	}
-	cmd := q.repo.command(ctx, "index-pack", "--stdin", "--fix-thin", "--strict",
+	cmd := q.repo.command(ctx, "index-pack", "--stdin", "--fix-thin", strict,
 		"--max-input-size="+strconv.FormatInt(max(b.Size-b.HeaderLen, 1), 10))
 	stderr := &capBuffer{max: 64 << 10}
 	cmd.Stdout = &capBuffer{max: 4 << 10}
