@@ -15,9 +15,13 @@
 //     prompt, every transport but "file" (bundles) refused, and every
 //     incoming object checked (transfer.fsckObjects).
 //
-// What a box sends is a git bundle, an inert file: ReadBundle caps and
-// checks it before git reads it, and Fetch takes only refs/heads/* into
-// refs/remotes/corral/<box>/*.
+// What a box sends is a git bundle, an inert file: ReceiveBundle caps and
+// checks its header, ScanPack its pack (object count, declared sizes,
+// delta results) before git reads it, and Fetch indexes it into a
+// quarantine under memory and time limits (Limits), refuses commits that
+// would bring a repository to the host (a gitlink, .gitmodules or .git:
+// inspect.go) unless the user allows submodules, and only then moves the
+// objects in and sets refs/remotes/corral/<box>/* from refs/heads/*.
 package hostgit
 
 import (
