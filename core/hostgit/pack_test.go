@@ -335,3 +335,18 @@ func FuzzScanPack(f *testing.F) {
 		}
 	})
 }
+
+// TestFetchDeadline: a fetch past Limits.Timeout is refused, refs as they
+// were.
+func TestFetchDeadline(t *testing.T) {
+	host, box := hostAndBox(t)
+	git(t, box, "commit", "-q", "--allow-empty", "-m", "new")
+	before := hostState(t, host)
+	_, err := pullBox(t, host, box, FetchOptions{Limits: Limits{Timeout: time.Nanosecond}})
+	if !errors.Is(err, ErrBundle) || !strings.Contains(err.Error(), "longer than 1ns") {
+		t.Errorf("err = %v", err)
+	}
+	if hostState(t, host) != before {
+		t.Error("the host changed")
+	}
+}
