@@ -23,6 +23,14 @@ import (
 type PullOptions struct {
 	// MaxBundle caps what the box may send; 0 = hostgit.DefaultMaxBundle.
 	MaxBundle int64
+	// AllowSubmodules takes commits that add or change a submodule
+	// (gitlink, .gitmodules) or a .git entry, which Pull refuses otherwise:
+	// once merged, the host's git enters those repositories and runs their
+	// config and hooks. Only the user's explicit `corral pull
+	// --allow-submodules` sets it.
+	AllowSubmodules bool
+	// Limits bound the host's fetch; zero fields are hostgit.DefaultLimits'.
+	Limits hostgit.Limits
 }
 
 // ErrNotRunning means an operation needs the box running.
@@ -32,8 +40,10 @@ var ErrNotRunning = errors.New("box is not running")
 // or its clone, at the project path in the guest) into the host
 // repository as refs/remotes/corral/<box>/*. The box writes a git bundle
 // to ssh's stdout; the host caps and checks it (hostgit.ReceiveBundle) and
-// fetches it with hardened git (hostgit.Repo.Fetch). Nothing from the box
-// runs on the host or lands in its config, hooks or local branches.
+// fetches it with hardened git, bounded, through a quarantine that
+// refuses submodules unless opt.AllowSubmodules (hostgit.Repo.Fetch).
+// Nothing from the box runs on the host or lands in its config, hooks or
+// local branches.
 func (s *Service) Pull(ctx context.Context, box string, opt PullOptions) (hostgit.Result, error) {
 	m, repo, err := s.pullTarget(box)
 	if err != nil {
@@ -70,12 +80,22 @@ func (s *Service) Pull(ctx context.Context, box string, opt PullOptions) (hostgi
 	if err != nil {
 		return hostgit.Result{}, fmt.Errorf("pulling from box %s: %w", box, err)
 	}
-	res, err := repo.Fetch(ctx, b, heads, box)
+	res, err := repo.Fetch(ctx, b, heads, box, hostgit.FetchOptions{AllowSubmodules: opt.AllowSubmodules, Limits: opt.Limits})
+	if errors.Is(err, hostgit.ErrSubmodules) || errors.Is(err, hostgit.ErrBundle) {
+		s.audit(audit.Event{Kind: audit.KindPull, Box: box, Fields: map[string]any{
+			"bundle_bytes": b.Size, "refused": display.Text(err.Error(), 300),
+		}})
+	}
+	if errors.Is(err, hostgit.ErrSubmodules) {
+		return res, hint.New(fmt.Errorf("pulling from box %s: %w", box, err),
+			fmt.Sprintf("review those commits in the box; to take them anyway, knowing the host's git will run what they bring: corral pull --allow-submodules %s", box))
+	}
 	if err != nil {
 		return res, fmt.Errorf("pulling from box %s: %w", box, err)
 	}
 	s.audit(audit.Event{Kind: audit.KindPull, Box: box, Fields: map[string]any{
 		"bundle_bytes": b.Size, "branches": len(b.Heads), "updated": len(res.Updates), "new_commits": res.NewCommits,
+		"submodule_changes": len(res.Submodules),
 	}})
 	s.reportNested(m, "pull")
 	return res, nil

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/guest"
 )
@@ -144,5 +146,47 @@ func TestPullNeedsARunningBox(t *testing.T) {
 	}
 	if _, err := s.Pull(context.Background(), r.Project.Box, PullOptions{}); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestPullRefusesASubmodule is the attack through the real guest script:
+// the box commits a gitlink and makes the nested repository (with a
+// core.fsmonitor) in its work tree. Pull refuses it with a hint, the
+// host's refs and work tree stay as they were, and a denial is audited;
+// AllowSubmodules takes it and names the path.
+func TestPullRefusesASubmodule(t *testing.T) {
+	s, box, project, boxRepo := pullFixture(t)
+	ctx := context.Background()
+	nested := filepath.Join(boxRepo, "evil")
+	gitIn(t, boxRepo, "init", "-q", nested)
+	gitIn(t, nested, "config", "core.fsmonitor", "touch /tmp/pwned-by-the-box")
+	gitIn(t, nested, "commit", "-q", "--allow-empty", "-m", "nested")
+	gitIn(t, boxRepo, "update-index", "--add", "--cacheinfo", "160000,"+gitIn(t, nested, "rev-parse", "HEAD")+",evil")
+	gitIn(t, boxRepo, "commit", "-q", "-m", "a submodule")
+	refs := func() string { return gitIn(t, project, "for-each-ref") }
+	before := refs()
+	files, _ := os.ReadDir(project)
+
+	_, err := s.Pull(ctx, box, PullOptions{})
+	if !errors.Is(err, hostgit.ErrSubmodules) || !strings.Contains(err.Error(), "evil (gitlink") {
+		t.Fatalf("err = %v", err)
+	}
+	if h := hint.Of(err); !strings.Contains(h, "corral pull --allow-submodules "+box) {
+		t.Errorf("hint %q", h)
+	}
+	if refs() != before {
+		t.Error("a refused pull changed the host's refs")
+	}
+	if now, _ := os.ReadDir(project); len(now) != len(files) {
+		t.Error("a refused pull changed the host's work tree")
+	}
+	evs, _ := audit.Read(s.Layout.AuditLog(), audit.Filter{})
+	if last := evs[len(evs)-1]; last.Kind != audit.KindPull || !strings.Contains(fmt.Sprint(last.Fields["refused"]), "evil") {
+		t.Errorf("refusal not audited: %+v", last)
+	}
+
+	res, err := s.Pull(ctx, box, PullOptions{AllowSubmodules: true})
+	if err != nil || len(res.Submodules) != 1 || res.Submodules[0].Path != "evil" {
+		t.Fatalf("allowed: %+v %v", res, err)
 	}
 }

@@ -37,7 +37,7 @@ func BenchmarkPullHostSide(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := r.Fetch(context.Background(), bd, heads, "bench-"+strconv.Itoa(i))
+		res, err := r.Fetch(context.Background(), bd, heads, "bench-"+strconv.Itoa(i), FetchOptions{})
 		if err != nil || res.NewCommits != 100 {
 			b.Fatalf("%+v %v", res, err)
 		}

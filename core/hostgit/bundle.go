@@ -37,6 +37,10 @@ type Bundle struct {
 	Heads []Head // sorted by name
 	// Prerequisites are commits the bundle needs the host to have.
 	Prerequisites []string
+	// ObjectFormat is "sha1" or "sha256" (the v3 capability).
+	ObjectFormat string
+	// HeaderLen is the header's length in bytes: the pack starts there.
+	HeaderLen int64
 }
 
 // Head is one branch in a bundle.
@@ -88,8 +92,10 @@ func ReceiveBundle(src io.Reader, dir string, max int64) (b Bundle, err error) {
 // ReceiveBundle says.
 func ParseHeader(r io.Reader) (Bundle, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, MaxHeader), 64<<10)
+	var n int64
 	line := func() (string, error) {
 		s, err := br.ReadString('\n')
+		n += int64(len(s))
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return "", fmt.Errorf("%w: the header is cut short or longer than %d bytes", ErrBundle, MaxHeader)
@@ -102,7 +108,7 @@ func ParseHeader(r io.Reader) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	var b Bundle
+	b := Bundle{ObjectFormat: "sha1"}
 	switch sig {
 	case "# v2 git bundle", "# v3 git bundle":
 	default:
@@ -117,23 +123,28 @@ func ParseHeader(r io.Reader) (Bundle, error) {
 		switch {
 		case l == "":
 			sort.Slice(b.Heads, func(i, j int) bool { return b.Heads[i].Name < b.Heads[j].Name })
+			b.HeaderLen = n
 			return b, nil
 		case strings.HasPrefix(l, "@"):
 			if sig != "# v3 git bundle" {
 				return Bundle{}, fmt.Errorf("%w: capability in a v2 bundle", ErrBundle)
 			}
+			if len(b.Heads)+len(b.Prerequisites) > 0 {
+				return Bundle{}, fmt.Errorf("%w: capability after the ref list", ErrBundle)
+			}
 			if l != "@object-format=sha1" && l != "@object-format=sha256" {
 				return Bundle{}, fmt.Errorf("%w: unsupported capability %q", ErrBundle, SafeText(l, 60))
 			}
+			b.ObjectFormat = strings.TrimPrefix(l, "@object-format=")
 		case strings.HasPrefix(l, "-"):
 			oid, _, _ := strings.Cut(l[1:], " ")
-			if !ValidOID(oid) {
+			if !ValidOID(oid) || len(oid) != 2*b.hashLen() {
 				return Bundle{}, fmt.Errorf("%w: malformed prerequisite", ErrBundle)
 			}
 			b.Prerequisites = append(b.Prerequisites, oid)
 		default:
 			oid, ref, ok := strings.Cut(l, " ")
-			if !ok || !ValidOID(oid) {
+			if !ok || !ValidOID(oid) || len(oid) != 2*b.hashLen() {
 				return Bundle{}, fmt.Errorf("%w: malformed ref line %q", ErrBundle, SafeText(l, 80))
 			}
 			if !strings.HasPrefix(ref, "refs/heads/") {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -62,15 +63,55 @@ type Result struct {
 	Commits []string
 	// NewCommits counts them all.
 	NewCommits int
+	// Submodules are the submodule and git metadata changes taken because
+	// FetchOptions.AllowSubmodules said so; SubmoduleBranches carry them.
+	Submodules        []SubmoduleChange
+	SubmoduleBranches []string
 }
 
-// Fetch verifies a received bundle and fetches its branches into
-// refs/remotes/corral/<box>/*; the branches the bundle left out (their
-// tips are commits the host has) are set from heads, the box's branch
-// list, and the box's branches it no longer lists are removed. Nothing
-// else in the repository changes: no local branch, no config, no
-// FETCH_HEAD, no tags.
-func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string) (Result, error) {
+// FetchOptions tune Fetch.
+type FetchOptions struct {
+	// AllowSubmodules takes commits that add or change a gitlink, a
+	// .gitmodules or a .git entry (Fetch refuses them otherwise): once
+	// merged, the host's git enters that repository and runs its config
+	// and hooks.
+	AllowSubmodules bool
+	// Limits bound the fetch; a zero field is DefaultLimits'.
+	Limits Limits
+}
+
+// Fetch takes a received bundle's branches into refs/remotes/corral/<box>/*
+// (the branch list heads says where each branch is: those the bundle left
+// out point at commits the host has; those the box no longer lists are
+// removed). In order, each step refusing and changing nothing:
+//
+//  1. the bundle agrees with heads and the host's object format;
+//  2. ScanPack walks its pack under opt.Limits (counts, declared sizes,
+//     delta results), then git bundle verify checks the prerequisites;
+//  3. git index-pack --strict indexes it into a quarantine (quarantine.go),
+//     under the same limits;
+//  4. every tip is a commit, every object the new commits reach is there;
+//  5. inspect diffs every commit new to the host: a gitlink, .gitmodules
+//     or .git added or changed is refused with a SubmoduleError unless
+//     opt.AllowSubmodules;
+//  6. the packs move into the host's objects, and one ref transaction
+//     (git update-ref --stdin, each ref's old value checked) sets the
+//     box's branches.
+//
+// The whole runs under opt.Limits.Timeout. Nothing else in the repository
+// changes: no local branch, no config, no FETCH_HEAD, no tags.
+func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string, opt FetchOptions) (Result, error) {
+	lim := opt.Limits.orDefault()
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+	res, err := r.fetch(ctx, b, heads, box, opt.AllowSubmodules, lim)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return res, fmt.Errorf("%w: the fetch took longer than %s: %w", ErrBundle, lim.Timeout, err)
+	}
+	return res, err
+}
+
+func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, allow bool, lim Limits) (Result, error) {
 	prefix := RemotePrefix(box)
 	if !CheckRefFormat(prefix + "x") {
 		return Result{}, fmt.Errorf("box name %q does not make a valid ref", box)
@@ -82,16 +123,53 @@ func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string) (Res
 	if err := checkHeads(b, heads); err != nil {
 		return Result{}, err
 	}
+	if out, err := r.run(ctx, "rev-parse", "--show-object-format"); err != nil {
+		return Result{}, err
+	} else if f := strings.TrimSpace(string(out)); f != b.ObjectFormat {
+		return Result{}, fmt.Errorf("%w: its objects are %s, the host repository's %s", ErrBundle, b.ObjectFormat, f)
+	}
+	for ref, oid := range heads {
+		if len(oid) != 2*b.hashLen() {
+			return Result{}, fmt.Errorf("%w: its branch list names %s at %s, not a %s object name", ErrBundle, SafeText(ref, 120), oid, b.ObjectFormat)
+		}
+	}
+	info, err := ScanBundle(ctx, b, lim)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
 	if err := r.Verify(ctx, b); err != nil {
 		return Result{}, err
 	}
-	// No --prune: a bundle holds only the branches with something new.
-	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
-		"--no-write-fetch-head", "--no-auto-gc", "--no-auto-maintenance",
-		b.Path, "+refs/heads/*:"+prefix+"*"); err != nil {
-		return Result{}, fmt.Errorf("fetching the box's bundle into %s: %w", r.WorkTree, err)
+	q, err := r.newQuarantine(ctx, lim)
+	if err != nil {
+		return Result{}, err
 	}
-	if err := r.syncUnbundled(ctx, b, heads, prefix); err != nil {
+	defer q.remove()
+	if info.Objects > 0 {
+		if err := q.indexPack(ctx, b, lim, !allow); err != nil {
+			return Result{}, fmt.Errorf("%w: %w", ErrBundle, err)
+		}
+	}
+	var tips []string
+	for _, oid := range heads {
+		tips = append(tips, oid)
+	}
+	sort.Strings(tips)
+	tips = compactStrings(tips)
+	if err := q.commitsOK(ctx, tips); err != nil {
+		return Result{}, err
+	}
+	sub, err := q.inspect(ctx, heads)
+	if err != nil {
+		return Result{}, err
+	}
+	if sub != nil && !allow {
+		return Result{}, sub
+	}
+	if err := q.migrate(); err != nil {
+		return Result{}, err
+	}
+	if err := r.setBranches(ctx, heads, prefix, old); err != nil {
 		return Result{}, err
 	}
 	now, err := r.Tips(ctx, prefix)
@@ -99,13 +177,16 @@ func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string) (Res
 		return Result{}, err
 	}
 	res := Result{Updates: diffTips(prefix, old, now)}
-	var tips, not []string
+	if sub != nil {
+		res.Submodules, res.SubmoduleBranches = sub.Changes, sub.Branches
+	}
+	var newTips, not []string
 	for _, u := range res.Updates {
 		if u.New != "" {
-			tips = append(tips, u.New)
+			newTips = append(newTips, u.New)
 		}
 	}
-	if len(tips) == 0 {
+	if len(newTips) == 0 {
 		return res, nil
 	}
 	for _, oid := range old {
@@ -114,7 +195,7 @@ func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string) (Res
 	sort.Strings(not)
 	// Every rev is a validated hex object name or a fixed option: nothing
 	// the box named reaches git's argument parser.
-	revs := append(append(tips, "--not"), not...)
+	revs := append(append(newTips, "--not"), not...)
 	revs = append(revs, "--branches")
 	out, err := r.run(ctx, append([]string{"rev-list", "--count"}, revs...)...)
 	if err != nil {

@@ -60,63 +60,37 @@ func checkHeads(b Bundle, heads Heads) error {
 	return nil
 }
 
-// syncUnbundled points the box's remote-tracking branches that the bundle
-// left out at the commits the branch list names, which the host must
-// already have, and removes those the box no longer lists: one ref
-// transaction (git update-ref --stdin), so a failure changes nothing.
-func (r Repo) syncUnbundled(ctx context.Context, b Bundle, heads Heads, prefix string) error {
-	inBundle := map[string]bool{}
-	for _, h := range b.Heads {
-		inBundle[h.Name] = true
-	}
-	var want []string // full remote-tracking ref name -> oid, as "ref oid"
-	var oids []string
-	for ref, oid := range heads {
-		if !inBundle[ref] {
-			want = append(want, prefix+strings.TrimPrefix(ref, "refs/heads/")+" "+oid)
-			oids = append(oids, oid)
-		}
-	}
-	sort.Strings(want)
-	if len(oids) > 0 {
-		// Every named commit must be here already (it is why the bundle
-		// left the branch out): a box naming one the host lacks is refused.
-		cmd := r.command(ctx, "cat-file", "--batch-check=%(objecttype)")
-		cmd.Stdin = strings.NewReader(strings.Join(oids, "\n") + "\n")
-		out, err := cmd.Output()
-		if err != nil {
-			return fmt.Errorf("checking the box's branch tips: %w", err)
-		}
-		for i, typ := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if typ != "commit" {
-				return fmt.Errorf("%w: a branch it lists points at %s, which is not a commit the host has", ErrBundle, oids[min(i, len(oids)-1)])
-			}
-		}
-	}
-	old, err := r.Tips(ctx, prefix)
-	if err != nil {
-		return err
-	}
+// setBranches sets the box's remote-tracking branches to heads, the box's
+// branch list, and removes those it no longer lists: one ref transaction
+// (git update-ref --stdin) in which every ref's old value (old, read
+// before the fetch) is checked, so a failure or a concurrent change
+// changes nothing.
+func (r Repo) setBranches(ctx context.Context, heads Heads, prefix string, old map[string]string) error {
 	var tx strings.Builder
 	tx.WriteString("start\n")
-	for _, w := range want {
-		ref, oid, _ := strings.Cut(w, " ")
-		if old[ref] != oid {
-			fmt.Fprintf(&tx, "update %s %s\n", ref, oid)
+	names := make([]string, 0, len(heads))
+	for ref := range heads {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		oid := heads[ref]
+		dst := prefix + strings.TrimPrefix(ref, "refs/heads/")
+		switch was := old[dst]; {
+		case was == "":
+			fmt.Fprintf(&tx, "create %s %s\n", dst, oid)
+		case was != oid:
+			fmt.Fprintf(&tx, "update %s %s %s\n", dst, oid, was)
 		}
 	}
-	for ref := range old {
+	for ref, was := range old {
 		if heads["refs/heads/"+strings.TrimPrefix(ref, prefix)] == "" {
-			fmt.Fprintf(&tx, "delete %s\n", ref)
+			fmt.Fprintf(&tx, "delete %s %s\n", ref, was)
 		}
 	}
 	tx.WriteString("prepare\ncommit\n")
-	cmd := r.command(ctx, "update-ref", "--stdin")
-	cmd.Stdin = strings.NewReader(tx.String())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("updating the box's branches: %w: %s", err, SafeText(strings.TrimSpace(stderr.String()), 200))
+	if _, err := r.runIn(ctx, tx.String(), "update-ref", "--stdin"); err != nil {
+		return fmt.Errorf("updating the box's branches: %w", err)
 	}
 	return nil
 }

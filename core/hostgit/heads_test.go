@@ -73,7 +73,7 @@ func TestFetchKeepsUnbundledBranches(t *testing.T) {
 		defer in.Close()
 		b, err := ReceiveBundle(in, t.TempDir(), 1<<20)
 		must(t, err)
-		return r.Fetch(ctx, b, boxHeads(t, box), "web-1")
+		return r.Fetch(ctx, b, boxHeads(t, box), "web-1", FetchOptions{})
 	}
 	remote := func() string {
 		return git(t, host, "for-each-ref", "--format=%(refname:short) %(objectname)", RemotePrefix("web-1"))
@@ -108,12 +108,12 @@ func TestFetchKeepsUnbundledBranches(t *testing.T) {
 	must(t, err)
 	lies := boxHeads(t, box)
 	lies["refs/heads/ghost"] = strings.Repeat("c", 40)
-	if _, err := r.Fetch(ctx, b, lies, "web-1"); !errors.Is(err, ErrBundle) {
+	if _, err := r.Fetch(ctx, b, lies, "web-1", FetchOptions{}); !errors.Is(err, ErrBundle) {
 		t.Errorf("a listed commit the host lacks: err = %v", err)
 	}
 	other := boxHeads(t, box)
 	other["refs/heads/main"] = strings.Repeat("d", 40)
-	if _, err := r.Fetch(ctx, b, other, "web-1"); !errors.Is(err, ErrBundle) {
+	if _, err := r.Fetch(ctx, b, other, "web-1", FetchOptions{}); !errors.Is(err, ErrBundle) {
 		t.Errorf("a list that disagrees with the bundle: err = %v", err)
 	}
 	if after := remote(); after != before {

@@ -15,9 +15,13 @@
 //     prompt, every transport but "file" (bundles) refused, and every
 //     incoming object checked (transfer.fsckObjects).
 //
-// What a box sends is a git bundle, an inert file: ReadBundle caps and
-// checks it before git reads it, and Fetch takes only refs/heads/* into
-// refs/remotes/corral/<box>/*.
+// What a box sends is a git bundle, an inert file: ReceiveBundle caps and
+// checks its header, ScanPack its pack (object count, declared sizes,
+// delta results) before git reads it, and Fetch indexes it into a
+// quarantine under memory and time limits (Limits), refuses commits that
+// would bring a repository to the host (a gitlink, .gitmodules or .git:
+// inspect.go) unless the user allows submodules, and only then moves the
+// objects in and sets refs/remotes/corral/<box>/* from refs/heads/*.
 package hostgit
 
 import (
@@ -46,6 +50,9 @@ type Repo struct {
 	GitDir string
 	// WorkTree is the project directory.
 	WorkTree string
+	// env is added to every git process's fixed environment (a
+	// quarantine's object directories).
+	env []string
 }
 
 // Open finds the git directory of projectDir without running git, by
@@ -74,6 +81,7 @@ var hardening = []string{
 	"gc.auto=0",
 	"maintenance.auto=false",
 	"fetch.recurseSubmodules=false",
+	"diff.ignoreSubmodules=none", // a tree diff must show every gitlink change
 	"fetch.writeCommitGraph=false",
 	"transfer.fsckObjects=true",
 	"fetch.fsckObjects=true",
@@ -91,7 +99,7 @@ func (r Repo) command(ctx context.Context, args ...string) *exec.Cmd {
 	}
 	argv = append(argv, args...)
 	cmd := exec.CommandContext(ctx, "git", argv...)
-	cmd.Env = env(os.Environ(), r.GitDir)
+	cmd.Env = append(env(os.Environ(), r.GitDir), r.env...)
 	cmd.Dir = r.GitDir
 	return cmd
 }
@@ -120,20 +128,54 @@ func env(base []string, gitDir string) []string {
 
 // run runs git and returns stdout; an error carries the first stderr line.
 func (r Repo) run(ctx context.Context, args ...string) ([]byte, error) {
+	return r.runIn(ctx, "", args...)
+}
+
+// runIn is run with stdin.
+func (r Repo) runIn(ctx context.Context, stdin string, args ...string) ([]byte, error) {
 	cmd := r.command(ctx, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	stderr := &capBuffer{max: 64 << 10}
+	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 && strings.HasPrefix(msg[i+1:], "fatal:") {
-			msg = msg[i+1:]
-		} else {
-			msg, _, _ = strings.Cut(msg, "\n")
-		}
-		return out, fmt.Errorf("git %s: %w: %s", args[0], err, SafeText(msg, 200))
+		return out, gitError(args[0], err, stderr.String())
 	}
 	return out, nil
+}
+
+// gitError is a failed git's error: its fatal line, or else its first
+// stderr line, made safe to print.
+func gitError(op string, err error, stderr string) error {
+	msg := strings.TrimSpace(stderr)
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 && strings.HasPrefix(msg[i+1:], "fatal:") {
+		// The fatal line, after the first "error:" line that says why
+		// (index-pack's "fsck error in packed object" says nothing).
+		fatal := msg[i+1:]
+		if j := strings.Index(msg, "error: "); j >= 0 && j < i {
+			e, _, _ := strings.Cut(msg[j:], "\n")
+			fatal = SafeText(e, 200) + "; " + fatal
+		}
+		msg = fatal
+	} else {
+		msg, _, _ = strings.Cut(msg, "\n")
+	}
+	return fmt.Errorf("git %s: %w: %s", op, err, SafeText(msg, 400))
+}
+
+// capBuffer keeps the first max bytes written to it and drops the rest.
+type capBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if left := c.max - c.Len(); left > 0 {
+		c.Buffer.Write(p[:min(len(p), left)])
+	}
+	return len(p), nil
 }
 
 // CreateBundle writes a bundle of the repository's branches and tags (and

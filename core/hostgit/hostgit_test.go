@@ -121,7 +121,7 @@ func TestPullRoundTrip(t *testing.T) {
 	if len(b.Heads) != 2 || b.Heads[0].Name != "refs/heads/feature/x" || len(b.Prerequisites) != 1 {
 		t.Fatalf("bundle %+v", b)
 	}
-	res, err := r.Fetch(ctx, b, boxHeads(t, box), "web-1")
+	res, err := r.Fetch(ctx, b, boxHeads(t, box), "web-1", FetchOptions{})
 	must(t, err)
 	if res.NewCommits != 2 || len(res.Commits) != 2 || len(res.Updates) != 2 {
 		t.Fatalf("result %+v", res)
@@ -155,7 +155,7 @@ func TestPullRoundTrip(t *testing.T) {
 	defer in2.Close()
 	b2, err := ReceiveBundle(in2, t.TempDir(), 1<<20)
 	must(t, err)
-	res, err = r.Fetch(ctx, b2, boxHeads(t, box), "web-1")
+	res, err = r.Fetch(ctx, b2, boxHeads(t, box), "web-1", FetchOptions{})
 	must(t, err)
 	if len(res.Updates) != 1 || res.Updates[0].Branch != "feature/x" || res.Updates[0].New != "" || res.NewCommits != 0 {
 		t.Errorf("second pull %+v", res)
@@ -200,7 +200,7 @@ func TestFetchRefusesMissingPrerequisite(t *testing.T) {
 	defer in.Close()
 	b, err := ReceiveBundle(in, t.TempDir(), 1<<20)
 	must(t, err)
-	if _, err := r.Fetch(context.Background(), b, Heads{b.Heads[0].Name: b.Heads[0].OID}, "web-1"); !errors.Is(err, ErrBundle) {
+	if _, err := r.Fetch(context.Background(), b, Heads{b.Heads[0].Name: b.Heads[0].OID}, "web-1", FetchOptions{}); !errors.Is(err, ErrBundle) {
 		t.Errorf("err = %v, want ErrBundle", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/corral-dev/corral/core/box"
@@ -27,6 +28,8 @@ type PullOptions struct {
 	Service func() (pullService, error)
 	Box     string
 	JSON    bool
+	// AllowSubmodules is --allow-submodules.
+	AllowSubmodules bool
 }
 
 // NewCmdPull builds `corral pull`.
@@ -41,11 +44,19 @@ refs/remotes/corral/<box>/<branch>, and lists the commits that arrived.
 It changes no local branch, no config and no hook: review, then merge.
 
 The box writes a git bundle; the host caps its size, checks every branch
-name and object (git fsck), and fetches it with its own git settings only,
-hooks off. Nothing the box wrote runs on the host.`,
+name and object (git fsck), bounds what git may spend on it (objects,
+sizes, memory, time), and fetches it with its own git settings only,
+hooks off. Nothing the box wrote runs on the host.
+
+Commits that add or change a submodule (a gitlink, .gitmodules) or a .git
+entry are refused, naming the branches and paths, and nothing is taken:
+once merged, the host's git would enter that repository and run its
+config (core.fsmonitor on git status) and hooks. --allow-submodules takes
+them anyway and lists the paths; use it only for submodules you trust.`,
 		Example: `  corral pull
   git log -p main..corral/web-3f2a1c/main
-  git merge corral/web-3f2a1c/main`,
+  git merge corral/web-3f2a1c/main
+  corral pull --allow-submodules web-3f2a1c`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -58,6 +69,8 @@ hooks off. Nothing the box wrote runs on the host.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print what arrived as JSON")
+	cmd.Flags().BoolVar(&opts.AllowSubmodules, "allow-submodules", false,
+		"take commits that add or change submodules or .git entries: after a merge the host's git runs those repositories' config and hooks (code from the box runs on the host)")
 	return cmd
 }
 
@@ -76,13 +89,14 @@ func pullRun(opts *PullOptions) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	res, err := s.Pull(ctx, name, box.PullOptions{})
+	popt := box.PullOptions{AllowSubmodules: opts.AllowSubmodules}
+	res, err := s.Pull(ctx, name, popt)
 	if errors.Is(err, box.ErrNotRunning) {
 		fmt.Fprintf(opts.IO.ErrOut, "starting box %s to pull from it\n", name)
 		if err := s.Start(ctx, name); err != nil {
 			return err
 		}
-		res, err = s.Pull(ctx, name, box.PullOptions{})
+		res, err = s.Pull(ctx, name, popt)
 	}
 	if err != nil {
 		return err
@@ -101,17 +115,27 @@ type pullUpdateJSON struct {
 	New    string `json:"new,omitempty"`
 }
 
+type pullSubmoduleJSON struct {
+	Path   string `json:"path"`
+	Kind   string `json:"kind"`
+	Commit string `json:"commit"`
+}
+
 type pullResultJSON struct {
-	Box        string           `json:"box"`
-	Updates    []pullUpdateJSON `json:"updates"`
-	NewCommits int              `json:"new_commits"`
-	Commits    []string         `json:"commits"`
+	Box        string              `json:"box"`
+	Updates    []pullUpdateJSON    `json:"updates"`
+	NewCommits int                 `json:"new_commits"`
+	Commits    []string            `json:"commits"`
+	Submodules []pullSubmoduleJSON `json:"submodules"`
 }
 
 func pullJSON(name string, res hostgit.Result) pullResultJSON {
-	out := pullResultJSON{Box: name, NewCommits: res.NewCommits, Updates: []pullUpdateJSON{}, Commits: res.Commits}
+	out := pullResultJSON{Box: name, NewCommits: res.NewCommits, Updates: []pullUpdateJSON{}, Commits: res.Commits, Submodules: []pullSubmoduleJSON{}}
 	if out.Commits == nil {
 		out.Commits = []string{}
+	}
+	for _, c := range res.Submodules {
+		out.Submodules = append(out.Submodules, pullSubmoduleJSON{Path: c.Path, Kind: string(c.Kind), Commit: c.Commit})
 	}
 	for _, u := range res.Updates {
 		out.Updates = append(out.Updates, pullUpdateJSON{Branch: u.Branch, Ref: hostgit.RemotePrefix(name) + u.Branch, Old: u.Old, New: u.New})
@@ -156,6 +180,16 @@ func renderPull(w io.Writer, name string, res hostgit.Result) {
 	}
 	if more := res.NewCommits - len(res.Commits); more > 0 {
 		fmt.Fprintf(w, "  … %d more\n", more)
+	}
+	if len(res.Submodules) > 0 {
+		// Paths were made safe by hostgit; branch names passed its checks.
+		fmt.Fprintf(w, "submodules and .git entries taken with --allow-submodules (on %s); the host's git will enter these once merged:\n",
+			strings.Join(res.SubmoduleBranches, ", "))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, c := range res.Submodules {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Path, c.Kind, short(c.Commit))
+		}
+		_ = tw.Flush()
 	}
 	for _, u := range res.Updates {
 		if u.New != "" {
