@@ -12,6 +12,16 @@
 #   GIT_SHADOW=on|off  PROJECT=<dir>  SOURCE=mount|clone  GIT_SHADOW_DIRS=<git dirs outside the
 #   project, shared read-only at the same path, space-separated>
 # Idempotent: a directory that already carries the overlay is left alone.
+#
+# Submodule paths (gitlinks in the host's index): the host's `git status`
+# enters each one that holds a repository, so the box must not make one
+# there. A populated path's .git is shadowed (a directory) or bound
+# read-only (a gitdir file, whose target is inside the shadowed .git); an
+# empty path gets a directory of the box's own disk mounted over it
+# (/var/lib/corral/gitlinks/N), so the agent can still initialize and build
+# the submodule there. On Linux qemu the host has already done the same in
+# qemu's mount namespace (guest root cannot undo that); here it is what the
+# guest enforces on every platform.
 set -eu
 
 # shellcheck source=/dev/null
@@ -61,3 +71,43 @@ for d in ${GIT_SHADOW_DIRS:-}; do
 	n=$((n + 1))
 	shadow "$d" "outside-$n"
 done
+
+gitlinks=/var/lib/corral/gitlinks
+# The index is read with the host repository's own config but no command
+# from it: ls-files runs no hook, and fsmonitor is off.
+git -c core.fsmonitor=false -c core.quotepath=off -c safe.directory='*' \
+	--git-dir="$PROJECT/.git" --work-tree="$PROJECT" ls-files --stage 2>/dev/null |
+	while IFS= read -r line; do
+		case $line in
+		160000\ *) ;;
+		*) continue ;;
+		esac
+		rel=${line#*"	"}
+		case $rel in
+		\"* | /* | ../* | */../* | *"/.."*)
+			echo "corral-git-shadow: skipping an unusual submodule path: $rel" >&2
+			continue
+			;;
+		esac
+		p=$PROJECT/$rel
+		if [ -L "$p" ] || { [ -e "$p" ] && [ ! -d "$p" ]; }; then
+			echo "corral-git-shadow: submodule path $p is not a directory; leaving it" >&2
+			continue
+		fi
+		if [ -L "$p/.git" ]; then
+			echo "corral-git-shadow: $p/.git is a symbolic link; leaving it" >&2
+		elif [ -d "$p/.git" ]; then
+			shadow "$p/.git" "gitlink-$(printf '%s' "$rel" | sha256sum | cut -c1-16)"
+		elif [ -e "$p/.git" ]; then
+			if ! mountpoint -q "$p/.git"; then
+				mount --bind "$p/.git" "$p/.git" && mount -o remount,bind,ro "$p/.git"
+			fi
+		elif ! mountpoint -q "$p"; then
+			own=$gitlinks/$(printf '%s' "$rel" | sha256sum | cut -c1-16)
+			install -d -m 0700 "$gitlinks"
+			install -d -m 0755 "$own"
+			chown "$(stat -c %u:%g "$PROJECT")" "$own"
+			mkdir -p "$p"
+			mount --bind "$own" "$p"
+		fi
+	done

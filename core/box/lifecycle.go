@@ -546,6 +546,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 		return err
 	}
 	_ = os.RemoveAll(s.Layout.SeedDir(box))
+	_ = os.RemoveAll(s.Layout.GitlinksDir(box))
 	// The egress log outlives the box for 14 days (corral gc removes it).
 	_ = os.Chtimes(s.Layout.EgressLog(box), time.Now(), time.Now())
 	s.audit(audit.Event{Kind: audit.KindRm, Box: box})

@@ -1,6 +1,8 @@
 package box
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/guestconn"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 	"go.yaml.in/yaml/v3"
@@ -29,6 +32,10 @@ type QemuPlan struct {
 	// the wrapper binds them read-only over themselves in a private mount
 	// namespace before it execs qemu; elsewhere the guest enforces it.
 	ReadOnly []string
+	// Private are the project's empty submodule paths, each with a
+	// directory of the box's own mounted over it for qemu (Linux), so a
+	// repository the box creates there never reaches the host's work tree.
+	Private []qemu.PrivateMount
 }
 
 // Describe is the one line the wrapper prints (Lima keeps it in the
@@ -86,6 +93,9 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 				return QemuPlan{}, fmt.Errorf("box %s: protecting the git directory: %w", name, err)
 			}
 			p.ReadOnly = d.ReadOnly()
+			if p.ReadOnly, p.Private, err = planGitlinks(d, l.GitlinksDir(name), p.ReadOnly); err != nil {
+				return QemuPlan{}, fmt.Errorf("box %s: %w", name, err)
+			}
 		}
 		if m.Saved != nil {
 			p.Options.LoadVM = m.Saved.Tag
@@ -112,6 +122,36 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 		return QemuPlan{}, fmt.Errorf("box %s: unknown network %q", name, p.Network)
 	}
 	return p, nil
+}
+
+// planGitlinks adds the project's submodule paths to a plan (see
+// gitshadow.Gitlinks): a populated one's .git entry and the git directory
+// it names are read-only like the project's own .git; an empty one gets a
+// private directory under dir (named by a hash of its path, so a box keeps
+// its submodule work across restarts); anything else at such a path fails
+// the start, with what to do.
+func planGitlinks(d gitshadow.Dirs, dir string, readOnly []string) ([]string, []qemu.PrivateMount, error) {
+	links, err := d.Gitlinks()
+	if err != nil {
+		return nil, nil, fmt.Errorf("protecting the project's submodule paths: %w", err)
+	}
+	var private []qemu.PrivateMount
+	for _, g := range links {
+		switch g.Kind {
+		case gitshadow.GitlinkPopulated:
+			readOnly = append(readOnly, g.DotGit)
+			if g.GitDir != "" {
+				readOnly = append(readOnly, g.GitDir)
+			}
+		case gitshadow.GitlinkEmpty:
+			sum := sha256.Sum256([]byte(g.Path))
+			private = append(private, qemu.PrivateMount{Source: filepath.Join(dir, hex.EncodeToString(sum[:8])), Target: g.Path})
+		default:
+			return nil, nil, hint.New(fmt.Errorf("%w: %s: %s", gitshadow.ErrGitlink, g.Path, g.Why),
+				fmt.Sprintf("a submodule path must be a directory (git would follow anything else); look at it, remove it (rm %s) and start the box again", g.Path))
+		}
+	}
+	return gitshadow.Outermost(readOnly), private, nil
 }
 
 // templateNetwork reads param.NETWORK from a Lima instance template.

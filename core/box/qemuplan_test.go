@@ -3,12 +3,16 @@ package box
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 )
@@ -119,5 +123,70 @@ func TestWrapperOutputPassesTheProof(t *testing.T) {
 		if err := funnel.CheckArgs(in, funnel.PIDFile(l.LimaHome(), name), name, want); !errors.Is(err, funnel.ErrNotEnforced) {
 			t.Errorf("%s: Lima's own argv passes the proof: %v", network, err)
 		}
+	}
+}
+
+// TestPlanQemuGitlinks: a project with a populated submodule, an empty
+// gitlink path and a missing one. The plan binds the populated one's .git
+// read-only, gives each empty one a private directory of the box's own
+// (stable across plans), and refuses a start when the box left a symbolic
+// link at a gitlink path.
+func TestPlanQemuGitlinks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	child, proj := filepath.Join(base, "child"), filepath.Join(base, "proj")
+	g := func(dir string, args ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@example.test"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for _, d := range []string{child, proj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g(d, "init", "-q")
+	}
+	g(child, "commit", "-q", "--allow-empty", "-m", "c")
+	g(proj, "submodule", "add", "-q", child, "sub")
+	g(proj, "update-index", "--add", "--cacheinfo", "160000,"+g(child, "rev-parse", "HEAD")+",vendor/lib")
+	g(proj, "commit", "-qm", "super")
+	if err := WriteMeta(l, Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(proj, ".git"), filepath.Join(proj, "sub", ".git")}
+	if !slices.Equal(p.ReadOnly, want) {
+		t.Errorf("ReadOnly = %q, want %q", p.ReadOnly, want)
+	}
+	if len(p.Private) != 1 || p.Private[0].Target != filepath.Join(proj, "vendor", "lib") || !strings.HasPrefix(p.Private[0].Source, l.GitlinksDir("p-1")+"/") {
+		t.Errorf("Private = %+v", p.Private)
+	}
+	again, _ := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	if !slices.Equal(again.Private, p.Private) {
+		t.Errorf("a second plan moved the private directory: %+v then %+v", p.Private, again.Private)
+	}
+	if err := os.MkdirAll(filepath.Join(proj, "vendor"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(proj, ".git"), filepath.Join(proj, "vendor", "lib")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	if !errors.Is(err, gitshadow.ErrGitlink) || !strings.Contains(err.Error(), "vendor/lib is a symbolic link") || !strings.Contains(hint.Of(err), "rm "+filepath.Join(proj, "vendor", "lib")) {
+		t.Errorf("a symlink at a gitlink path: %v (hint %q)", err, hint.Of(err))
 	}
 }

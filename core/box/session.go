@@ -129,6 +129,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		opt.EnvNames = append(slices.Clip(opt.EnvNames), names...)
 	}
 	s.armGitGuard(m)
+	s.warnGitlinkDrift(m, opt.Stderr)
 	id := newSessionID()
 	s.beginSession(&m, id, opt)
 	defer func() { s.endSession(m, id) }()

@@ -126,6 +126,12 @@ func (l Layout) SnapshotsDir(box string) string { return filepath.Join(l.Home, "
 // execute from its project, and copies to revert from (core/gitshadow).
 func (l Layout) GitGuardDir(box string) string { return filepath.Join(l.Home, "git-guard", box) }
 
+// GitlinksDir holds a box's private copies of the project's empty
+// submodule paths: on Linux qemu each is mounted over its path for the VM,
+// so what the box writes there never reaches the host's work tree, where
+// the host's git would enter it (core/gitshadow Gitlinks).
+func (l Layout) GitlinksDir(box string) string { return filepath.Join(l.Home, "gitlinks", box) }
+
 // RunDir holds locks and sockets.
 func (l Layout) RunDir() string { return filepath.Join(l.Home, "run") }
 

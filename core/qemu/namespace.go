@@ -28,6 +28,26 @@ func unshareArgs(unshare string, self []string) []string {
 	return append([]string{unshare, "--user", "--map-current-user", "--keep-caps", "--mount", "--propagation", "private", "--"}, self...)
 }
 
+// PrivateMount is a directory of the box's own mounted over a project path
+// for qemu: what the VM writes there lands in Source, never at Target on
+// the host (core/gitshadow: an empty submodule path, where a repository
+// the box made would be entered by the host's git).
+type PrivateMount struct {
+	Source string // under ~/.corral/gitlinks/<box>, created 0700
+	Target string // absolute, inside the project; created if missing
+}
+
+// MountPoints reads /proc/PID/mountinfo (or /proc/self/mountinfo for pid
+// 0) and returns each mount point with whether it is read-only (the last
+// mount at a point wins).
+func MountPoints(mountinfo string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range parseMountinfo(mountinfo) {
+		out[m.point] = len(m.opts) > 0 && m.opts[0] == "ro"
+	}
+	return out
+}
+
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
 	point string

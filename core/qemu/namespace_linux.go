@@ -110,6 +110,49 @@ func BindReadOnly(paths []string) error {
 	return checkReadOnly(parseMountinfo(string(b)), paths)
 }
 
+// MountPrivate mounts each Source over its Target in this process's mount
+// namespace (the stage's private one), read-write: the VM then writes the
+// box's own directory, and the host's work tree keeps what was there. A
+// missing Target is created (an empty directory, as git leaves an
+// uninitialized submodule); a Target that is a symbolic link or not a
+// directory is refused, and the mount goes through an O_PATH|O_NOFOLLOW
+// descriptor so no link swapped in is followed.
+func MountPrivate(mounts []PrivateMount) error {
+	for _, m := range mounts {
+		if err := os.MkdirAll(m.Source, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", m.Source, err)
+		}
+		if _, err := os.Lstat(m.Target); os.IsNotExist(err) {
+			if err := os.MkdirAll(m.Target, 0o755); err != nil {
+				return fmt.Errorf("creating the submodule path %s: %w", m.Target, err)
+			}
+		}
+		fd, err := unix.Open(m.Target, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("submodule path %s is not a plain directory: %w", m.Target, err)
+		}
+		err = unix.Mount(m.Source, fmt.Sprintf("/proc/self/fd/%d", fd), "", unix.MS_BIND, "")
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("mounting the box's own %s over %s: %w", m.Source, m.Target, err)
+		}
+	}
+	if len(mounts) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("reading /proc/self/mountinfo: %w", err)
+	}
+	points := MountPoints(string(b))
+	for _, m := range mounts {
+		if _, ok := points[m.Target]; !ok {
+			return fmt.Errorf("%s is not a mount point after mounting over it", m.Target)
+		}
+	}
+	return nil
+}
+
 // ExecWithoutCaps execs path with no capabilities: the namespace's ambient
 // capabilities are cleared on the exec'ing thread (capabilities are per
 // thread), so qemu, which is not uid 0 in the namespace, starts with none

@@ -28,6 +28,16 @@ func TestMain(m *testing.M) {
 			os.Stderr.WriteString("not staged: " + strconv.FormatBool(staged) + " " + errString(err) + "\n")
 			os.Exit(4)
 		}
+		var private []PrivateMount
+		for _, pair := range strings.Split(os.Getenv("CORRAL_NS_TEST_PRIVATE"), ":") {
+			if src, dst, ok := strings.Cut(pair, "="); ok {
+				private = append(private, PrivateMount{Source: src, Target: dst})
+			}
+		}
+		if err := MountPrivate(private); err != nil {
+			os.Stderr.WriteString("private: " + err.Error() + "\n")
+			os.Exit(5)
+		}
 		if err := BindReadOnly(strings.Split(os.Getenv("CORRAL_NS_TEST_RO"), ":")); err != nil {
 			os.Stderr.WriteString("bind: " + err.Error() + "\n")
 			os.Exit(5)
@@ -76,9 +86,15 @@ func TestNamespaceStage(t *testing.T) {
 (echo x >> "$W/.git") 2>/dev/null && echo "gitdir file writable"
 echo ok > "$P/work.txt" || echo "work not writable"
 grep CapEff /proc/self/status
+git init -q "$P/vendor/lib" 2>/dev/null || mkdir -p "$P/vendor/lib/.git"
+echo fsmonitor > "$P/vendor/lib/.git/config"
+rmdir "$P/vendor/lib" 2>/dev/null && echo "private path removed"
+true
 `
 	cmd := exec.Command(os.Args[0])
+	privSrc := filepath.Join(t.TempDir(), "gitlinks", "b", "0123")
 	cmd.Env = append(os.Environ(), nsTestEnv+"=first", "CORRAL_NS_TEST_RO="+gitDir+":"+filepath.Join(wt, ".git"),
+		"CORRAL_NS_TEST_PRIVATE="+privSrc+"="+filepath.Join(proj, "vendor", "lib"),
 		"CORRAL_NS_TEST_SH="+script, "P="+proj, "W="+wt)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -93,7 +109,15 @@ grep CapEff /proc/self/status
 	if !strings.Contains(got, "pid "+strconv.Itoa(pid)+"\n") {
 		t.Errorf("the final program is not the started process %d:\n%s", pid, got)
 	}
-	for _, bad := range []string{"config writable", "hook writable", "gitdir file writable", "work not writable"} {
+	// The empty submodule path: created on the host, empty there; what
+	// the "VM" wrote went to the box's own directory.
+	if ents, err := os.ReadDir(filepath.Join(proj, "vendor", "lib")); err != nil || len(ents) != 0 {
+		t.Errorf("the host's submodule path holds %v (%v), want an empty directory", ents, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(privSrc, ".git", "config")); err != nil || string(b) != "fsmonitor\n" {
+		t.Errorf("the box's private directory: %q, %v", b, err)
+	}
+	for _, bad := range []string{"config writable", "hook writable", "gitdir file writable", "work not writable", "private path removed"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("%s:\n%s", bad, got)
 		}

@@ -16,6 +16,11 @@ func InStage() (bool, error) { return false, nil }
 // BindReadOnly is Linux only.
 func BindReadOnly(paths []string) error { return fmt.Errorf("%w on this platform", ErrNoUserNamespace) }
 
+// MountPrivate is Linux only.
+func MountPrivate(mounts []PrivateMount) error {
+	return fmt.Errorf("%w on this platform", ErrNoUserNamespace)
+}
+
 // ExecWithoutCaps is Linux only.
 func ExecWithoutCaps(path string, argv, env []string) error {
 	return fmt.Errorf("%w on this platform", ErrNoUserNamespace)

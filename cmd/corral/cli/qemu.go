@@ -68,6 +68,14 @@ func qemuMain(argv []string) int {
 				err := qemu.EnterNamespace(argv, env)
 				return fail("box %s: cannot make its git directory read-only for qemu: %v\nhint: corral doctor checks user namespaces; git_shadow = false in ~/.corral/projects/%s.toml lets the box write .git (the guard then reverts changes)", plan.Box, err, plan.Box)
 			}
+			// Empty submodule paths first: a read-only bind never lies
+			// inside one (they hold no .git), and the order is fixed.
+			if err := qemu.MountPrivate(plan.Private); err != nil {
+				return fail("box %s: %v", plan.Box, err)
+			}
+			for _, m := range plan.Private {
+				fmt.Fprintf(os.Stderr, "corral qemu: box %s: submodule path private to the box: %s\n", plan.Box, m.Target)
+			}
 			if err := qemu.BindReadOnly(plan.ReadOnly); err != nil {
 				return fail("box %s: %v", plan.Box, err)
 			}

@@ -144,6 +144,7 @@ findmnt -n -o FSTYPE --mountpoint "$1/.git" || echo "no mount at .git"`
 			t.Error("host git ran a command from the box")
 		}
 	})
+	gitlinkSubtests(t, x, hostile, marker)
 }
 
 // gitGuardOptOut runs on TestHostFunnel's box, whose git project has the
@@ -182,4 +183,74 @@ func gitGuardOptOut(t *testing.T, x *h) {
 	if out, _, _ := x.corral("doctor", x.box); !strings.Contains(out, "host repository: git_shadow = false") {
 		t.Errorf("doctor does not show the opt-out:\n%s", out)
 	}
+}
+
+// withSubmodules gives the project (a committed git repository) an
+// initialized submodule "sub", cloned from a sibling repository, and an
+// uninitialized gitlink "vendor/lib" (its directory empty, as git leaves
+// one), committed.
+func withSubmodules(t *testing.T, proj string) {
+	t.Helper()
+	child := proj + "-child"
+	must(t, os.MkdirAll(child, 0o755))
+	gitOnHost(t, child, "init", "-q", "-b", "main")
+	gitOnHost(t, child, "commit", "-q", "--allow-empty", "-m", "child")
+	gitOnHost(t, proj, "-c", "protocol.file.allow=always", "submodule", "add", "-q", child, "sub")
+	gitOnHost(t, proj, "update-index", "--add", "--cacheinfo", "160000,"+gitOnHost(t, child, "rev-parse", "HEAD")+",vendor/lib")
+	must(t, os.MkdirAll(filepath.Join(proj, "vendor", "lib"), 0o755))
+	gitOnHost(t, proj, "commit", "-q", "-m", "submodules")
+}
+
+// gitlinkSubtests: the box (its user, then guest root) plants
+// core.fsmonitor and hooks in the initialized submodule, in the
+// uninitialized gitlink path and in a new nested repository; the host's
+// git status, diff and commit run none of it. On Linux qemu the host binds
+// sub/.git read-only and mounts a directory of the box's own over
+// vendor/lib in qemu's namespace, which guest root cannot undo.
+func gitlinkSubtests(t *testing.T, x *h, hostile, marker string) {
+	proj := x.project
+	subGit, err := os.ReadFile(filepath.Join(proj, "sub", ".git"))
+	must(t, err)
+	plant := `cd "$1"
+git -C sub config core.fsmonitor "$2" || true
+(printf '#!/bin/sh\n%s\n' "$2" > sub/.git) 2>/dev/null && echo "WROTE sub/.git"
+git init -q vendor/lib && git -C vendor/lib config core.fsmonitor "$2" && echo "initialized vendor/lib"
+git init -q nested && git -C nested config core.fsmonitor "$2" && echo "made nested"
+`
+	t.Run("the box plants git config in submodule paths and a nested repository", func(t *testing.T) {
+		x.t = t
+		out := x.ok("run", "--", "sh", "-c", plant, "sh", proj, hostile)
+		if strings.Contains(out, "WROTE") || !strings.Contains(out, "initialized vendor/lib") || !strings.Contains(out, "made nested") {
+			t.Errorf("box user:\n%s", out)
+		}
+		// Guest root takes its own mounts off and tries again.
+		root := `cd "$1"
+umount -l vendor/lib 2>/dev/null; umount -l sub/.git 2>/dev/null
+(echo "gitdir: /tmp" > sub/.git) 2>/dev/null && echo "WROTE sub/.git"
+rm -rf vendor/lib/.git; git init -q vendor/lib && git -C vendor/lib config core.fsmonitor "$2" && echo "root initialized vendor/lib"
+rmdir vendor/lib 2>/dev/null && echo "REMOVED vendor/lib"
+true`
+		out = x.ok("run", "--", "sudo", "sh", "-c", root, "sh", proj, hostile)
+		if strings.Contains(out, "WROTE") || strings.Contains(out, "REMOVED") {
+			t.Errorf("guest root:\n%s", out)
+		}
+		t.Logf("guest root: %s", strings.TrimSpace(out))
+	})
+	t.Run("the host's git status, diff and commit run nothing from them", func(t *testing.T) {
+		x.t = t
+		if ents, err := os.ReadDir(filepath.Join(proj, "vendor", "lib")); err != nil || len(ents) != 0 {
+			t.Errorf("host vendor/lib holds %v (%v): the box's repository reached the host", ents, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(proj, "sub", ".git")); string(b) != string(subGit) {
+			t.Errorf("host sub/.git changed: %q", b)
+		}
+		for _, args := range [][]string{{"status"}, {"diff"}, {"status", "--ignore-submodules=none", "-uall"}, {"add", "-A", ":!nested"}, {"commit", "-q", "--allow-empty", "-m", "host commit with submodules"}, {"diff", "HEAD~1"}} {
+			if o, err := hostGit(t, proj, args...); err != nil {
+				t.Errorf("host git %v: %v %s", args, err, o)
+			}
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("host git ran a command the box planted")
+		}
+	})
 }

@@ -37,6 +37,10 @@ func TestPullCloneAndAgentState(t *testing.T) {
 	// B's repository also tightens the network to broker mode (a
 	// repository may): that such a box has no sudo is checked on it.
 	b := x.project2(t, filepath.Join(base, "pull-b"), "source = \"clone\"\nnetwork = \"broker\"\n")
+	// A's project has an initialized submodule (sub) and an uninitialized
+	// gitlink (vendor/lib): gitlinkSubtests prove the box cannot make the
+	// host's git run anything through them.
+	withSubmodules(t, a.project)
 	defer a.corral("rm", "-f")
 	defer b.corral("rm", "-f")
 	// Uncommitted host files a clone must not carry.
