@@ -382,6 +382,9 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		}
 	}
 
+	if drift := s.GitlinkDrift(m); len(drift) > 0 {
+		out = append(out, fail("submodule paths", "not protected by the running box: "+strings.Join(drift, "; "), "corral stop "+box+" && corral up -C "+m.Project))
+	}
 	if funnel.Applies(runtime.GOOS, m.VMType, m.Network) {
 		if err := funnel.Verify(s.Layout.LimaHome(), box, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
 			out = append(out, fail("host funnel", err.Error(), "corral stop "+box+" && corral up -C "+m.Project))
