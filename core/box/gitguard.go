@@ -17,25 +17,25 @@ import (
 // GitGuardMode decides how the host guard watches a box's repository
 // (the one place this is decided):
 //
-//   - gitshadow.Commits with the opt-out (git_shadow = false): the user lets
-//     the box commit into the host repository, so refs, HEAD, the index and
-//     objects may change; what makes git run or substitute something is
-//     reverted.
-//   - gitshadow.Frozen where only the guest enforces the read-only share
-//     (macOS, any driver but Linux qemu, or a project not served by qemu's
-//     own 9p: reverse-sshfs's sftp-server and virtiofs's virtiofsd run
-//     outside qemu's namespace): the box was never meant to write .git, so
-//     every change is reverted.
+//   - gitshadow.Commits whenever the box could write the project's git
+//     directory: with the opt-out (git_shadow = false), where the user lets
+//     the box commit into the host repository, and where only the guest
+//     enforces the read-only share (macOS, any driver but Linux qemu, or a
+//     project not served by qemu's own 9p: reverse-sshfs's sftp-server and
+//     virtiofs's virtiofsd run outside qemu's namespace). What makes git
+//     run or substitute something is reverted; refs, HEAD, the index and
+//     objects may change. gitshadow.Frozen would revert those too, but in
+//     the guest-enforced case the user keeps working in the same
+//     repository on the host while a session runs: it would undo the
+//     user's own commits and staging, and a moved branch is no more than
+//     the work-tree changes the box can make anyway (it runs nothing).
 //   - "" (not guarded) where the host enforces it (Linux, qemu, 9p): only
 //     the user can change .git, and reverting the user's own `git config`
 //     would be wrong.
 func GitGuardMode(m Meta, goos string) gitshadow.Mode {
 	served9p := m.MountType == "9p" || m.MountType == "" // "": metadata from before mount_type was recorded (9p was the only Linux default)
-	switch {
-	case m.GitShadowOff:
+	if m.GitShadowOff || goos != "linux" || m.VMType != "qemu" || !served9p {
 		return gitshadow.Commits
-	case goos != "linux" || m.VMType != "qemu" || !served9p:
-		return gitshadow.Frozen
 	}
 	return ""
 }

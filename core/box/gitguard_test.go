@@ -34,7 +34,8 @@ func TestGitGuarded(t *testing.T) {
 }
 
 // TestGitGuardMode: the opt-out lets the box commit (Commits); a share
-// only the guest enforces was never meant to be written (Frozen).
+// only the guest enforces gets the same mode: the user keeps committing on
+// the host during a session, and Frozen would revert that.
 func TestGitGuardMode(t *testing.T) {
 	for _, tt := range []struct {
 		m    Meta
@@ -45,10 +46,10 @@ func TestGitGuardMode(t *testing.T) {
 		{Meta{VMType: "qemu", MountType: "9p"}, "linux", ""},
 		{Meta{VMType: "qemu", GitShadowOff: true}, "linux", gitshadow.Commits},
 		{Meta{VMType: "vz", GitShadowOff: true}, "darwin", gitshadow.Commits},
-		{Meta{VMType: "vz"}, "darwin", gitshadow.Frozen},
-		{Meta{VMType: "qemu"}, "darwin", gitshadow.Frozen},
-		{Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", gitshadow.Frozen},
-		{Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", gitshadow.Frozen},
+		{Meta{VMType: "vz"}, "darwin", gitshadow.Commits},
+		{Meta{VMType: "qemu"}, "darwin", gitshadow.Commits},
+		{Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", gitshadow.Commits},
+		{Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", gitshadow.Commits},
 	} {
 		if got := GitGuardMode(tt.m, tt.goos); got != tt.want {
 			t.Errorf("GitGuardMode(%+v, %s) = %q, want %q", tt.m, tt.goos, got, tt.want)

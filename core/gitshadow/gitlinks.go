@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -95,16 +94,16 @@ func (d Dirs) Gitlinks() ([]Gitlink, error) {
 		return nil, nil
 	}
 	var out []Gitlink
-	err := gitlinksIn(d.Project, d.GitDir, d.CommonDir, 0, &out)
+	err := gitlinksIn(d.Project, d.GitDir, 0, &out)
 	slices.SortFunc(out, func(a, b Gitlink) int { return strings.Compare(a.Path, b.Path) })
 	return out, err
 }
 
-func gitlinksIn(workTree, gitDir, commonDir string, depth int, out *[]Gitlink) error {
+func gitlinksIn(workTree, gitDir string, depth int, out *[]Gitlink) error {
 	if depth > maxGitlinkDepth {
 		return fmt.Errorf("submodules of %s: nested more than %d deep", workTree, maxGitlinkDepth)
 	}
-	paths, err := IndexGitlinks(filepath.Join(gitDir, "index"), objectFormatSHA256(commonDir))
+	paths, err := IndexGitlinks(filepath.Join(gitDir, "index"))
 	if err != nil {
 		return err
 	}
@@ -112,10 +111,10 @@ func gitlinksIn(workTree, gitDir, commonDir string, depth int, out *[]Gitlink) e
 		if len(*out) >= MaxGitlinks {
 			return fmt.Errorf("submodules of %s: more than %d", workTree, MaxGitlinks)
 		}
-		g := classify(workTree, rel)
+		g := classifyGitlink(workTree, rel)
 		*out = append(*out, g)
 		if g.Kind == GitlinkPopulated && g.GitDir != "" {
-			if err := gitlinksIn(g.Path, g.GitDir, g.GitDir, depth+1, out); err != nil {
+			if err := gitlinksIn(g.Path, g.GitDir, depth+1, out); err != nil {
 				return err
 			}
 		}
@@ -125,7 +124,7 @@ func gitlinksIn(workTree, gitDir, commonDir string, depth int, out *[]Gitlink) e
 
 // classify looks at one gitlink path without following a link the box may
 // have planted: every component below the work tree is checked with Lstat.
-func classify(workTree, rel string) Gitlink {
+func classifyGitlink(workTree, rel string) Gitlink {
 	p := filepath.Join(workTree, filepath.FromSlash(rel))
 	g := Gitlink{Path: p}
 	// A link in a parent would send the bind elsewhere.
@@ -183,20 +182,13 @@ func classify(workTree, rel string) Gitlink {
 	return g
 }
 
-var objectFormatRE = regexp.MustCompile(`(?im)^\s*objectformat\s*=\s*"?sha256"?\s*$`)
-
-// objectFormatSHA256 reports whether the repository's config says
-// extensions.objectFormat = sha256 (its index then holds 32-byte names).
-func objectFormatSHA256(commonDir string) bool {
-	b, err := untrusted.ReadFile(filepath.Join(commonDir, "config"), MaxWatchedSize)
-	return err == nil && objectFormatRE.Match(b)
-}
-
-// IndexGitlinks reads a git index file (versions 2, 3 and 4) and returns
-// the paths of its gitlink entries (mode 160000), slash-separated and
-// relative to the work tree, each once. A missing file is no gitlinks.
-// The file is read through core/untrusted (regular, capped, non-blocking).
-func IndexGitlinks(index string, sha256 bool) ([]string, error) {
+// IndexGitlinks reads a git index file (versions 2, 3 and 4, SHA-1 or
+// SHA-256 object names, told apart by the entry layout: each entry's
+// flags carry its name's length) and returns the paths of its gitlink
+// entries (mode 160000), slash-separated and relative to the work tree,
+// each once. A missing file is no gitlinks. The file is read through
+// core/untrusted (regular, capped, non-blocking).
+func IndexGitlinks(index string) ([]string, error) {
 	b, err := untrusted.ReadFile(index, MaxIndexSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -204,9 +196,12 @@ func IndexGitlinks(index string, sha256 bool) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the index: %w", err)
 	}
-	links, err := ParseIndexGitlinks(b, sha256)
+	links, err := ParseIndexGitlinks(b, false)
 	if err != nil {
-		return nil, fmt.Errorf("reading the index %s: %w", index, err)
+		var err32 error
+		if links, err32 = ParseIndexGitlinks(b, true); err32 != nil {
+			return nil, fmt.Errorf("reading the index %s: %w", index, err)
+		}
 	}
 	return links, nil
 }
@@ -280,6 +275,9 @@ func ParseIndexGitlinks(b []byte, sha256 bool) ([]string, error) {
 				return nil, fmt.Errorf("entry %d is truncated", i)
 			}
 			off = start + size
+		}
+		if name == "" || (flags&0xfff != 0xfff && int(flags&0xfff) != len(name)) {
+			return nil, fmt.Errorf("entry %d: its name does not match its recorded length", i)
 		}
 		prev = name
 		if mode&0o170000 != gitlinkMode {

@@ -1,11 +1,8 @@
 package gitshadow
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -13,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Nested is a git repository inside the project's work tree other than
@@ -66,7 +61,7 @@ func FindNested(ctx context.Context, d Dirs, lim NestedLimits) (NestedResult, er
 	links := map[string]bool{}
 	if d.IsRepo() {
 		var err error
-		if links, err = Gitlinks(filepath.Join(d.GitDir, "index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if links, err = indexGitlinkSet(filepath.Join(d.GitDir, "index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return res, err
 		}
 	}
@@ -120,108 +115,15 @@ func FindNested(ctx context.Context, d Dirs, lim NestedLimits) (NestedResult, er
 
 var errStop = errors.New("stop")
 
-// MaxIndex caps the index Gitlinks reads.
-const MaxIndex = 256 << 20
-
-// Gitlinks returns the paths (slash-separated) that the git index at p
-// records as gitlinks (mode 160000: submodules). It reads index versions
-// 2, 3 and 4, with SHA-1 or SHA-256 object names (told apart by the
-// entry layout), regular files only, capped.
-func Gitlinks(p string) (map[string]bool, error) {
-	b, err := untrusted.ReadFile(p, MaxIndex)
+// indexGitlinkSet is IndexGitlinks as a set.
+func indexGitlinkSet(p string) (map[string]bool, error) {
+	links, err := IndexGitlinks(p)
 	if err != nil {
 		return nil, err
 	}
-	out, err := parseGitlinks(b, 20)
-	if err != nil {
-		if out32, err32 := parseGitlinks(b, 32); err32 == nil {
-			return out32, nil
-		}
-		return nil, fmt.Errorf("reading the index %s: %w", p, err)
+	out := make(map[string]bool, len(links))
+	for _, l := range links {
+		out[l] = true
 	}
 	return out, nil
-}
-
-// parseGitlinks parses an index whose object names are hashLen bytes.
-func parseGitlinks(b []byte, hashLen int) (map[string]bool, error) {
-	if len(b) < 12 || string(b[:4]) != "DIRC" {
-		return nil, errors.New("not a git index")
-	}
-	version := binary.BigEndian.Uint32(b[4:8])
-	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("index version %d", version)
-	}
-	n := binary.BigEndian.Uint32(b[8:12])
-	out := map[string]bool{}
-	off := 12
-	prev := ""
-	for i := uint32(0); i < n; i++ {
-		start := off
-		fixed := 40 + hashLen + 2
-		if off+fixed > len(b) {
-			return nil, errors.New("truncated index entry")
-		}
-		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		flags := binary.BigEndian.Uint16(b[off+40+hashLen : off+fixed])
-		off += fixed
-		if flags&0x4000 != 0 {
-			if version < 3 {
-				return nil, errors.New("extended flag in a version 2 index")
-			}
-			off += 2
-		}
-		if off >= len(b) {
-			return nil, errors.New("truncated index entry")
-		}
-		var name string
-		if version == 4 {
-			strip, k, ok := varint(b[off:])
-			if !ok || strip > len(prev) {
-				return nil, errors.New("bad path compression")
-			}
-			off += k
-			end := bytes.IndexByte(b[off:], 0)
-			if end < 0 {
-				return nil, errors.New("unterminated path")
-			}
-			name = prev[:len(prev)-strip] + string(b[off:off+end])
-			off += end + 1
-		} else {
-			end := bytes.IndexByte(b[off:], 0)
-			if end < 0 {
-				return nil, errors.New("unterminated path")
-			}
-			name = string(b[off : off+end])
-			// NUL padding: the entry is a multiple of 8 bytes long.
-			off = start + ((off - start + end + 8) &^ 7)
-			if off > len(b) {
-				return nil, errors.New("truncated index entry")
-			}
-		}
-		if name == "" || (flags&0xfff != 0xfff && int(flags&0xfff) != len(name)) {
-			return nil, errors.New("bad entry name")
-		}
-		if mode&0o170000 == 0o160000 {
-			out[name] = true
-		}
-		prev = name
-	}
-	return out, nil
-}
-
-// varint decodes git's offset encoding (index version 4).
-func varint(b []byte) (int, int, bool) {
-	if len(b) == 0 {
-		return 0, 0, false
-	}
-	v := int(b[0] & 0x7f)
-	i := 1
-	for b[i-1]&0x80 != 0 {
-		if i >= len(b) || i > 8 {
-			return 0, 0, false
-		}
-		v = ((v + 1) << 7) | int(b[i]&0x7f)
-		i++
-	}
-	return v, i, true
 }

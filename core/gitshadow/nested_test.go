@@ -69,7 +69,7 @@ func FuzzGitlinks(f *testing.F) {
 	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x00"))
 	f.Add([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01" + string(make([]byte, 62)) + "\x80\x80\x80\x01a\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseGitlinks(b, 20)
-		_, _ = parseGitlinks(b, 32)
+		_, _ = ParseIndexGitlinks(b, false)
+		_, _ = ParseIndexGitlinks(b, true)
 	})
 }
