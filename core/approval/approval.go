@@ -268,7 +268,7 @@ func (s *Store) add(entry string, scope Scope, d time.Duration, actor audit.Acto
 	// whole public suffix ("*.com"). Only granting checks it: an old
 	// approval of one can still be revoked, and AllowList leaves it out.
 	if err := config.CheckGrant("egress", canon, config.GrantContext{}).Err(); err != nil {
-		return Approval{}, hint.New(err, "allow one registrable domain and its subdomains (such as '*.example.com') or exact hosts")
+		return Approval{}, err
 	}
 	if _, err := ParseScope(string(scope)); err != nil {
 		return Approval{}, err

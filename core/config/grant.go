@@ -39,14 +39,27 @@ func (r Risk) String() string {
 // MarshalText writes the risk's name, for --json.
 func (r Risk) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
+// UnmarshalText reads a risk's name.
+func (r *Risk) UnmarshalText(b []byte) error {
+	for _, x := range []Risk{RiskOK, RiskFlagged, RiskRefused} {
+		if string(b) == x.String() {
+			*r = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown risk %q", b)
+}
+
 // Verdict is the grant check's answer for one entry of one key.
 type Verdict struct {
 	Key string `json:"key"`
 	// Entry is the canonical form when the entry parsed, else as given.
 	Entry string `json:"entry"`
 	Risk  Risk   `json:"risk"`
-	// Why is one sentence for a flagged or refused entry.
+	// Why is one sentence for a flagged or refused entry; Fix, when set,
+	// says what to grant instead.
 	Why string `json:"why,omitempty"`
+	Fix string `json:"fix,omitempty"`
 }
 
 // Err is nil unless the verdict refuses: then an error naming the key,
@@ -62,8 +75,15 @@ func (v Verdict) Err() error {
 type GrantError struct{ Verdict Verdict }
 
 func (e *GrantError) Error() string {
-	return fmt.Sprintf("%s %q: refused: %s", e.Verdict.Key, e.Verdict.Entry, e.Verdict.Why)
+	what := e.Verdict.Key
+	if what == "egress" {
+		what = "allow entry"
+	}
+	return fmt.Sprintf("%s %q: %s", what, e.Verdict.Entry, e.Verdict.Why)
 }
+
+// Hint is the verdict's Fix (core/hint prints it).
+func (e *GrantError) Hint() string { return e.Verdict.Fix }
 
 // ErrGrantRefused matches every GrantError (errors.Is).
 var ErrGrantRefused = errors.New("grant refused")
@@ -130,7 +150,9 @@ func CheckGrant(key, entry string, ctx GrantContext) Verdict {
 		}
 		v.Entry = p.String()
 		if p.Host < MinHostPort && !ctx.LowHostPorts {
-			return refuse(fmt.Sprintf("host port %d is below %d, where the system's services listen; set low_host_ports = true in your config to allow it, or forward %d:%d", p.Host, MinHostPort, p.Host+8000, p.Guest))
+			v = refuse(fmt.Sprintf("host port %d is below %d, where the system's services listen", p.Host, MinHostPort))
+			v.Fix = fmt.Sprintf("set low_host_ports = true in your config to allow it, or forward %d:%d", p.Host+8000, p.Guest)
+			return v
 		}
 		return v
 	case "toolchains":
@@ -166,7 +188,8 @@ func checkEgress(v Verdict, e egress.AllowEntry) Verdict {
 	if e.Wild {
 		if ps, _ := publicsuffix.PublicSuffix(e.Host); ps == e.Host {
 			v.Risk = RiskRefused
-			v.Why = fmt.Sprintf("%q is a public suffix: *.%s would allow every domain anyone registers under it; allow one domain and its subdomains (such as *.example.%s) or exact hosts", e.Host, e.Host, e.Host)
+			v.Why = fmt.Sprintf("a wildcard over the public suffix %q would allow every domain registered under it", e.Host)
+			v.Fix = fmt.Sprintf("allow one registrable domain and its subdomains instead, such as '*.example.%s', or exact hosts", e.Host)
 			return v
 		}
 	}
@@ -220,7 +243,8 @@ var (
 )
 
 // checkRange judges a CIDR range (config egress only: approvals never
-// hold one). Refused: wider than WidestRange4/WidestRange6, covering a
+// hold one). Refused: wider than WidestRange4/WidestRange6 (loopback
+// aside: all of 127.0.0.0/8 is this computer), covering a
 // cloud metadata address or the "this host" block, or (through an IPv6
 // form that carries IPv4 addresses) any IPv4 range that would be refused.
 // Flagged: covering loopback, link-local or private addresses, or other
@@ -254,7 +278,9 @@ func checkRange(r netip.Prefix) (Risk, string) {
 	if r.Bits() == 0 {
 		return RiskRefused, fmt.Sprintf("%s covers every address: use network = \"full\" to turn the filter off, or name the range of the service you need", all)
 	}
-	if r.Bits() < widest {
+	// Every address of 127.0.0.0/8 is this computer: its width reaches no
+	// further than 127.0.0.1/32 does (flagged as loopback below).
+	if r.Bits() < widest && !loopback[0].Contains(r.Addr()) {
 		return RiskRefused, fmt.Sprintf("%s is wider than /%d and reaches networks that are no single service's; name the range of the service you need, such as a /24", r, widest)
 	}
 	for _, m := range metadataAddrs {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/corral-dev/corral/core/egress"
 )
 
 // ProjectFile is the name of a repository's config file.
@@ -145,9 +147,15 @@ func SamePort(a, b string) bool {
 	return erra == nil && errb == nil && pa == pb
 }
 
-// sameEntry compares allow-list entries as host names compare: case and a
-// trailing dot do not matter.
+// sameEntry compares allow-list entries by their canonical form (the one
+// grammar, egress.ParseAllowEntry): case, a trailing dot and Unicode versus
+// punycode do not matter. Entries that do not parse compare as host names.
 func sameEntry(a, b string) bool {
+	ca, erra := egress.CanonicalEntry(a)
+	cb, errb := egress.CanonicalEntry(b)
+	if erra == nil && errb == nil {
+		return ca == cb
+	}
 	norm := func(s string) string { return strings.ToLower(strings.TrimSuffix(s, ".")) }
 	return norm(a) == norm(b)
 }

@@ -51,7 +51,7 @@ func (e AllowEntry) String() string {
 // address bits below the prefix are dropped (10.1.2.3/24 is 10.1.2.0/24).
 func ParseAllowEntry(s string) (AllowEntry, error) {
 	s = strings.TrimSpace(s)
-	if strings.Contains(s, "/") {
+	if addr, _, ok := strings.Cut(s, "/"); ok && validAddr(addr) {
 		pfx, err := netip.ParsePrefix(s)
 		if err != nil {
 			return AllowEntry{}, fmt.Errorf("not a CIDR range (want such as 10.1.2.0/24): %w", err)
@@ -87,4 +87,9 @@ func (e AllowEntry) PortText() string {
 		return "port " + strconv.Itoa(e.Port)
 	}
 	return "ports 80 and 443"
+}
+
+func validAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
