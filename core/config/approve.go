@@ -128,7 +128,13 @@ func addToList(path, key string, entries []string, why, who string, now time.Tim
 		return errors.Join(fmt.Errorf("adding to %s: could not edit %s safely; add to it by hand:\n%s", key, path, tomlLine(key, want)), err)
 	}
 	// The layer as a whole, as config check would see it.
-	if err := errors.Join(validate(again)...); err != nil {
+	errs = validate(again)
+	// Its ports as one box forwards them (clashes, the cap); low host ports
+	// are the grant check's, in the caller's context.
+	for _, why := range CheckPorts(again.Config.Ports(), true) {
+		errs = append(errs, &Violation{File: path, Key: "ports", Reason: why})
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("adding to %s of %s (nothing was written): the file would not validate: %w", key, path, err)
 	}
 	if whole != nil {

@@ -251,6 +251,13 @@ var (
 // special-purpose blocks. A public range narrow enough is ok.
 func checkRange(r netip.Prefix) (Risk, string) {
 	r = r.Masked()
+	widest, all, example := WidestRange4, "0.0.0.0/0", "/24"
+	if r.Addr().Is6() {
+		widest, all, example = WidestRange6, "::/0", "/64"
+	}
+	if r.Bits() == 0 {
+		return RiskRefused, fmt.Sprintf("%s covers every address: use network = \"full\" to turn the filter off, or name the range of the service you need", all)
+	}
 	if r.Addr().Is6() {
 		for _, o := range opaque {
 			if r.Overlaps(o.block) {
@@ -271,17 +278,10 @@ func checkRange(r netip.Prefix) (Risk, string) {
 			return max(risk, RiskFlagged), fmt.Sprintf("%s holds %s forms of %s: %s", r, em.name, v4, why)
 		}
 	}
-	widest, all := WidestRange4, "0.0.0.0/0"
-	if r.Addr().Is6() {
-		widest, all = WidestRange6, "::/0"
-	}
-	if r.Bits() == 0 {
-		return RiskRefused, fmt.Sprintf("%s covers every address: use network = \"full\" to turn the filter off, or name the range of the service you need", all)
-	}
 	// Every address of 127.0.0.0/8 is this computer: its width reaches no
 	// further than 127.0.0.1/32 does (flagged as loopback below).
 	if r.Bits() < widest && !loopback[0].Contains(r.Addr()) {
-		return RiskRefused, fmt.Sprintf("%s is wider than /%d and reaches networks that are no single service's; name the range of the service you need, such as a /24", r, widest)
+		return RiskRefused, fmt.Sprintf("%s is wider than /%d and reaches networks that are no single service's; name the range of the service you need, such as a %s", r, widest, example)
 	}
 	for _, m := range metadataAddrs {
 		if r.Contains(m) {
