@@ -99,19 +99,7 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 	props := egress.Propose(entries, lr.Started, end.Add(time.Nanosecond))
 	// The one grant check: what it refuses is shown with the reason,
 	// never written; flagged entries are written and shown with theirs.
-	var proposed []string
-	var refused, flagged []config.Verdict
-	for _, e := range egress.ProposedEntries(props) {
-		switch v := config.CheckGrant("egress", e, config.GrantContext{}); v.Risk {
-		case config.RiskRefused:
-			refused = append(refused, v)
-		case config.RiskFlagged:
-			flagged = append(flagged, v)
-			proposed = append(proposed, v.Entry)
-		default:
-			proposed = append(proposed, v.Entry)
-		}
-	}
+	proposed, flagged, refused := learnGrants(egress.ProposedEntries(props))
 	applied, stopped := false, false
 	if opts.Apply && len(proposed) > 0 {
 		why := fmt.Sprintf("learned from %s to %s", lr.Started.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
@@ -181,6 +169,24 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 		fmt.Fprintf(w, "learning ended: the broker enforces the allow-list of %s again\n", name)
 	}
 	return nil
+}
+
+// learnGrants sorts learned entries by the one grant check: proposed (ok
+// and flagged, canonical), the flagged ones again with their reason, and the
+// refused ones, which are shown and never written.
+func learnGrants(entries []string) (proposed []string, flagged, refused []config.Verdict) {
+	for _, e := range entries {
+		switch v := config.CheckGrant("egress", e, config.GrantContext{}); v.Risk {
+		case config.RiskRefused:
+			refused = append(refused, v)
+		case config.RiskFlagged:
+			flagged = append(flagged, v)
+			proposed = append(proposed, v.Entry)
+		default:
+			proposed = append(proposed, v.Entry)
+		}
+	}
+	return proposed, flagged, refused
 }
 
 // recordLearnApply writes the audit record of an applied proposal first:
