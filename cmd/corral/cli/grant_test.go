@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,5 +127,39 @@ func TestRepositoryToolchainsArePending(t *testing.T) {
 	}
 	if code, out, _ := run(t, e, false, "config", "check"); code != 0 || out != "ok: box "+e.box+" config has no problems\n" {
 		t.Errorf("after approve: exit %d\n%s", code, out)
+	}
+}
+
+// TestEgressReportsRefusedTrustedEntries: an entry the grant check
+// refuses, written by hand into the trusted layer, is never listed as
+// allowed: corral egress reports it apart and config check warns.
+func TestEgressReportsRefusedTrustedEntries(t *testing.T) {
+	e := setup(t, "")
+	l := writeBoxMeta(t, e, "broker")
+	if err := os.WriteFile(l.ProjectConfig(e.box), []byte("egress = [\"*.com\", \"0.0.0.0/0\", \"api.example.test\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, errOut := run(t, e, false, "egress", e.box, "--json")
+	var got struct {
+		AllowList []approval.Rule `json:"allow_list"`
+		Refused   []approval.Rule `json:"refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	for _, r := range got.AllowList {
+		if r.Entry == "*.com" || r.Entry == "0.0.0.0/0" || r.Refused() {
+			t.Errorf("listed as allowed: %+v", r)
+		}
+	}
+	if len(got.Refused) != 2 || got.Refused[0].Entry != "*.com" || got.Refused[1].Entry != "0.0.0.0/0" || got.Refused[0].Why == "" {
+		t.Errorf("refused: %+v", got.Refused)
+	}
+	if !slices.ContainsFunc(got.AllowList, func(r approval.Rule) bool { return r.Entry == "api.example.test" }) {
+		t.Errorf("allow-list lacks the good entry: %+v", got.AllowList)
+	}
+	code, out, _ := run(t, e, false, "config", "check")
+	if code != 0 || !strings.Contains(out, "warning: 2 allow-list entr(ies) refused by the grant check; the broker ignores them:") {
+		t.Errorf("config check: exit %d\n%s", code, out)
 	}
 }
