@@ -34,14 +34,26 @@ type Rule struct {
 	Source string `json:"source"`
 	// Expires is set for expiring approvals.
 	Expires time.Time `json:"expires,omitzero"`
+	// Risk is the grant check's verdict (config.CheckGrant), Why its
+	// sentence. A refused rule is listed so that it can be reported, and
+	// is in force nowhere: Entries and Allowed leave it out.
+	Risk config.Risk `json:"risk"`
+	Why  string      `json:"why,omitempty"`
 }
+
+// Refused reports whether the grant check refuses r: a trusted layer (or an
+// old approval) holds an entry no path of corral grants, such as "*.com" or
+// "0.0.0.0/0". corral never writes one; the broker ignores it.
+func (r Rule) Refused() bool { return r.Risk == config.RiskRefused }
 
 // AllowList assembles a box's allow-list: the default hosts of the
 // configured agent, then the toolchains group its golden recorded, then
 // the named groups of egress_groups (core/egress Groups), then the egress
 // entries of every config layer in merge order (egress merges by union, so
 // every layer contributes), then the approvals given. An entry listed more
-// than once keeps its first source.
+// than once keeps its first source. Each rule carries the grant check's
+// verdict (config.CheckGrant): the refused ones are in the list, marked, and
+// in force nowhere (Entries, Allowed).
 //
 // res must come from a config that loaded without error: a failed load's
 // partial result may still hold a layer the trust policy refused.
@@ -49,6 +61,8 @@ func AllowList(res config.Result, tc Toolchains, approvals []Approval) ([]Rule, 
 	var out []Rule
 	seen := map[string]bool{}
 	add := func(r Rule) {
+		v := config.CheckGrant("egress", r.Entry, config.GrantContext{})
+		r.Risk, r.Why = v.Risk, v.Why
 		if !seen[r.Entry] {
 			seen[r.Entry] = true
 			out = append(out, r)
@@ -84,11 +98,23 @@ func AllowList(res config.Result, tc Toolchains, approvals []Approval) ([]Rule, 
 	return out, nil
 }
 
-// Entries returns the entries of rules, for egress.ParsePolicy.
+// Entries returns the entries of rules the grant check does not refuse,
+// for egress.ParsePolicy.
 func Entries(rules []Rule) []string {
-	out := make([]string, len(rules))
-	for i, r := range rules {
-		out[i] = r.Entry
+	var out []string
+	for _, r := range Allowed(rules) {
+		out = append(out, r.Entry)
+	}
+	return out
+}
+
+// Allowed returns the rules the grant check does not refuse.
+func Allowed(rules []Rule) []Rule {
+	var out []Rule
+	for _, r := range rules {
+		if !r.Refused() {
+			out = append(out, r)
+		}
 	}
 	return out
 }

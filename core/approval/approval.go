@@ -176,20 +176,18 @@ func (s *Store) now() time.Time {
 }
 
 // Canonical validates an allow-list entry and returns its canonical form
-// (lowercase, punycode, no trailing dot). The error names the bad value.
+// (lowercase, punycode, no trailing dot): the one grammar,
+// egress.ParseAllowEntry. A range is not an approval (it is a config-only
+// entry). The error names the bad value.
 func Canonical(entry string) (string, error) {
-	// The broker's parser first: its messages say what is wrong with URLs,
-	// IP literals and wildcards. Then the config check, so that an approval
-	// is never something the config would refuse.
-	p, err := egress.ParsePolicy([]string{strings.TrimSpace(entry)}, nil)
+	e, err := egress.ParseAllowEntry(entry)
 	if err != nil {
-		return "", err
-	}
-	canon := p.String()
-	if err := config.CheckEgressEntry(canon); err != nil {
 		return "", fmt.Errorf("allow entry %q: %w", entry, err)
 	}
-	return canon, nil
+	if e.IsRange() {
+		return "", fmt.Errorf("allow entry %q: a range is not an approval; add it to egress = [...] in the box's trusted layer", entry)
+	}
+	return e.String(), nil
 }
 
 // All returns every stored approval, expired ones included, in the order
@@ -266,9 +264,10 @@ func (s *Store) add(entry string, scope Scope, d time.Duration, actor audit.Acto
 	if err != nil {
 		return Approval{}, err
 	}
-	// No approval may open a whole public suffix ("*.com"). Only granting
-	// checks it: an old approval of one can still be revoked.
-	if err := egress.CheckWildcard(canon); err != nil {
+	// The one grant check (config.CheckGrant): no approval may open a
+	// whole public suffix ("*.com"). Only granting checks it: an old
+	// approval of one can still be revoked, and AllowList leaves it out.
+	if err := config.CheckGrant("egress", canon, config.GrantContext{}).Err(); err != nil {
 		return Approval{}, err
 	}
 	if _, err := ParseScope(string(scope)); err != nil {

@@ -356,13 +356,14 @@ func TestAllowList(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Rule{
-		{"api.anthropic.com", OriginAgent, "claude", time.Time{}},
-		{"platform.claude.com", OriginAgent, "claude", time.Time{}},
-		{"claude.ai", OriginAgent, "claude", time.Time{}},
-		{"pkg.example.test", OriginConfig, "/h/config.toml", time.Time{}},
-		{"*.cdn.example.test:*", OriginConfig, "/h/projects/b.toml", time.Time{}},
-		{"api.example.test", OriginApproval, "always", time.Time{}},
-		{"x.example.test", OriginApproval, "once", exp},
+		{"api.anthropic.com", OriginAgent, "claude", time.Time{}, config.RiskOK, ""},
+		{"platform.claude.com", OriginAgent, "claude", time.Time{}, config.RiskOK, ""},
+		{"claude.ai", OriginAgent, "claude", time.Time{}, config.RiskOK, ""},
+		{"pkg.example.test", OriginConfig, "/h/config.toml", time.Time{}, config.RiskOK, ""},
+		{"*.cdn.example.test:*", OriginConfig, "/h/projects/b.toml", time.Time{}, config.RiskFlagged,
+			"allows every port of every name under cdn.example.test, not only the web's 80 and 443: ssh, databases and any other service listening there"},
+		{"api.example.test", OriginApproval, "always", time.Time{}, config.RiskOK, ""},
+		{"x.example.test", OriginApproval, "once", exp, config.RiskOK, ""},
 	}
 	if !reflect.DeepEqual(rules, want) {
 		t.Fatalf("rules:\n%+v\nwant:\n%+v", rules, want)

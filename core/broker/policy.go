@@ -204,7 +204,7 @@ func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 		return nil, nil, err
 	}
 	var lasting, once []approval.Rule
-	for _, r := range rules {
+	for _, r := range approval.Allowed(rules) { // refused rules are in force nowhere
 		if r.Origin == approval.OriginApproval && r.Source == string(approval.ScopeOnce) {
 			once = append(once, r)
 		} else {

@@ -27,22 +27,61 @@ func ApproveGroups(path string, groups []string, file, hash string, now time.Tim
 	return AddToList(path, "egress_groups", groups, fmt.Sprintf("requested by %s (%s)", file, hash), "corral approve", now)
 }
 
-// listKeys are the list keys AddToList edits, with the check of an entry.
-var listKeys = map[string]func(string) error{
-	"egress":        CheckEgressEntry,
-	"egress_groups": checkGroupName,
-	"ports":         func(e string) error { _, err := ParsePort(e); return err },
+// listKeys are the list keys AddToList edits.
+var listKeys = []string{"egress", "egress_groups", "ports", "toolchains", "packages"}
+
+// AddToList adds entries to the list key (egress, egress_groups, ports,
+// toolchains or packages) of the trusted layer at path, as ApproveEgress
+// describes, with a comment "# WHO DATE: WHY" above the statement. Each
+// entry must pass the grant check (CheckGrant, with a zero GrantContext:
+// no low host ports) and the layer as a whole must validate; the read,
+// check and write happen under the file's lock (path + ".lock"), so two
+// writers never lose each other's entries. It is the one writer of the
+// trusted layer's lists; commands call [Result.AddToTrusted], which also
+// checks the config as a whole.
+func AddToList(path, key string, entries []string, why, who string, now time.Time) error {
+	return addToList(path, key, entries, why, who, now, GrantContext{}, nil)
 }
 
-// AddToList adds entries to the list key (egress, egress_groups or ports) of the
-// trusted layer at path, as ApproveEgress describes, with a comment
-// "# WHO DATE: WHY" above the statement. `corral approve` and `corral
-// egress learn --apply` and `corral port` write through it.
-func AddToList(path, key string, entries []string, why, who string, now time.Time) error {
-	check, ok := listKeys[key]
-	if !ok {
+// AddToTrusted is AddToList for the trusted layer of the config r loaded:
+// each entry passes the grant check in r's context (low_host_ports), and
+// the config loaded again with the new trusted layer in place (the same
+// request: global layer, the same repository snapshot, flags) must have no
+// problem at all, caps and port clashes included: the check `corral config
+// check` runs. Nothing is written otherwise.
+func (r Result) AddToTrusted(key string, entries []string, why, who string, now time.Time) error {
+	if r.req.TrustedPath == "" {
+		return fmt.Errorf("adding to %s: the config was loaded without a trusted layer", key)
+	}
+	req := r.req
+	return addToList(req.TrustedPath, key, entries, why, who, now, r.Config.GrantContext(), func(out []byte) error {
+		req.trustedData = out
+		_, err := Load(req)
+		return err
+	})
+}
+
+// TrustedPath is the trusted layer r was loaded with ("" for none).
+func (r Result) TrustedPath() string { return r.req.TrustedPath }
+
+func addToList(path, key string, entries []string, why, who string, now time.Time, ctx GrantContext, whole func([]byte) error) error {
+	if !slices.Contains(listKeys, key) {
 		return fmt.Errorf("adding to %s: not a list corral edits", key)
 	}
+	// The grant check first: a refused entry stops the write, whatever
+	// else the list holds.
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, CheckGrant(key, e, ctx).Err())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("adding to %s of %s (nothing was written): %w", key, path, err)
+	}
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	data, err := readLayerFile(path)
 	if err != nil {
 		return err
@@ -57,12 +96,15 @@ func AddToList(path, key string, entries []string, why, who string, now time.Tim
 		same = SamePort // "3000" and "3000:3000" are one forward
 	}
 	for _, e := range entries {
-		if err := check(e); err != nil {
-			return fmt.Errorf("adding %q to %s: %w", e, key, err)
+		if key == "egress" {
+			e = CheckGrant(key, e, ctx).Entry // canonical
 		}
 		if !slices.ContainsFunc(want, func(h string) bool { return same(h, e) }) {
 			want = append(want, e)
 		}
+	}
+	if len(want) == len(field(&old.Config, key).Interface().([]string)) {
+		return nil // every entry is there already: nothing to write
 	}
 	stmt := fmt.Sprintf("# %s %s: %s\n%s\n", who, now.UTC().Format("2006-01-02"), why, tomlLine(key, want))
 	var out []byte
@@ -84,6 +126,21 @@ func AddToList(path, key string, entries []string, why, who string, now time.Tim
 	again, err := Parse(KindTrusted, path, out)
 	if err != nil || !slices.Equal(field(&again.Config, key).Interface().([]string), want) {
 		return errors.Join(fmt.Errorf("adding to %s: could not edit %s safely; add to it by hand:\n%s", key, path, tomlLine(key, want)), err)
+	}
+	// The layer as a whole, as config check would see it.
+	errs = validate(again)
+	// Its ports as one box forwards them (clashes, the cap); low host ports
+	// are the grant check's, in the caller's context.
+	for _, why := range CheckPorts(again.Config.Ports(), true) {
+		errs = append(errs, &Violation{File: path, Key: "ports", Reason: why})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("adding to %s of %s (nothing was written): the file would not validate: %w", key, path, err)
+	}
+	if whole != nil {
+		if err := whole(out); err != nil {
+			return fmt.Errorf("adding to %s of %s (nothing was written): the config would not load: %w", key, path, err)
+		}
 	}
 	return atomicfile.WriteFile(path, out, atomicfile.FileMode)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/corral-dev/corral/core/egress"
 )
 
 // ProjectFile is the name of a repository's config file.
@@ -27,6 +29,10 @@ type Request struct {
 	// with the snapshot taken when it started, so nothing the box writes
 	// into its project reaches its policy before the next start.
 	Snapshot *Snapshot
+
+	// trustedData, when set, is the trusted layer's content, used instead
+	// of reading TrustedPath (AddToTrusted checks a layer before writing it).
+	trustedData []byte
 }
 
 // Snapshot is a repository's .corral.toml as read at one moment.
@@ -58,11 +64,15 @@ type Result struct {
 	// can grant (see takeRequests); ProjectHash pins them to the file.
 	Requests    []RepoRequest
 	ProjectHash string
+
+	// req is the request that loaded it, its repository snapshot pinned
+	// (AddToTrusted loads it again with a new trusted layer).
+	req Request
 }
 
 // RepoRequest is one entry a repository's .corral.toml requests.
 type RepoRequest struct {
-	Key     string `json:"key"`   // "egress", "egress_groups" or "ports"
+	Key     string `json:"key"`   // one of RequestKeys
 	Entry   string `json:"entry"` // as written in the file
 	File    string `json:"file"`
 	Line    int    `json:"line,omitempty"`
@@ -82,11 +92,15 @@ func (r Result) Pending() []RepoRequest {
 
 // RequestKeys are the host-only keys a repository may request: their
 // entries in .corral.toml are requests, granted by `corral approve`.
-var RequestKeys = []string{"egress", "egress_groups", "ports"}
+// toolchains and packages are among them because they change the golden
+// image, whose recorded registries become the box's "toolchains" egress
+// group: until approved, the golden is built without them.
+var RequestKeys = []string{"egress", "egress_groups", "ports", "toolchains", "packages"}
 
-// takeRequests moves the egress entries, egress groups and ports of a
-// repository layer out of it: a repository may request hosts and
-// forwarded ports, never allow them. Each entry is pending unless a host
+// takeRequests moves the egress entries, egress groups, ports, toolchains
+// and packages of a repository layer out of it: a repository may request
+// hosts, forwarded ports and what the golden image installs, never allow
+// them. Each entry is pending unless a host
 // layer (global or trusted) already holds exactly it; the layer returned
 // sets none of these keys, so the merge never sees the requests. Other
 // host-only keys (mounts, image, sudo, ...) stay violations.
@@ -108,10 +122,19 @@ func takeRequests(l Layer, host []Layer) (Layer, []RepoRequest) {
 		})
 		reqs = append(reqs, RepoRequest{Key: "ports", Entry: e, File: l.Path, Line: l.Lines["ports"], Pending: !granted})
 	}
+	for _, key := range []string{"toolchains", "packages"} {
+		for _, e := range field(&l.Config, key).Interface().([]string) {
+			granted := slices.ContainsFunc(host, func(h Layer) bool {
+				return slices.Contains(field(&h.Config, key).Interface().([]string), e)
+			})
+			reqs = append(reqs, RepoRequest{Key: key, Entry: e, File: l.Path, Line: l.Lines[key], Pending: !granted})
+		}
+	}
 	if reqs == nil {
 		return l, nil
 	}
-	l.Config.Egress, l.Config.EgressGroups, l.Config.PortEntries = nil, nil, nil // l is a copy; the snapshot's layer is untouched
+	l.Config.Egress, l.Config.EgressGroups, l.Config.PortEntries = nil, nil, nil
+	l.Config.Toolchains, l.Config.Packages = nil, nil // l is a copy; the snapshot's layer is untouched
 	l.Set = setKeys(&l.Config)
 	return l, reqs
 }
@@ -124,9 +147,15 @@ func SamePort(a, b string) bool {
 	return erra == nil && errb == nil && pa == pb
 }
 
-// sameEntry compares allow-list entries as host names compare: case and a
-// trailing dot do not matter.
+// sameEntry compares allow-list entries by their canonical form (the one
+// grammar, egress.ParseAllowEntry): case, a trailing dot and Unicode versus
+// punycode do not matter. Entries that do not parse compare as host names.
 func sameEntry(a, b string) bool {
+	ca, erra := egress.CanonicalEntry(a)
+	cb, errb := egress.CanonicalEntry(b)
+	if erra == nil && errb == nil {
+		return ca == cb
+	}
 	norm := func(s string) string { return strings.ToLower(strings.TrimSuffix(s, ".")) }
 	return norm(a) == norm(b)
 }
@@ -144,8 +173,13 @@ func Load(req Request) (Result, error) {
 	// mistyped keys is never applied (ok is false), but what did decode is
 	// still validated and, for the project, checked against the policy, so
 	// that one run reports every problem.
-	load := func(kind Kind, path string) (l Layer, ok bool) {
-		l, err := LoadFile(kind, path)
+	load := func(kind Kind, path string, data []byte) (l Layer, ok bool) {
+		var err error
+		if data != nil {
+			l, err = Parse(kind, path, data)
+		} else {
+			l, err = LoadFile(kind, path)
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -153,7 +187,7 @@ func Load(req Request) (Result, error) {
 		return l, err == nil
 	}
 
-	global, ok := load(KindGlobal, req.GlobalPath)
+	global, ok := load(KindGlobal, req.GlobalPath, nil)
 	if ok {
 		res.Layers = append(res.Layers, global)
 	}
@@ -163,13 +197,14 @@ func Load(req Request) (Result, error) {
 	var trusted Layer
 	trustedOK := false
 	if req.TrustedPath != "" {
-		trusted, trustedOK = load(KindTrusted, req.TrustedPath)
+		trusted, trustedOK = load(KindTrusted, req.TrustedPath, req.trustedData)
 	}
 	if req.ProjectDir != "" {
 		snap := req.Snapshot
 		if snap == nil {
 			snap = ReadSnapshot(req.ProjectDir)
 		}
+		req.Snapshot = snap
 		proj, ok := snap.Layer, snap.Err == nil
 		if snap.Err != nil {
 			errs = append(errs, snap.Err)
@@ -196,6 +231,8 @@ func Load(req Request) (Result, error) {
 	res.Layers = append(res.Layers, flags)
 
 	res.Effective = Merge(res.Layers...)
+	req.trustedData = nil
+	res.req = req
 	errs = append(errs, checkFloors(&res.Effective)...)
 	errs = append(errs, checkAgent(&res.Effective)...)
 	errs = append(errs, checkPortsMerged(&res.Effective)...)

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/agent"
-	"golang.org/x/net/idna"
 
 	"github.com/corral-dev/corral/core/egress"
 )
@@ -268,33 +266,14 @@ func checkProjectRoots(roots []string, bad func(k, v, r, f string)) {
 // for `open -a` or a command name, never a path, an option or shell text.
 func ValidTerminal(name string) bool { return terminalRe().MatchString(name) }
 
-// CheckEgressEntry validates the syntax of an allow-list entry:
-// host, *.suffix, host:port, host:* or a CIDR range (a config-only entry
-// that allows private and IP-literal destinations in it). The broker's parser is the
-// authority on matching; this is the early, file-naming check.
+// CheckEgressEntry validates the syntax of an allow-list entry: host,
+// *.suffix, host:port, host:* or a CIDR range (a config-only entry that
+// allows private and IP-literal destinations in it). The grammar is
+// egress.ParseAllowEntry's, the one every allow-list uses; what may be granted
+// is CheckGrant's.
 func CheckEgressEntry(e string) error {
-	if _, err := netip.ParsePrefix(e); err == nil {
-		return nil // a CIDR range, such as 127.0.0.0/8: the broker allows IPs in it
-	}
-	host, port := e, ""
-	if i := strings.LastIndexByte(e, ':'); i >= 0 {
-		host, port = e[:i], e[i+1:]
-		if port != "*" {
-			n, err := strconv.Atoi(port)
-			if err != nil || n < 1 || n > 65535 {
-				return fmt.Errorf("invalid port %q", port)
-			}
-		}
-	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	host = strings.TrimPrefix(host, "*.")
-	if a, err := idna.Lookup.ToASCII(host); err == nil {
-		host = a
-	}
-	if host == "" || strings.Contains(host, "*") || !hostnameRe().MatchString(host) {
-		return fmt.Errorf("invalid host %q", host)
-	}
-	return nil
+	_, err := egress.ParseAllowEntry(e)
+	return err
 }
 
 // egressGroupNames are the names egress_groups takes (core/egress keeps

@@ -44,7 +44,10 @@ func NewCmdAllow(f *Factory, runF func(*AllowOptions) error) *cobra.Command {
 applies it within a second, without a restart.
 
 HOST is host, *.domain (every name below domain), host:port or host:*
-(any port); without a port, 443 and 80 are allowed.
+(any port); without a port, 443 and 80 are allowed. It passes the one
+grant check corral approve, corral port, corral egress learn --apply and
+the app use: a wildcard over a public suffix (such as *.com or *.co.uk)
+is refused; address ranges belong in the trusted layer's egress = [...].
 
 Scopes:
   --always     until revoked (the default)

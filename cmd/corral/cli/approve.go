@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
 
@@ -20,31 +22,50 @@ type ApproveOptions struct {
 	IO      *IOStreams
 	Factory *Factory
 	Box     string
-	Yes     bool
-	now     func() time.Time
+	// Only, when set, are the requests to consider, as KEY=ENTRY.
+	Only []string
+	Yes  bool
+	now  func() time.Time
 }
 
 // NewCmdApprove builds `corral approve`.
 func NewCmdApprove(f *Factory, runF func(*ApproveOptions) error) *cobra.Command {
 	opts := &ApproveOptions{IO: f.IO, Factory: f, now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "approve [BOX]",
-		Short: "Review and allow the hosts and ports a repository's .corral.toml requests",
-		Long: `Approve shows each host (egress), egress group (egress_groups) and
-forwarded port (ports) the
-repository's .corral.toml requests and writes the ones you accept to the
-box's trusted layer (~/.corral/projects/<box>.toml), with a comment naming the repository file's
-content hash. A request is never a permission by itself: until it is
-approved the broker does not allow it. When the file changes, new requests
-are pending again; approved entries stay.
+		Use:   "approve [BOX] [KEY=ENTRY...]",
+		Short: "Review and allow the hosts, ports and toolchains a repository's .corral.toml requests",
+		Long: `Approve shows each host (egress), egress group (egress_groups), forwarded
+port (ports), toolchain (toolchains) and package (packages) the
+repository's .corral.toml requests, with the grant check's verdict, and
+writes the ones you accept to the box's trusted layer
+(~/.corral/projects/<box>.toml), with a comment naming the repository
+file's content hash. A request is never a permission by itself: until it
+is approved the broker does not allow it, and the golden image is built
+without the requested toolchains and packages. When the file changes, new
+requests are pending again; approved entries stay.
 
-On a terminal it asks for each entry; --yes approves them all.`,
+Every entry goes through the one grant check corral allow, corral port and
+corral egress learn use: refused entries (a wildcard over a public suffix
+such as *.com, a catch-all or too wide range, the cloud metadata address,
+a host port below 1024 without low_host_ports) are shown with the reason
+and never written; flagged ones are shown with what they let the box
+reach.
+
+On a terminal it asks for each entry; --yes approves every entry the check
+does not refuse. KEY=ENTRY arguments (such as egress=api.example.test or
+ports=3000) narrow it to those requests.`,
 		Example: `  corral approve
-  corral approve web-3f2a1c --yes`,
-		Args: cobra.MaximumNArgs(1),
+  corral approve web-3f2a1c --yes
+  corral approve web-3f2a1c --yes egress=api.example.test ports=3000`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				opts.Box = args[0]
+			for _, a := range args {
+				if strings.Contains(a, "=") {
+					opts.Only = append(opts.Only, a)
+				} else if opts.Box == "" {
+					opts.Box = a
+				} else {
+					return hint.New(fmt.Errorf("approve takes one box, got %q and %q", opts.Box, a), "name requests as KEY=ENTRY, such as egress=api.example.test")
+				}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -52,8 +73,44 @@ On a terminal it asks for each entry; --yes approves them all.`,
 			return approveRun(opts)
 		},
 	}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every pending request without asking")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every pending request the grant check does not refuse, without asking")
 	return cmd
+}
+
+// judged is a pending request with the grant check's verdict.
+type judged struct {
+	Req config.RepoRequest
+	V   config.Verdict
+}
+
+// selector is the KEY=ENTRY argument that names the request.
+func (j judged) selector() string { return j.Req.Key + "=" + j.V.Entry }
+
+// describe is the request for a sentence, sanitised.
+func (j judged) describe() string {
+	switch j.Req.Key {
+	case "egress_groups":
+		return fmt.Sprintf("the egress group %s (corral egress groups lists its hosts)", display.Text(j.Req.Entry, 0))
+	case "ports":
+		return fmt.Sprintf("ports %s (a guest port forwarded to the host's 127.0.0.1)", display.Text(j.Req.Entry, 0))
+	case "toolchains":
+		return fmt.Sprintf("the toolchain %s (installed in the golden image)", display.Text(j.Req.Entry, 0))
+	case "packages":
+		return fmt.Sprintf("the package %s (installed as root in the golden image)", display.Text(j.Req.Entry, 0))
+	}
+	return "egress " + display.Authority(j.Req.Entry, 0)
+}
+
+// shellArg quotes an argument for a printed command line. Only entries the
+// grant check passed reach it (canonical, from a narrow alphabet without
+// quotes); single quotes keep a '*' from the shell.
+func shellArg(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:=/+-", r))
+	}) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
 }
 
 func approveRun(opts *ApproveOptions) error {
@@ -82,52 +139,106 @@ func approveRun(opts *ApproveOptions) error {
 		// would be a promise corral does not keep.
 		return err
 	}
-	pending := r.Loaded.Pending()
+	name := r.Project.Box
+	ctx := r.Loaded.Config.GrantContext()
+	var pending []judged
+	for _, q := range r.Loaded.Pending() {
+		pending = append(pending, judged{q, config.CheckGrant(q.Key, q.Entry, ctx)})
+	}
+	if len(opts.Only) > 0 {
+		var only []judged
+		for _, sel := range opts.Only {
+			key, entry, _ := strings.Cut(sel, "=")
+			canon := config.CheckGrant(key, entry, ctx).Entry
+			i := slices.IndexFunc(pending, func(j judged) bool { return j.Req.Key == key && j.V.Entry == canon })
+			if i < 0 {
+				return hint.New(fmt.Errorf("approve: box %s has no pending request %s", name, display.Text(sel, 200)), "corral config check lists the pending requests")
+			}
+			if !slices.ContainsFunc(only, func(j judged) bool { return j.selector() == pending[i].selector() }) {
+				only = append(only, pending[i])
+			}
+		}
+		pending = only
+	}
 	if len(pending) == 0 {
-		fmt.Fprintf(opts.IO.Out, "box %s: no pending requests\n", r.Project.Box)
+		fmt.Fprintf(opts.IO.Out, "box %s: no pending requests\n", name)
 		return nil
 	}
+	var refused []judged
+	var grantable []string
+	for _, j := range pending {
+		if j.V.Risk == config.RiskRefused {
+			refused = append(refused, j)
+		} else {
+			grantable = append(grantable, shellArg(j.selector()))
+		}
+	}
+	refusedText := func() string {
+		var b strings.Builder
+		for _, j := range refused {
+			fmt.Fprintf(&b, "\n  refused: %s: %s", j.describe(), display.Text(j.V.Why, maxLine))
+		}
+		return b.String()
+	}
 	if !opts.Yes && !opts.IO.InTTY {
-		return hint.New(fmt.Errorf("approve: %d pending request(s) and no terminal to ask", len(pending)),
-			fmt.Sprintf("review them with corral config check, then corral approve %s --yes", r.Project.Box))
+		err := fmt.Errorf("approve: %d pending request(s) and no terminal to ask%s", len(pending), refusedText())
+		switch {
+		case len(grantable) == 0:
+			return hint.New(err, "none of them can be approved; ask the repository to change its .corral.toml")
+		case len(refused) == 0 && len(opts.Only) == 0:
+			return hint.New(err, fmt.Sprintf("review them with corral config check, then corral approve %s --yes", name))
+		}
+		return hint.New(err, fmt.Sprintf("review them with corral config check; to approve the ones that can be: corral approve %s --yes %s", name, strings.Join(grantable, " ")))
 	}
 	in := bufio.NewReader(opts.IO.In)
-	var accepted, hosts, groups, ports []string
-	for _, q := range pending {
-		line := fmt.Sprintf("%s %s", q.Key, display.Authority(q.Entry, 0))
-		if q.Key == "egress_groups" {
-			line = fmt.Sprintf("the egress group %s (corral egress groups lists its hosts)", display.Text(q.Entry, 0))
+	accepted := map[string][]string{}
+	n := 0
+	for _, j := range pending {
+		line := j.describe()
+		if j.V.Risk == config.RiskRefused {
+			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s: refused, not approvable: %s\n", name, line, display.Text(j.V.Why, maxLine))
+			continue
 		}
-		if q.Key == "ports" {
-			line = fmt.Sprintf("ports %s (a guest port forwarded to the host's 127.0.0.1)", display.Text(q.Entry, 0))
+		if j.V.Risk == config.RiskFlagged {
+			line += "\n  flagged: " + display.Text(j.V.Why, maxLine)
 		}
 		ok := opts.Yes
 		if opts.Yes {
 			fmt.Fprintf(opts.IO.Out, "approving %s\n", line)
 		} else {
-			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s; allow it? [y/N] ", r.Project.Box, line)
+			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s\nallow it? [y/N] ", name, line)
 			answer, _ := in.ReadString('\n')
 			a := strings.ToLower(strings.TrimSpace(answer))
 			ok = a == "y" || a == "yes"
 		}
-		if !ok {
-			continue
-		}
-		accepted = append(accepted, q.Entry)
-		switch q.Key {
-		case "egress_groups":
-			groups = append(groups, q.Entry)
-		case "ports":
-			ports = append(ports, q.Entry)
-		default:
-			hosts = append(hosts, q.Entry)
+		if ok {
+			accepted[j.Req.Key] = append(accepted[j.Req.Key], j.V.Entry)
+			n++
 		}
 	}
-	if len(accepted) == 0 {
+	if n > 0 {
+		if err := approveWrite(l, r, pending, accepted, opts.now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", n, len(pending), r.Loaded.TrustedPath())
+	} else {
 		fmt.Fprintln(opts.IO.Out, "nothing approved")
-		return nil
 	}
-	trusted := l.ProjectConfig(r.Project.Box)
+	if len(refused) > 0 {
+		return fmt.Errorf("approve: %d request(s) of box %s refused by the grant check, not written:%s", len(refused), name, refusedText())
+	}
+	return nil
+}
+
+// approveWrite records the accepted entries in the audit log, then writes
+// them to the trusted layer, key by key, through the one writer
+// (config.Result.AddToTrusted: grant check, the whole config checked, the
+// file locked).
+func approveWrite(l paths.Layout, r box.Resolved, pending []judged, accepted map[string][]string, now time.Time) error {
+	var all []string
+	for _, key := range config.RequestKeys {
+		all = append(all, accepted[key]...)
+	}
 	// The audit record comes first: if it cannot be written, nothing is
 	// approved.
 	alog, err := audit.Open(l.AuditLog())
@@ -135,29 +246,18 @@ func approveRun(opts *ApproveOptions) error {
 		return err
 	}
 	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: r.Project.Box, Actor: audit.ActorCLI,
-		Fields: map[string]any{"entries": accepted, "scope": "trusted", "request": r.Loaded.ProjectHash}})
+		Fields: map[string]any{"entries": all, "scope": "trusted", "request": r.Loaded.ProjectHash}})
 	if err = errors.Join(err, alog.Close()); err != nil {
 		return fmt.Errorf("approve: recording the approval in the audit log (nothing was approved): %w", err)
 	}
-	file := ""
-	if len(pending) > 0 {
-		file = pending[0].File
-	}
-	if len(hosts) > 0 {
-		if err := config.ApproveEgress(trusted, hosts, file, r.Loaded.ProjectHash, opts.now()); err != nil {
+	why := fmt.Sprintf("requested by %s (%s)", pending[0].Req.File, r.Loaded.ProjectHash)
+	for _, key := range config.RequestKeys {
+		if len(accepted[key]) == 0 {
+			continue
+		}
+		if err := r.Loaded.AddToTrusted(key, accepted[key], why, "corral approve", now); err != nil {
 			return err
 		}
 	}
-	if len(groups) > 0 {
-		if err := config.ApproveGroups(trusted, groups, file, r.Loaded.ProjectHash, opts.now()); err != nil {
-			return err
-		}
-	}
-	if len(ports) > 0 {
-		if err := config.AddToList(trusted, "ports", ports, fmt.Sprintf("requested by %s (%s)", file, r.Loaded.ProjectHash), "corral approve", opts.now()); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", len(accepted), len(pending), trusted)
 	return nil
 }

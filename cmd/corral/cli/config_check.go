@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,7 +99,24 @@ func printRequests(io *IOStreams, boxName string, pending []config.RepoRequest) 
 		}
 		fmt.Fprintf(io.Out, "  %s %s  (%s)\n", q.Key, display.Authority(q.Entry, 0), where)
 	}
+	if slices.ContainsFunc(pending, func(q config.RepoRequest) bool { return q.Key == "toolchains" || q.Key == "packages" }) {
+		fmt.Fprintln(io.Out, "until approved, the golden image is built without the requested toolchains and packages")
+	}
 	fmt.Fprintf(io.Out, "to review and allow them: corral approve %s\n", boxName)
+}
+
+// printIgnored reports the entries of trusted layers the grant check
+// refuses (written by hand: corral never writes one). They are not
+// problems of the file, and the broker ignores them.
+func printIgnored(io *IOStreams, ignored []config.IgnoredEntry) {
+	if len(ignored) == 0 {
+		return
+	}
+	fmt.Fprintf(io.Out, "\nwarning: %d allow-list entr(ies) refused by the grant check; the broker ignores them:\n", len(ignored))
+	for _, e := range ignored {
+		fmt.Fprintf(io.Out, "  %s: %s %s: %s\n", display.Text(e.File, maxLine), e.Key, display.Authority(e.Entry, 0), display.Text(e.Why, maxLine))
+	}
+	fmt.Fprintln(io.Out, `remove them, or use network = "full" to turn the filter off`)
 }
 
 // maxLine caps one line of repository-derived text in terminal output.
@@ -140,7 +158,11 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 		if requests == nil {
 			requests = []config.RepoRequest{}
 		}
-		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems, "requests": requests}); err != nil {
+		ignored := r.Loaded.Ignored()
+		if ignored == nil {
+			ignored = []config.IgnoredEntry{}
+		}
+		if err := enc.Encode(map[string]any{"box": r.Project.Box, "ok": len(problems) == 0, "problems": problems, "requests": requests, "ignored": ignored}); err != nil {
 			return err
 		}
 	} else {
@@ -153,6 +175,7 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 			}
 		}
 		printRequests(opts.IO, r.Project.Box, r.Loaded.Pending())
+		printIgnored(opts.IO, r.Loaded.Ignored())
 	}
 	if len(problems) > 0 {
 		return &ExitCodeError{Code: ExitViolation}

@@ -138,6 +138,16 @@ func egressRun(opts *EgressOptions) error {
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", err)
 	}
+	// A refused rule (an entry the grant check refuses, such as "*.com",
+	// written by hand into a trusted layer) is in force nowhere: it is
+	// reported apart, never as allowed.
+	var refused []approval.Rule
+	for _, r := range rules {
+		if r.Refused() {
+			refused = append(refused, r)
+		}
+	}
+	rules = approval.Allowed(rules)
 	requests := box.PendingRequests(l, name, projectDir)
 	var learningUntil time.Time
 	if lr, err := approval.ReadLearning(l, name); err == nil && lr.ActiveAt(now) {
@@ -168,7 +178,10 @@ func egressRun(opts *EgressOptions) error {
 		if requests == nil {
 			requests = []config.RepoRequest{}
 		}
-		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules,
+		if refused == nil {
+			refused = []approval.Rule{}
+		}
+		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules, "refused": refused,
 			"destinations": dests, "recent_denials": denials, "pending_requests": requests}
 		if session != "" {
 			out["session"] = session
@@ -182,6 +195,9 @@ func egressRun(opts *EgressOptions) error {
 		t := newTable(opts.IO.Out, false)
 		for _, r := range rules {
 			t.Row("allow", r.Entry, r.Origin, r.Source, rfc3339(r.Expires))
+		}
+		for _, r := range refused {
+			t.Row("refused", r.Entry, r.Origin, r.Source, r.Why)
 		}
 		for _, q := range requests {
 			t.Row("request", safeText(q.Entry), "pending", safeText(q.File))
@@ -215,6 +231,12 @@ func egressRun(opts *EgressOptions) error {
 		tw.Row("  none: every destination is denied")
 	}
 	tw.Flush()
+	if len(refused) > 0 {
+		fmt.Fprintf(w, "\nignored (refused by the grant check; corral never writes these):\n")
+		for _, r := range refused {
+			fmt.Fprintf(w, "  %s  %s %s: %s\n", safeText(r.Entry), r.Origin, safeText(r.Source), safeText(r.Why))
+		}
+	}
 	if len(requests) > 0 {
 		fmt.Fprintf(w, "\nrequested by the repository, not allowed (review with corral approve %s):\n", name)
 		for _, q := range requests {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
@@ -71,7 +72,7 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 	if err != nil {
 		return err
 	}
-	name, _, err := egressTarget(&EgressOptions{Box: opts.Box, Factory: f}, l)
+	name, projectDir, err := egressTarget(&EgressOptions{Box: opts.Box, Factory: f}, l)
 	if err != nil {
 		return err
 	}
@@ -96,24 +97,20 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 		return err
 	}
 	props := egress.Propose(entries, lr.Started, end.Add(time.Nanosecond))
-	// The config's check is stricter than the broker's names (no "_"):
-	// what it refuses is shown, never written.
-	var proposed, refused []string
-	for _, e := range egress.ProposedEntries(props) {
-		if config.CheckEgressEntry(e) == nil {
-			proposed = append(proposed, e)
-		} else {
-			refused = append(refused, e)
-		}
-	}
+	// The one grant check: what it refuses is shown with the reason,
+	// never written; flagged entries are written and shown with theirs.
+	proposed, flagged, refused := learnGrants(egress.ProposedEntries(props))
 	applied, stopped := false, false
 	if opts.Apply && len(proposed) > 0 {
 		why := fmt.Sprintf("learned from %s to %s", lr.Started.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
-		trusted := l.ProjectConfig(name)
+		r, err := box.Resolve(l, box.ResolveOptions{Dir: projectDir, Platform: f.Platform})
+		if err != nil {
+			return fmt.Errorf("egress learn --apply: the box's config must load first (nothing was applied): %w", err)
+		}
 		if err := recordLearnApply(l.AuditLog(), name, proposed); err != nil {
 			return err
 		}
-		if err := config.AddToList(trusted, "egress", proposed, why, "corral egress learn", now); err != nil {
+		if err := r.Loaded.AddToTrusted("egress", proposed, why, "corral egress learn", now); err != nil {
 			return err
 		}
 		applied = true
@@ -156,8 +153,11 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 			return err
 		}
 	}
-	for _, e := range refused {
-		fmt.Fprintf(w, "not proposed (the config refuses the name): %s\n", display.Authority(e, 0))
+	for _, v := range flagged {
+		fmt.Fprintf(w, "flagged: %s: %s\n", display.Authority(v.Entry, 0), display.Text(v.Why, maxLine))
+	}
+	for _, v := range refused {
+		fmt.Fprintf(w, "not proposed (refused by the grant check): %s: %s\n", display.Authority(v.Entry, 0), display.Text(v.Why, maxLine))
 	}
 	switch {
 	case applied:
@@ -169,6 +169,24 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 		fmt.Fprintf(w, "learning ended: the broker enforces the allow-list of %s again\n", name)
 	}
 	return nil
+}
+
+// learnGrants sorts learned entries by the one grant check: proposed (ok
+// and flagged, canonical), the flagged ones again with their reason, and the
+// refused ones, which are shown and never written.
+func learnGrants(entries []string) (proposed []string, flagged, refused []config.Verdict) {
+	for _, e := range entries {
+		switch v := config.CheckGrant("egress", e, config.GrantContext{}); v.Risk {
+		case config.RiskRefused:
+			refused = append(refused, v)
+		case config.RiskFlagged:
+			flagged = append(flagged, v)
+			proposed = append(proposed, v.Entry)
+		default:
+			proposed = append(proposed, v.Entry)
+		}
+	}
+	return proposed, flagged, refused
 }
 
 // recordLearnApply writes the audit record of an applied proposal first:

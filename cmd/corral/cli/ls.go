@@ -79,7 +79,7 @@ func lsRun(opts *LsOptions) error {
 		name := st.Name
 		if n := pending(opts, st); n > 0 {
 			name += "*"
-			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s) or port(s); review with corral approve %s", st.Name, n, st.Name))
+			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s), port(s) or toolchain(s); review with corral approve %s", st.Name, n, st.Name))
 		}
 		mem := "-"
 		if st.MemBytes > 0 {

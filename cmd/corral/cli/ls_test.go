@@ -56,7 +56,7 @@ func TestLsMarksPendingRequests(t *testing.T) {
 	})
 	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
 		"web-3f2a1c*\tStopped\t- / 4GiB\t2\t-\t0\tbroker\t-\t/src/web\n" +
-		"* web-3f2a1c: its repository requests 3 host(s) or port(s); review with corral approve web-3f2a1c\n"
+		"* web-3f2a1c: its repository requests 3 host(s), port(s) or toolchain(s); review with corral approve web-3f2a1c\n"
 	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
 		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
 	}

@@ -79,6 +79,12 @@ func portRun(opts *PortOptions) error {
 	c := r.Loaded.Config
 	trusted := l.ProjectConfig(name)
 	if !slices.ContainsFunc(c.PortEntries, func(e string) bool { return config.SamePort(e, p.String()) }) {
+		// The one grant check (low host ports), then the box's ports as a
+		// whole (clashes, the cap); AddToTrusted checks the whole config
+		// again under the file's lock.
+		if err := config.CheckGrant("ports", p.String(), c.GrantContext()).Err(); err != nil {
+			return hint.New(fmt.Errorf("box %s: %w", name, err), "see corral info "+name+" for the box's ports")
+		}
 		if why := config.CheckPorts(append(c.Ports(), p), c.LowHostPorts != nil && *c.LowHostPorts); len(why) > 0 {
 			return hint.New(fmt.Errorf("box %s: port %s: %s", name, p, why[len(why)-1]), "see corral info "+name+" for the box's ports")
 		}
@@ -93,7 +99,7 @@ func portRun(opts *PortOptions) error {
 		if err = errors.Join(err, alog.Close()); err != nil {
 			return fmt.Errorf("port: recording it in the audit log (nothing was added): %w", err)
 		}
-		if err := config.AddToList(trusted, "ports", []string{p.String()}, "forwarded to the host's 127.0.0.1", "corral port", opts.now()); err != nil {
+		if err := r.Loaded.AddToTrusted("ports", []string{p.String()}, "forwarded to the host's 127.0.0.1", "corral port", opts.now()); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "box %s: port %s added to %s\n", name, p, trusted)

@@ -26,7 +26,7 @@ func sessionRun(f *Factory, agentName string, argv []string, tty bool, mode box.
 func sessionRunResolved(f *Factory, r box.Resolved, agentName string, argv []string, tty bool, mode box.SessionMode, name string) error {
 	if p := r.Loaded.Pending(); len(p) > 0 && r.Loaded.Config.NetworkMode() == config.NetworkBroker {
 		// One line: the broker denies these until the user approves them.
-		fmt.Fprintf(f.IO.ErrOut, "corral: the repository requests %d host(s) or port(s) not allowed yet; review them with: corral approve %s\n", len(p), r.Project.Box)
+		fmt.Fprintf(f.IO.ErrOut, "corral: the repository requests %d host(s), port(s), toolchain(s) or package(s) not granted yet; review them with: corral approve %s\n", len(p), r.Project.Box)
 	}
 	s, err := f.Service()
 	if err != nil {

@@ -1,0 +1,95 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// AllowEntry is one allow-list entry, parsed: the one grammar of every
+// allow-list corral reads or writes (the config's egress keys, approvals,
+// learn proposals, the app's Allow, the broker's policy). It is either a
+// name pattern with a port set or, for config only, a CIDR range.
+//
+//	host            exact name, ports 80 and 443
+//	*.suffix        every name below suffix (not suffix itself)
+//	host:port       one port; host:* any port (both also after *.suffix)
+//	10.1.2.0/24     a range: private and IP-literal destinations in it
+//
+// Names are DNS names: labels of letters, digits, '-' and '_' (DNS allows
+// '_', and real hosts use it; the broker always matched it), at most 63
+// bytes each and 253 in all, with a non-numeric last label. Case and a
+// trailing dot do not matter; Unicode names become punycode.
+type AllowEntry struct {
+	// Host is the canonical name (lowercase ASCII, no trailing dot, no
+	// "*." prefix); empty for a range.
+	Host string
+	// Wild: the entry is "*.Host".
+	Wild bool
+	// Port is the one port allowed; 0 with AnyPort false means 80 and 443.
+	Port    int
+	AnyPort bool
+	// Range is set (valid) for a CIDR entry, masked.
+	Range netip.Prefix
+}
+
+// IsRange reports whether e is a CIDR range.
+func (e AllowEntry) IsRange() bool { return e.Range.IsValid() }
+
+// String is the canonical form. ParseAllowEntry(e.String()) gives e back.
+func (e AllowEntry) String() string {
+	if e.IsRange() {
+		return e.Range.String()
+	}
+	return canonicalEntry(e.Host, e.Port, e.AnyPort, e.Wild)
+}
+
+// ParseAllowEntry parses one allow-list entry of the grammar [AllowEntry] describes,
+// surrounding blanks ignored. A range must be written as CIDR ("/n"); its
+// address bits below the prefix are dropped (10.1.2.3/24 is 10.1.2.0/24).
+func ParseAllowEntry(s string) (AllowEntry, error) {
+	s = strings.TrimSpace(s)
+	if addr, _, ok := strings.Cut(s, "/"); ok && validAddr(addr) {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			return AllowEntry{}, fmt.Errorf("not a CIDR range (want such as 10.1.2.0/24): %w", err)
+		}
+		if pfx.Addr().Zone() != "" {
+			return AllowEntry{}, errors.New("zones are not supported in a range")
+		}
+		return AllowEntry{Range: pfx.Masked()}, nil
+	}
+	host, port, anyPort, wild, err := parseEntry(s)
+	if err != nil {
+		return AllowEntry{}, err
+	}
+	return AllowEntry{Host: host, Port: port, AnyPort: anyPort, Wild: wild}, nil
+}
+
+// CanonicalEntry is ParseAllowEntry(s).String(), with the error naming s.
+func CanonicalEntry(s string) (string, error) {
+	e, err := ParseAllowEntry(s)
+	if err != nil {
+		return "", fmt.Errorf("allow entry %q: %w", s, err)
+	}
+	return e.String(), nil
+}
+
+// PortText is how a sentence names the ports e allows: "ports 80 and
+// 443", "port 8443", "every port".
+func (e AllowEntry) PortText() string {
+	switch {
+	case e.AnyPort:
+		return "every port"
+	case e.Port != 0:
+		return "port " + strconv.Itoa(e.Port)
+	}
+	return "ports 80 and 443"
+}
+
+func validAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
