@@ -7,9 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/core/untrusted"
 )
@@ -44,11 +43,11 @@ func lock(path string, wait time.Duration) (func(), error) {
 	deadline := time.Now().Add(wait)
 	delay := 100 * time.Microsecond
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return func() { f.Close() }, nil // closing the descriptor releases the lock
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}

@@ -3,7 +3,6 @@ package box
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/guestconn"
+	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 	"go.yaml.in/yaml/v3"
@@ -116,7 +116,7 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 
 // templateNetwork reads param.NETWORK from a Lima instance template.
 func templateNetwork(path string) (config.Network, error) {
-	b, err := os.ReadFile(path)
+	b, err := limayaml.ReadInstance(path)
 	if err != nil {
 		return "", fmt.Errorf("reading its template: %w", err)
 	}
