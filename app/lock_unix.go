@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // acquireLock takes an exclusive flock on StateDir/app.lock and writes our
@@ -23,14 +25,14 @@ func acquireLock(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("creating app state directory %s: %w", dir, err)
 	}
 	p := filepath.Join(dir, "app.lock")
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := untrusted.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening app lock %s: %w", p, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			b, _ := os.ReadFile(p)
+			b, _ := untrusted.ReadFile(p, 64)
 			pid := strings.TrimSpace(string(b))
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"

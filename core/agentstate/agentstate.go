@@ -17,7 +17,6 @@ package agentstate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -27,6 +26,8 @@ import (
 
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/atomicfile"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Mode is the agent_state setting.
@@ -134,20 +135,15 @@ func ReadTemplate(dir string) (map[string][]byte, error) {
 	return files, nil
 }
 
+// readCapped reads p, at most left bytes, as a regular file without
+// blocking: the walk saw a regular file, but one swapped for a FIFO since
+// must not hang the copy.
 func readCapped(p string, left int) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(left)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > left {
+	b, err := untrusted.ReadFile(p, int64(left))
+	if errors.Is(err, untrusted.ErrTooLarge) {
 		return nil, fmt.Errorf("template larger than %d bytes", MaxTemplateBytes)
 	}
-	return b, nil
+	return b, err
 }
 
 // WriteSeed writes a box's copy of the template into dst, a directory that

@@ -7,9 +7,12 @@
 // rewrites the user's hand-written TOML (comments, order, other keys). The
 // CLI (`corral allow`) and the menu-bar app may add approvals at the same
 // time: every change is a read-modify-write under an exclusive flock on a
-// sibling lock file, and the file itself is replaced atomically, so readers
-// such as the broker never see a partial file and no writer loses another's
-// entry.
+// sibling lock file (atomicfile.Update), and the file itself is replaced
+// atomically, so readers such as the broker never see a partial file and no
+// writer loses another's entry. The file is read as corral's own state
+// through core/untrusted (regular file, non-blocking open, MaxFile), so a
+// FIFO or /dev/zero in its place fails at once with an error naming it,
+// never a command blocked while it holds the lock.
 //
 // Scopes:
 //
@@ -32,13 +35,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
@@ -47,6 +46,7 @@ import (
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Scope says how long an approval lasts.
@@ -190,19 +190,37 @@ func Canonical(entry string) (string, error) {
 	return e.String(), nil
 }
 
+// MaxFile caps the approvals file: thousands of approvals. A grant that
+// would make the file larger is refused (revoke some first), so corral
+// never writes a file it would then refuse to read.
+const MaxFile = 1 << 20
+
 // All returns every stored approval, expired ones included, in the order
-// they were granted. A missing file has none.
+// they were granted. A missing file has none. The file is read as a
+// regular file of at most MaxFile bytes, without blocking (core/untrusted):
+// a FIFO or a device in its place is an error naming it.
 func (s *Store) All() ([]Approval, error) {
-	b, err := os.ReadFile(s.path)
+	b, err := untrusted.ReadFile(s.path, MaxFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading approvals of box %s: %w", s.box, err)
+		return nil, hint.New(fmt.Errorf("reading approvals of box %s: %w", s.box, err), s.remedy())
 	}
+	return s.parse(b)
+}
+
+// remedy is the hint for an approvals file corral cannot use.
+func (s *Store) remedy() string {
+	return "the file is written by corral; move it away or delete it (" + s.path + ") to drop every approval"
+}
+
+// parse decodes and checks the content of the approvals file: what All
+// returns, and what update checks its new content with before writing it.
+func (s *Store) parse(b []byte) ([]Approval, error) {
 	var f file
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, hint.New(fmt.Errorf("reading approvals of box %s (%s): %w", s.box, s.path, err), "the file is written by corral; delete it to drop every approval")
+		return nil, hint.New(fmt.Errorf("reading approvals of box %s (%s): %w", s.box, s.path, err), s.remedy())
 	}
 	if f.Version > fileVersion {
 		return nil, fmt.Errorf("reading approvals of box %s (%s): format version %d is newer than this corral understands (%d)", s.box, s.path, f.Version, fileVersion)
@@ -212,9 +230,13 @@ func (s *Store) All() ([]Approval, error) {
 		if _, err := Canonical(a.Entry); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.path, err))
 		}
+		if len(errs) == 10 {
+			errs = append(errs, errors.New("(more problems not shown)"))
+			break
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("reading approvals of box %s: %w", s.box, err)
+		return nil, hint.New(fmt.Errorf("reading approvals of box %s: %w", s.box, err), s.remedy())
 	}
 	return f.Approvals, nil
 }
@@ -358,58 +380,51 @@ func (s *Store) ClearSession() error {
 	return nil
 }
 
-// update runs fn on the stored approvals under the file lock and writes the
-// result atomically; an error from fn writes nothing. The file is not
-// written when fn changes nothing, so a no-op does not wake the broker's
-// watcher.
+// update runs fn on the stored approvals and writes the result, as one
+// atomicfile.Update: under the file's lock, so that no writer (CLI, app,
+// brokers) loses another's change, and atomically replaced, so that readers
+// never see half a file. An error from fn writes nothing. The new content
+// is checked as a whole by the reader's own parse, size cap included,
+// before it is written. The file is not written when fn changes nothing,
+// so a no-op does not wake the broker's watcher.
 func (s *Store) update(fn func([]Approval) ([]Approval, error)) error {
-	unlock, err := lockFile(s.path + ".lock")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	old, err := s.All()
-	if err != nil {
-		return err
-	}
-	next, err := fn(slices.Clone(old))
-	if err != nil {
-		return err
-	}
-	if slices.Equal(old, next) {
-		return nil
-	}
-	if next == nil {
-		next = []Approval{}
-	}
-	b, err := json.MarshalIndent(file{Version: fileVersion, Box: s.box, Approvals: next}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding approvals: %w", err)
-	}
-	return atomicfile.WriteFile(s.path, append(b, '\n'), atomicfile.FileMode)
-}
-
-// lockFile takes an exclusive flock on path (created if missing) and
-// returns the function that releases it.
-func lockFile(path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), atomicfile.DirMode); err != nil {
-		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, atomicfile.FileMode)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
+	err := atomicfile.Update(s.path, MaxFile, func(b []byte) ([]byte, error) {
+		var old []Approval
+		if b != nil {
+			var err error
+			if old, err = s.parse(b); err != nil {
+				return nil, err
+			}
 		}
+		next, err := fn(slices.Clone(old))
+		if err != nil {
+			return nil, err
+		}
+		if b != nil && slices.Equal(old, next) {
+			return b, nil
+		}
+		if next == nil {
+			next = []Approval{}
+		}
+		out, err := json.MarshalIndent(file{Version: fileVersion, Box: s.box, Approvals: next}, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("encoding approvals: %w", err)
+		}
+		out = append(out, '\n')
+		if len(out) > MaxFile {
+			return nil, hint.New(fmt.Errorf("approvals of box %s: the file would be %d bytes, more than the %d allowed", s.box, len(out), MaxFile),
+				fmt.Sprintf("revoke approvals first (corral allow --list %s shows them)", s.box))
+		}
+		if _, err := s.parse(out); err != nil {
+			return nil, fmt.Errorf("approvals of box %s: refusing to write a file corral would not read: %w", s.box, err)
+		}
+		return out, nil
+	})
+	var fe *untrusted.FileError
+	if errors.As(err, &fe) {
+		return hint.New(fmt.Errorf("approvals of box %s: %w", s.box, err), s.remedy())
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil // closing the descriptor releases the lock
+	return err
 }
 
 // Allow grants entry to box with scope and records it in the audit log as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/core/untrusted"
 	"net"
 	"os"
 	"os/exec"
@@ -83,7 +84,7 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 	if brokerAlive(m.BrokerPID, m.Name, m.BrokerStart) && BrokerAnswering(m.BrokerPort) {
 		return nil
 	}
-	logf, err := os.OpenFile(s.Layout.BrokerLog(m.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := untrusted.OpenFile(s.Layout.BrokerLog(m.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("starting the broker of box %s: %w", m.Name, err)
 	}

@@ -3,6 +3,7 @@ package box
 import (
 	"encoding/json"
 	"errors"
+	"github.com/corral-dev/corral/core/untrusted"
 	"os"
 	"path/filepath"
 	"sort"
@@ -54,7 +55,11 @@ func (s *Service) removeSession(box, id string) {
 	}
 }
 
-// LiveSessions lists a box's live host sessions, oldest first.
+// maxSessionFile caps a session file (a few hundred bytes of JSON).
+const maxSessionFile = 4 << 10
+
+// LiveSessions lists a box's live host sessions, oldest first. Unreadable
+// session files (special files included: core/untrusted) are skipped.
 func (s *Service) LiveSessions(box string) []Session {
 	dir := s.Layout.SessionsDir(box)
 	ents, err := os.ReadDir(dir)
@@ -67,7 +72,7 @@ func (s *Service) LiveSessions(box string) []Session {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(p)
+		b, err := untrusted.ReadFile(p, maxSessionFile)
 		var ss Session
 		if err != nil || json.Unmarshal(b, &ss) != nil || ss.ID != e.Name() {
 			continue

@@ -2,6 +2,7 @@ package box
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -75,8 +76,9 @@ func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 			}
 			s.progress("warning: idle box %s could not be saved: %v; stopping it", st.Name, err)
 		}
-		if err := s.Stop(ctx, st.Name, audit.KindIdleStop); err != nil {
-			return stopped, fmt.Errorf("idle-stopping box %s: %w", st.Name, err)
+		if serr := s.Stop(ctx, st.Name, audit.KindIdleStop); serr != nil {
+			// err: the boxes that could not be read, which the caller reports.
+			return stopped, errors.Join(fmt.Errorf("idle-stopping box %s: %w", st.Name, serr), err)
 		}
 		stopped = append(stopped, st.Name)
 	}

@@ -3,6 +3,8 @@ package box
 import (
 	"context"
 	"fmt"
+	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/untrusted"
 	"os"
 	"strconv"
 	"strings"
@@ -26,9 +28,9 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 	if err := os.MkdirAll(s.Layout.RunDir(), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+		return nil, hint.New(fmt.Errorf("opening lock %s: %w", path, err), "corral writes this file: move it away or delete it")
 	}
 	// A session on a running box holds the lock for milliseconds: waiting
 	// for one is not worth a word. A create or a start holds it for
@@ -40,7 +42,7 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 			break
 		}
 		if !told && time.Since(start) >= quietLockWait {
-			b, _ := os.ReadFile(path)
+			b, _ := untrusted.ReadFile(path, 64)
 			s.progress("waiting for box %s: another corral (pid %s) is working on it", box, display.Text(strings.TrimSpace(string(b)), 20))
 			told = true
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -11,8 +12,9 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/config"
-	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // ErrNoMeta means a box has no metadata: corral never created it.
@@ -75,18 +77,74 @@ type Meta struct {
 	ProvisionError string `json:"provision_error,omitempty"`
 }
 
-// ReadMeta reads a box's metadata.
+// maxMeta caps a box's metadata file: corral writes a few KiB.
+const maxMeta = 256 << 10
+
+// MetaError is a box's metadata file that corral cannot use: not a regular
+// file, larger than the cap, or not metadata. Commands about that box
+// fail with it; everything else (the sweep, ls, other boxes) skips the box
+// and warns.
+type MetaError struct {
+	Box  string
+	Path string
+	Err  error
+}
+
+func (e *MetaError) Error() string {
+	return fmt.Sprintf("reading metadata of box %s (%s): %v", e.Box, e.Path, e.Err)
+}
+func (e *MetaError) Unwrap() error { return e.Err }
+
+// Hint says what to do: the file is corral's own.
+func (e *MetaError) Hint() string {
+	return fmt.Sprintf("corral writes this file: move it away or delete it; corral rm -f %s removes the box", e.Box)
+}
+
+var _ interface{ Hint() string } = (*MetaError)(nil)
+
+// MetaErrors returns the MetaErrors in err (ListMeta joins one per box).
+func MetaErrors(err error) []*MetaError {
+	var out []*MetaError
+	var walk func(error)
+	walk = func(e error) {
+		var me *MetaError
+		switch u := e.(type) {
+		case nil:
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c)
+			}
+		default:
+			if errors.As(e, &me) {
+				out = append(out, me)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+// ReadMeta reads a box's metadata. The file is read as a regular file of
+// at most 256 KiB without blocking (core/untrusted), so a FIFO or
+// /dev/zero in its place is a MetaError at once; errors quote at most a
+// short, escaped part of the content.
 func ReadMeta(l paths.Layout, box string) (Meta, error) {
-	b, err := os.ReadFile(l.BoxMeta(box))
-	if errors.Is(err, os.ErrNotExist) {
+	path := l.BoxMeta(box)
+	b, err := untrusted.ReadFile(path, maxMeta)
+	if errors.Is(err, fs.ErrNotExist) {
 		return Meta{}, fmt.Errorf("%w: %s", ErrNoMeta, box)
 	}
 	if err != nil {
-		return Meta{}, fmt.Errorf("reading metadata of box %s: %w", box, err)
+		var fe *untrusted.FileError
+		if errors.As(err, &fe) {
+			err = errors.New(fe.What)
+		}
+		return Meta{}, &MetaError{Box: box, Path: path, Err: err}
 	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, hint.New(fmt.Errorf("reading metadata of box %s (%s): %w", box, l.BoxMeta(box), err), fmt.Sprintf("corral rm -f %s removes the box", box))
+		// A decode error can quote a value (a bad time): cut and escape it.
+		return Meta{}, &MetaError{Box: box, Path: path, Err: errors.New(display.Text(err.Error(), 200))}
 	}
 	return m, nil
 }
@@ -101,7 +159,9 @@ func WriteMeta(l paths.Layout, m Meta) error {
 }
 
 // ListMeta reads the metadata of every box, sorted by name. Unreadable
-// files are returned as errors alongside the rest.
+// files are returned as errors alongside the rest (one *MetaError each,
+// joined: see MetaErrors), so that one broken file never hides the other
+// boxes.
 func ListMeta(l paths.Layout) ([]Meta, error) {
 	ents, err := os.ReadDir(l.BoxesDir())
 	if errors.Is(err, os.ErrNotExist) {

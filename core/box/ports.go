@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,7 +33,7 @@ import (
 func (s *Service) applyPorts(r Resolved, m *Meta) error {
 	ports := r.Loaded.Config.Ports()
 	path := filepath.Join(s.Layout.LimaHome(), m.Name, "lima.yaml")
-	b, err := os.ReadFile(path)
+	b, err := limayaml.ReadInstance(path)
 	if err != nil {
 		return fmt.Errorf("applying the ports of box %s: %w", m.Name, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 	"go.yaml.in/yaml/v3"
@@ -156,7 +156,7 @@ func planGitlinks(d gitshadow.Dirs, dir string, readOnly []string) ([]string, []
 
 // templateNetwork reads param.NETWORK from a Lima instance template.
 func templateNetwork(path string) (config.Network, error) {
-	b, err := os.ReadFile(path)
+	b, err := limayaml.ReadInstance(path)
 	if err != nil {
 		return "", fmt.Errorf("reading its template: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/corral-dev/corral/core/untrusted"
 	"os"
 	"path/filepath"
 
@@ -23,6 +24,9 @@ import (
 // address, guest user) and the identity of the corral binary (path, size,
 // mtime, version: the guest scripts are embedded in it). A key that differs renders again and replaces the entry. The
 // cache is host-private (0700 run directory); a box cannot write it.
+
+// maxTemplateCache caps the cache entry read (a key and a hash).
+const maxTemplateCache = 64 << 10
 
 type templateCache struct {
 	Key  string `json:"key"`
@@ -57,7 +61,7 @@ func (s *Service) templateHash(r Resolved, brokerPort int) (string, error) {
 	path := filepath.Join(s.Layout.CacheDir(), r.Project.Box+".template")
 	if kerr == nil {
 		var c templateCache
-		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &c) == nil && c.Key == key && c.Hash != "" {
+		if b, err := untrusted.ReadFile(path, maxTemplateCache); err == nil && json.Unmarshal(b, &c) == nil && c.Key == key && c.Hash != "" {
 			return c.Hash, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/core/untrusted"
 	"net"
 	"os"
 	"os/exec"
@@ -188,7 +189,7 @@ func (s *Service) CloseMaster(ctx context.Context, box string) {
 
 // flockFile takes an exclusive lock on path, waiting until ctx ends.
 func flockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/secret"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Anthropic is the credential the claude agent uses.
@@ -255,14 +257,19 @@ func keychainSecret(store secret.Store, ref config.SecretRef) egress.SecretFunc 
 	}
 }
 
+// maxCAFile caps a CA file: a bundle of a few hundred certificates.
+const maxCAFile = 4 << 20
+
 // loadCA reads a PEM file of extra roots. The pool holds the system roots
-// too, so a private CA adds trust and never turns verification off.
+// too, so a private CA adds trust and never turns verification off. The
+// path comes from the trusted config, but a FIFO or a device there must
+// not hang the broker: it is read as a regular file, capped.
 func loadCA(path string) (*x509.CertPool, error) {
 	if strings.HasPrefix(path, "~/") {
 		home, _ := os.UserHomeDir()
 		path = filepath.Join(home, path[2:])
 	}
-	b, err := os.ReadFile(path)
+	b, err := untrusted.ReadFile(path, maxCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading CA file: %w", err)
 	}

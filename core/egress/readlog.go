@@ -16,6 +16,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/corral-dev/corral/core/jsonl"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // ReadLog reads the decision log at path with its kept and rotated
@@ -169,7 +171,7 @@ type tail struct {
 
 // reopen opens path; atEnd skips what is already there (the first open).
 func (t *tail) reopen(atEnd bool) {
-	f, err := os.Open(t.path)
+	f, err := untrusted.Open(t.path) // a FIFO in its place must not block the follower
 	if err != nil {
 		return
 	}

@@ -3,16 +3,16 @@ package funnel
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 
 	"github.com/corral-dev/corral/core/procinfo"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // ErrNotEnforced means a box that needs the funnel runs a qemu without it,
@@ -39,13 +39,9 @@ func Verify(limaHome, box string, w Want) error {
 		return nil
 	}
 	pidFile := PIDFile(limaHome, box)
-	b, err := os.ReadFile(pidFile)
+	pid, err := untrusted.ReadPID(pidFile)
 	if err != nil {
-		return fmt.Errorf("proving the egress funnel of box %s: reading %s: %w", box, pidFile, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return fmt.Errorf("proving the egress funnel of box %s: %s holds %q, not a pid", box, pidFile, strings.TrimSpace(string(b)))
+		return fmt.Errorf("proving the egress funnel of box %s: %w", box, err)
 	}
 	args, err := procinfo.Argv(pid)
 	if err != nil {

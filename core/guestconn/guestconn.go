@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Command is the subcommand qemu runs per guest connection.
@@ -80,7 +81,8 @@ func Run(l paths.Layout, box string, conn *os.File) error {
 		err = SendFD(l.BrokerSocket(box), fd)
 	}
 	if err != nil && l.Home != "" {
-		if lf, lerr := os.OpenFile(l.BrokerLog(box), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); lerr == nil {
+		// Regular files only, never blocking (a FIFO in the log's place).
+		if lf, lerr := untrusted.OpenFile(l.BrokerLog(box), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); lerr == nil {
 			lf.WriteString(time.Now().Format(time.RFC3339) + " corral guest-conn: box " + box + ": " + err.Error() + "\n") //nolint:errcheck // best effort
 			lf.Close()
 		}

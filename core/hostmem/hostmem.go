@@ -14,9 +14,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Usage is one reading of a process's host memory.
@@ -57,16 +57,12 @@ func qemuPIDFile(instanceDir string) string {
 // qemuProcess reads the QEMU pid file and checks the process exists.
 func qemuProcess(instanceDir string) (int, error) {
 	path := qemuPIDFile(instanceDir)
-	b, err := os.ReadFile(path)
+	pid, err := untrusted.ReadPID(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, fmt.Errorf("finding qemu process of %s: %w", instanceDir, ErrNotRunning)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("finding qemu process: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("finding qemu process: bad pid in %s: %q", path, b)
 	}
 	// Signal 0 checks existence; EPERM means it exists but is not ours.
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {

@@ -74,12 +74,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // ForPID reads the process's physical footprint (ri_phys_footprint) and its
@@ -207,13 +208,9 @@ func (s *Scan) vzProcess(instanceDir string) (int, error) {
 // hostAgentStart returns the start time (ns) of the instance's hostagent
 // from <instanceDir>/ha.pid (Lima filenames.HostAgentPID).
 func hostAgentStart(instanceDir string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join(instanceDir, "ha.pid"))
+	pid, err := untrusted.ReadPID(filepath.Join(instanceDir, "ha.pid"))
 	if err != nil {
 		return 0, fmt.Errorf("reading hostagent pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("reading hostagent pid: %q", b)
 	}
 	p, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	if err != nil || int(p.Proc.P_pid) != pid {

@@ -2,13 +2,23 @@
 // several goroutines and several processes append to them at once.
 //
 // Each Append marshals one value and writes it with a single write(2) on a
-// file opened with O_APPEND, while holding flock(LOCK_EX) on a sibling lock
-// file (path + ".lock"). The exclusive lock is what makes size-based rotation
-// safe: a writer never appends to a file another process is renaming. After
-// taking the lock the writer re-checks that its descriptor still refers to the
-// file at path (another process may have rotated it) and reopens if not, and it
-// re-checks the size before rotating, so two writers that both saw a full file
-// rotate only once.
+// file opened with O_APPEND, while holding a flock on a sibling lock file
+// (path + ".lock"): shared for an append to the live file, exclusive to
+// rotate (and to reopen after another process rotated). The lock is what
+// makes size-based rotation safe: no write is in flight while a rotation
+// renames and drops files, so a line whose Append returned nil is in the
+// live file or the rotated one (or, past that, in path.kept if Keep keeps
+// it), never in a file already dropped, however long its writer stalled
+// between checking the file and writing. Appenders share the lock with
+// each other and with readers, so only rotation serialises them. Under the
+// lock the writer checks that its descriptor still refers to the file at
+// path (another process may have rotated it) and reopens if not, and it
+// re-checks the size before rotating, so two writers that both saw a full
+// file rotate only once.
+//
+// Every file is opened as a regular file only, without blocking
+// (untrusted.OpenFile): a FIFO or a device in the log's place is an error
+// naming the file, never a hang or an endless read.
 //
 // Rotation renames path to path.1 (replacing any older path.1): one generation
 // is kept, so lines older than that are dropped on purpose, except the lines
@@ -44,6 +54,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Options configures a Writer.
@@ -61,6 +73,10 @@ type Options struct {
 	// KeepMaxBytes bounds path.kept; beyond it the oldest kept lines go.
 	// Zero means 256 MiB. It is a disk safety net, not a retention rule.
 	KeepMaxBytes int64
+
+	// beforeWrite, when set, runs just before each write(2), under the
+	// lock: tests stall writers there to prove no rotation loses a line.
+	beforeWrite func()
 }
 
 // Writer appends JSON lines to one file. It is safe for concurrent use by
@@ -99,7 +115,7 @@ func Open(path string, opt Options) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
 	}
-	lock, err := os.OpenFile(path+lockSuffix, os.O_RDWR|os.O_CREATE, opt.Mode)
+	lock, err := untrusted.OpenFile(path+lockSuffix, os.O_RDWR|os.O_CREATE, opt.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock file for %s: %w", path, err)
 	}
@@ -112,7 +128,7 @@ func Open(path string, opt Options) (*Writer, error) {
 }
 
 func openData(path string, mode os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, mode)
+	f, err := untrusted.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, mode)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -123,8 +139,9 @@ func openData(path string, mode os.FileMode) (*os.File, error) {
 var ErrClosed = errors.New("jsonl writer closed")
 
 // Append marshals v as one JSON line and appends it. The line is written with
-// one write(2) under an exclusive lock, so it is never torn or interleaved
-// with another writer's line.
+// one write(2) on an O_APPEND descriptor under the lock (see the package
+// comment), so it is never torn or interleaved with another writer's line,
+// and once Append returns nil no rotation can lose it.
 func (w *Writer) Append(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -155,6 +172,9 @@ func (w *Writer) Append(v any) error {
 			return err
 		}
 		size = 0
+	}
+	if w.opt.beforeWrite != nil {
+		w.opt.beforeWrite()
 	}
 	n, err := w.f.Write(b)
 	if err == nil && n != len(b) {
@@ -235,7 +255,7 @@ func (w *Writer) saveKept() error {
 	var lines [][]byte
 	var total int64
 	for _, p := range []string{kept, w.path + RotatedSuffix} {
-		f, err := os.Open(p)
+		f, err := untrusted.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -348,19 +368,21 @@ func Generations(path string) []string {
 	return []string{path + KeptSuffix, path + RotatedSuffix, path}
 }
 
-// openGenerations opens path.1 and path, whichever exist, under a shared
-// lock when a lock file exists.
+// openGenerations opens path.kept, path.1 and path, whichever exist, under
+// a shared lock when a lock file exists. Each must be a regular file.
 func openGenerations(path string) ([]*os.File, error) {
-	if lock, err := os.Open(path + lockSuffix); err == nil {
+	if lock, err := untrusted.Open(path + lockSuffix); err == nil {
 		defer lock.Close()
 		if err := flock(lock, unix.LOCK_SH); err != nil {
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		defer flock(lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var files []*os.File
 	for _, p := range Generations(path) {
-		f, err := os.Open(p)
+		f, err := untrusted.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -451,14 +473,19 @@ func Recover(line []byte) []byte {
 	return nil
 }
 
-// appendFast writes a line without taking the file lock when the path
-// still names this writer's file and the line does not reach MaxBytes: one
-// stat(2) and one write(2) instead of six calls. O_APPEND places the line
-// whole after every earlier one whatever other processes do; if another
-// process rotates between the stat and the write, the line lands in the
-// rotated generation, which is read before the current one. Anything else
-// (rotation due, the file replaced, an error) takes the locked path.
+// appendFast writes a line under the shared lock when the path still names
+// this writer's file and the line does not reach MaxBytes. O_APPEND places
+// the line whole after every earlier one whatever other processes do, and
+// the shared lock keeps rotation (exclusive) out between the stat and the
+// write: without it, a writer stalled there across two rotations wrote
+// into a file already dropped, and its line was lost although Append
+// returned nil. Anything else (rotation due, the file replaced, an error)
+// takes the exclusive path.
 func (w *Writer) appendFast(b []byte) (bool, error) {
+	if err := flock(w.lock, unix.LOCK_SH); err != nil {
+		return false, nil
+	}
+	defer flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
 	now, err := os.Stat(w.path)
 	if err != nil {
 		return false, nil
@@ -475,6 +502,9 @@ func (w *Writer) appendFast(b []byte) (bool, error) {
 	}
 	if w.opt.MaxBytes > 0 && now.Size()+int64(len(b)) >= w.opt.MaxBytes {
 		return false, nil
+	}
+	if w.opt.beforeWrite != nil {
+		w.opt.beforeWrite()
 	}
 	n, err := w.f.Write(b)
 	if err == nil && n == len(b) {

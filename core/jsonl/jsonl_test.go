@@ -10,7 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // writerEnv makes the test binary act as one writer process:
@@ -43,13 +48,20 @@ func TestMain(m *testing.M) {
 
 func runWriter(spec string) error {
 	parts := strings.Split(spec, "|")
-	if len(parts) != 4 {
+	if len(parts) != 4 && len(parts) != 6 {
 		return fmt.Errorf("bad spec %q", spec)
 	}
 	id, _ := strconv.Atoi(parts[1])
 	n, _ := strconv.Atoi(parts[2])
 	maxBytes, _ := strconv.ParseInt(parts[3], 10, 64)
-	w, err := Open(parts[0], Options{MaxBytes: maxBytes})
+	opt := Options{MaxBytes: maxBytes}
+	if len(parts) == 6 { // "|stallEvery|stall": keep every line, stall writes
+		every, _ := strconv.Atoi(parts[4])
+		stall, _ := time.ParseDuration(parts[5])
+		opt.Keep = keepAll
+		opt.beforeWrite = stallEvery(every, stall)
+	}
+	w, err := Open(parts[0], opt)
 	if err != nil {
 		return err
 	}
@@ -62,8 +74,27 @@ func runWriter(spec string) error {
 	return w.Close()
 }
 
+func keepAll([]byte, time.Time) bool { return true }
+
+// stallEvery returns a beforeWrite hook that sleeps for d before every
+// every-th write: a writer descheduled between its check and its write.
+func stallEvery(every int, d time.Duration) func() {
+	var n atomic.Int64
+	return func() {
+		if n.Add(1)%int64(every) == 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
 // runWriters starts procs writer processes and waits for them all.
 func runWriters(t *testing.T, path string, procs, lines int, maxBytes int64) {
+	t.Helper()
+	runWritersSpec(t, path, procs, lines, strconv.FormatInt(maxBytes, 10))
+}
+
+// runWritersSpec is runWriters with the spec's tail after "lines|".
+func runWritersSpec(t *testing.T, path string, procs, lines int, tail string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -72,7 +103,7 @@ func runWriters(t *testing.T, path string, procs, lines int, maxBytes int64) {
 	var cmds []*exec.Cmd
 	for id := range procs {
 		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%d", writerEnv, path, id, lines, maxBytes))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%s", writerEnv, path, id, lines, tail))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -340,6 +371,116 @@ func BenchmarkAppend(b *testing.B) {
 	for b.Loop() {
 		if err := w.Append(ev); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// checkAll fails unless got holds every line of procs writers of lines
+// lines exactly once.
+func checkAll(t *testing.T, got []rec, procs, lines int) {
+	t.Helper()
+	seen := map[[2]int]int{}
+	for _, r := range got {
+		seen[[2]int{r.W, r.I}]++
+	}
+	lost, twice := 0, 0
+	for w := range procs {
+		for i := range lines {
+			switch seen[[2]int{w, i}] {
+			case 0:
+				lost++
+			case 1:
+			default:
+				twice++
+			}
+		}
+	}
+	if lost > 0 || twice > 0 || len(got) != procs*lines {
+		t.Fatalf("%d lines read of %d: %d lost, %d more than once", len(got), procs*lines, lost, twice)
+	}
+}
+
+// A line whose Append returned nil is never lost to rotation: with a tiny
+// MaxBytes (a rotation every few lines), every line kept, and writers that
+// stall between checking the file and writing (where a writer on a
+// lock-free path could sleep through two rotations and write into a file
+// already dropped), all lines of all writers are there, once each. In one
+// process and across processes.
+func TestStalledWritersLoseNothing(t *testing.T) {
+	const maxBytes = 1 << 10
+	t.Run("goroutines", func(t *testing.T) {
+		const writers, lines = 6, 300
+		path := filepath.Join(t.TempDir(), "x.jsonl")
+		var wg sync.WaitGroup
+		for id := range writers {
+			// One Writer each: a Writer's mutex would serialise the stall.
+			w, err := Open(path, Options{MaxBytes: maxBytes, Keep: keepAll, beforeWrite: stallEvery(7, 3*time.Millisecond)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			wg.Go(func() {
+				for i := range lines {
+					if err := w.Append(rec{W: id, I: i, Pad: strings.Repeat("x", (id*7+i)%200)}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		checkAll(t, readRecs(t, path), writers, lines)
+	})
+	t.Run("processes", func(t *testing.T) {
+		const procs, lines = 4, 300
+		path := filepath.Join(t.TempDir(), "x.jsonl")
+		runWritersSpec(t, path, procs, lines, fmt.Sprintf("%d|%d|%s", maxBytes, 7, 3*time.Millisecond))
+		checkAll(t, readRecs(t, path), procs, lines)
+	})
+}
+
+// A special file in place of the log, its lock or a generation is an
+// error naming it, at once: never a blocked open or an endless read.
+func TestSpecialFilesRefused(t *testing.T) {
+	for _, which := range []string{"", lockSuffix, RotatedSuffix, KeptSuffix} {
+		for _, kind := range []string{"fifo", "dev zero", "directory"} {
+			t.Run(which+" "+kind, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "x.jsonl")
+				p := path + which
+				var err error
+				switch kind {
+				case "fifo":
+					err = syscall.Mkfifo(p, 0o600)
+				case "dev zero":
+					err = os.Symlink("/dev/zero", p)
+				case "directory":
+					err = os.Mkdir(p, 0o700)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 2)
+				go func() {
+					w, err := Open(path, Options{MaxBytes: 1})
+					if err == nil {
+						// Two appends: the second rotates, reading path.1 and path.kept.
+						err = errors.Join(w.Append("a"), w.Append("b"), w.Close())
+					}
+					done <- err
+				}()
+				go func() { done <- ReadAll(path, func([]byte) error { return nil }) }()
+				for range 2 {
+					select {
+					case err := <-done:
+						// A directory at path.1 fails the rename of the rotation instead.
+						if err != nil && (!errors.Is(err, untrusted.ErrNotRegular) && kind != "directory" || !strings.Contains(err.Error(), p)) {
+							t.Errorf("error %v, want one naming %s as not a regular file", err, p)
+						}
+					case <-time.After(10 * time.Second):
+						t.Fatal("blocked")
+					}
+				}
+			})
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // CachedGitConfig answers user.name and user.email as HostGitConfig(dir)
@@ -81,10 +83,13 @@ func gitCachePath(dir, cacheDir string) string {
 	return filepath.Join(cacheDir, "git-"+hex.EncodeToString(sum[:8])+".json")
 }
 
+// maxGitCache caps the cache entry read (a key, file stats and an identity).
+const maxGitCache = 1 << 20
+
 func loadGitIdentity(ctx context.Context, run RunFunc, dir, cacheDir string) (gitIdentity, error) {
 	path := gitCachePath(dir, cacheDir)
 	var c gitIdentity
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &c) == nil && c.Key != "" {
+	if b, err := untrusted.ReadFile(path, maxGitCache); err == nil && json.Unmarshal(b, &c) == nil && c.Key != "" {
 		if key, _ := gitKey(dir, c.Files); key == c.Key {
 			return c, nil
 		}

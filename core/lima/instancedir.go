@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // Files Lima 1.2.2 writes in an instance directory (pkg/store/filenames).
@@ -101,18 +103,18 @@ func ReadInstanceDir(limaHome, name string) (InstanceState, error) {
 	return st, nil
 }
 
-// readLivePID returns the pid in path, or 0 when the file is absent or its process is gone.
+// readLivePID returns the pid in path, or 0 when the file is absent or its
+// process is gone. The pid file is read as a regular file of a few bytes
+// without blocking (untrusted.ReadPID): a FIFO, /dev/zero or a sparse
+// giant in its place is a problem named in Reason, never a hang or a read
+// of gigabytes.
 func readLivePID(path string) (int, error) {
-	b, err := os.ReadFile(path)
+	pid, err := untrusted.ReadPID(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, nil
 		}
-		return 0, fmt.Errorf("reading %s: %w", path, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("reading %s: bad pid %q", path, strings.TrimSpace(string(b)))
+		return 0, err // names the file
 	}
 	if !processAlive(pid) {
 		return 0, nil
@@ -128,8 +130,8 @@ func SSHPorts(limaHome string) []int {
 	matches, _ := filepath.Glob(filepath.Join(limaHome, "*", fileSSHConfig))
 	var out []int
 	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err != nil || len(b) > 64<<10 {
+		b, err := untrusted.ReadFile(m, 64<<10)
+		if err != nil {
 			continue
 		}
 		for line := range strings.SplitSeq(string(b), "\n") {

@@ -28,6 +28,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 //go:embed npm.txt
@@ -175,7 +177,7 @@ func Verify(path string, p Package) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(path)
+	f, err := untrusted.Open(path)
 	if err != nil {
 		return fmt.Errorf("verifying %s: %w", p.Spec(), err)
 	}

@@ -13,23 +13,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // MaxEntries caps the recent list; Record drops the oldest beyond it.
 const MaxEntries = 20
 
-// maxFile caps what Read reads of recent.json.
-const maxFile = 64 << 10
+// maxFile caps recent.json: MaxEntries paths of up to PATH_MAX bytes, each
+// escaped by JSON at worst six times over, fit.
+const maxFile = 1 << 20
 
 // refreshAfter: Record does not rewrite the file when dir is already the
 // newest entry and was recorded less than this long ago, so a run of
@@ -48,17 +47,19 @@ type file struct {
 
 // Read returns the recent list, newest first. A missing, oversized or
 // unreadable file is an empty list (the menu only loses suggestions);
-// entries that are not clean absolute paths are dropped.
+// entries that are not clean absolute paths are dropped. The file is read
+// as a regular file only, without blocking (core/untrusted): a FIFO in its
+// place cannot hang a command.
 func Read(l paths.Layout) []Entry {
-	f, err := os.Open(l.RecentProjects())
+	b, err := untrusted.ReadFile(l.RecentProjects(), maxFile)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil || len(b) > maxFile {
-		return nil
-	}
+	return parse(b)
+}
+
+// parse decodes recent.json's content; bad content is an empty list.
+func parse(b []byte) []Entry {
 	var v file
 	if json.Unmarshal(b, &v) != nil {
 		return nil
@@ -85,10 +86,12 @@ func clean(in []Entry) []Entry {
 }
 
 // Record puts dir (an absolute, resolved project directory) first in the
-// recent list. Writers in several processes (CLI sessions, the app) take
-// run/recent.lock around the read-modify-write, and the file is replaced
-// atomically, so no reader sees half a list and no writer loses another's
-// entry.
+// recent list. Writers in several processes (CLI sessions, the app) change
+// the file with atomicfile.Update (a read-modify-write under the file's
+// lock, replaced atomically), so no reader sees half a list and no writer
+// loses another's entry. Content that does not decode is replaced (the
+// list is only suggestions); a special file in its place is an error
+// naming it, and is left alone.
 func Record(l paths.Layout, dir string, now time.Time) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("recording recent project %q: not an absolute path", dir)
@@ -97,38 +100,21 @@ func Record(l paths.Layout, dir string, now time.Time) error {
 	if list := Read(l); len(list) > 0 && list[0].Dir == dir && now.Sub(list[0].Used) < refreshAfter && !now.Before(list[0].Used) {
 		return nil
 	}
-	unlock, err := lock(l.Lock("recent"))
+	err := atomicfile.Update(l.RecentProjects(), maxFile, func(old []byte) ([]byte, error) {
+		list := slices.DeleteFunc(parse(old), func(e Entry) bool { return e.Dir == dir })
+		list = clean(append([]Entry{{Dir: dir, Used: now}}, list...))
+		b, err := json.MarshalIndent(file{Projects: list}, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	})
+	var fe *untrusted.FileError
+	if errors.As(err, &fe) {
+		return hint.New(fmt.Errorf("recording recent project: %w", err), "corral writes "+l.RecentProjects()+" (the menu's recent projects); move it away or delete it")
+	}
 	if err != nil {
 		return fmt.Errorf("recording recent project: %w", err)
 	}
-	defer unlock()
-	list := slices.DeleteFunc(Read(l), func(e Entry) bool { return e.Dir == dir })
-	list = clean(append([]Entry{{Dir: dir, Used: now}}, list...))
-	b, err := json.MarshalIndent(file{Projects: list}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(l.RecentProjects(), append(b, '\n'), atomicfile.FileMode)
-}
-
-// lock takes an exclusive flock on path, waiting for it.
-func lock(path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), atomicfile.DirMode); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, atomicfile.FileMode)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
+	return nil
 }

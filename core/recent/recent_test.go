@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/untrusted/untrustedtest"
 )
 
 func layout(t *testing.T) paths.Layout {
@@ -121,5 +124,43 @@ func TestReadHostileFile(t *testing.T) {
 	}
 	if got := dirs(Read(l)); len(got) != 1 || got[0] != "/ok" {
 		t.Errorf("kept %q, want only /ok", got)
+	}
+}
+
+// A bad recent.json never hangs or exhausts memory: Read is an empty list
+// at once; Record replaces bad content (only suggestions are lost) and
+// refuses a special file with an error naming it and a hint.
+func TestBadRecentFile(t *testing.T) {
+	for _, kind := range untrustedtest.All {
+		t.Run(string(kind), func(t *testing.T) {
+			l := layout(t)
+			untrustedtest.Make(t, l.RecentProjects(), kind)
+			done := make(chan error, 1)
+			go func() {
+				if got := Read(l); len(got) != 0 {
+					done <- fmt.Errorf("read %v", got)
+					return
+				}
+				done <- Record(l, "/src/p", time.Now())
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("blocked")
+			}
+			if slices.Contains(untrustedtest.Special, kind) || kind == untrustedtest.Sparse || kind == untrustedtest.Huge {
+				if err == nil || !strings.Contains(err.Error(), l.RecentProjects()) || hint.Of(err) == "" {
+					t.Fatalf("Record: %v, want an error naming the file with a hint", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Read(l); len(got) != 1 || got[0].Dir != "/src/p" {
+				t.Fatalf("after Record over bad content: %v", got)
+			}
+		})
 	}
 }

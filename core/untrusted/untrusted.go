@@ -48,6 +48,47 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// Open opens the regular file at path (following symlinks) for reading,
+// with ReadFile's checks and their order but no size limit: for streams
+// the caller reads with caps of its own (JSON-lines logs, read line by
+// line with a line cap). A missing file returns an error that wraps
+// fs.ErrNotExist.
+func Open(path string) (*os.File, error) {
+	f, _, err := open(path, -1)
+	return f, err
+}
+
+// OpenFile is os.OpenFile for a file that must be a regular file: corral's
+// own logs, lock files and state it appends to. It refuses a FIFO, a
+// device, a socket or a directory (following symlinks) without blocking
+// and without the side effects of opening a device: a stat first, then
+// the open with O_NONBLOCK (so a FIFO swapped in meanwhile cannot block
+// it; on a regular file the flag changes nothing), then the fstat of the
+// opened descriptor, which is the check that counts. flag is os.OpenFile's
+// (O_CREATE included: a missing file is created as a regular file).
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil {
+		if err := check(path, fi, -1); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0 {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_NOCTTY, perm)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = check(path, fi, -1)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // open opens path for reading after the checks, in ReadFile's order: a
 // regular file and, when limit is not negative, at most limit bytes.
 func open(path string, limit int64) (*os.File, fs.FileInfo, error) {

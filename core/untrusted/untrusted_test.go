@@ -108,3 +108,110 @@ func TestReadTail(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestOpenFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toFIFO := filepath.Join(dir, "to-fifo")
+	if err := os.Symlink(fifo, toFIFO); err != nil {
+		t.Fatal(err)
+	}
+	toZero := filepath.Join(dir, "to-zero")
+	if err := os.Symlink("/dev/zero", toZero); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, toFIFO, toZero, dir, "/dev/null"} {
+		for _, flag := range []int{os.O_WRONLY | os.O_APPEND | os.O_CREATE, os.O_RDWR | os.O_CREATE, os.O_RDONLY} {
+			if f, err := OpenFile(p, flag, 0o600); !errors.Is(err, ErrNotRegular) {
+				if f != nil {
+					f.Close()
+				}
+				t.Errorf("OpenFile(%s, %#x) = %v, want ErrNotRegular", p, flag, err)
+			}
+		}
+		if f, err := Open(p); !errors.Is(err, ErrNotRegular) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("Open(%s) = %v, want ErrNotRegular", p, err)
+		}
+	}
+	// A missing file: created with O_CREATE, not found without.
+	log := filepath.Join(dir, "x.log")
+	if _, err := OpenFile(log, os.O_WRONLY|os.O_APPEND, 0o600); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenFile without O_CREATE of a missing file = %v", err)
+	}
+	for range 2 {
+		f, err := OpenFile(log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("a\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if b, _ := os.ReadFile(log); string(b) != "a\na\n" {
+		t.Errorf("appended %q", b)
+	}
+	f, err := Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func TestReadPID(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sparse := filepath.Join(dir, "sparse")
+	if f, err := os.Create(sparse); err != nil {
+		t.Fatal(err)
+	} else {
+		if err := f.Truncate(1 << 40); err != nil {
+			t.Skip("no sparse files here:", err)
+		}
+		f.Close()
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		pid        int
+		want       error
+	}{
+		{"pid", write("ok", "1234\n"), 1234, nil},
+		{"spaces", write("sp", "  42 \n"), 42, nil},
+		{"zero", write("zero", "0\n"), 0, ErrBadPID},
+		{"negative", write("neg", "-5"), 0, ErrBadPID},
+		{"garbage", write("garbage", "\x1b[31mred"), 0, ErrBadPID},
+		{"empty", write("empty", ""), 0, ErrBadPID},
+		{"too long", write("long", strings.Repeat("1", 33)), 0, ErrTooLarge},
+		{"sparse terabyte", sparse, 0, ErrTooLarge},
+		{"fifo", fifo, 0, ErrNotRegular},
+		{"dev zero", "/dev/zero", 0, ErrNotRegular},
+		{"directory", dir, 0, ErrNotRegular},
+		{"missing", filepath.Join(dir, "none"), 0, fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pid, err := ReadPID(tc.path)
+			if pid != tc.pid || !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("ReadPID = %d, %v; want %d, %v", pid, err, tc.pid, tc.want)
+			}
+			if err != nil && len(err.Error()) > len(tc.path)+100 {
+				t.Errorf("error too long: %q", err)
+			}
+		})
+	}
+}

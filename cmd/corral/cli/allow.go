@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -128,8 +129,11 @@ func allowRun(opts *AllowOptions) error {
 		return err
 	}
 	m, err := box.ReadMeta(l, opts.Box)
-	if err != nil {
+	if errors.Is(err, box.ErrNoMeta) {
 		return hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
+	}
+	if err != nil {
+		return err // a MetaError: its hint says what to do with the file
 	}
 	switch {
 	case opts.List:

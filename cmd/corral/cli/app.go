@@ -8,6 +8,8 @@ import (
 
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
+
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // AppFunc runs the menu-bar app until it quits.
@@ -49,7 +51,7 @@ and sessions per project. One instance per user; it logs to
 			if err != nil {
 				return err
 			}
-			logf, err := os.OpenFile(l.AppLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			logf, err := untrusted.OpenFile(l.AppLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -285,8 +286,11 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 			return "", "", err
 		}
 		m, err := box.ReadMeta(l, opts.Box)
-		if err != nil {
+		if errors.Is(err, box.ErrNoMeta) {
 			return "", "", hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
+		}
+		if err != nil {
+			return "", "", err // a MetaError: its hint says what to do with the file
 		}
 		return m.Name, m.Project, nil
 	}

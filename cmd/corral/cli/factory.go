@@ -38,6 +38,17 @@ type Factory struct {
 	App AppFunc
 	// Verbose is the --verbose flag.
 	Verbose bool
+	// Geteuid is the effective user id (the sweep never runs as root); nil
+	// means os.Geteuid. Tests, which may run as root in containers, set it.
+	Geteuid func() int
+}
+
+// geteuid is f.Geteuid, or os.Geteuid when unset.
+func (f *Factory) geteuid() int {
+	if f.Geteuid != nil {
+		return f.Geteuid()
+	}
+	return os.Geteuid()
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

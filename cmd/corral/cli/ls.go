@@ -63,8 +63,8 @@ func lsRun(opts *LsOptions) error {
 		return err
 	}
 	list, err := s.List()
-	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "warning: %v\n", err)
+	if err := warnMeta(opts.IO.ErrOut, err); err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", displayLines(err.Error()))
 	}
 	if opts.JSON {
 		if list == nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,14 +16,22 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// noSweep are commands that must not stop boxes on their own: long-running
-// helpers and shell completion.
-var noSweep = map[string]bool{egress.BrokerCommand: true, "app": true, "__complete": true, "__completeNoDesc": true, "completion": true}
+// noSweep are commands that must not stop boxes on their own (long-running
+// helpers) and commands that have no business with boxes, so that nothing
+// in a box's state can stop them: version and help, shell completion,
+// config show/check (the config files only) and render (a template from the
+// config; it reads its own box's broker port and nothing else). A subcommand
+// of one of them is exempt too.
+var noSweep = map[string]bool{
+	egress.BrokerCommand: true, "app": true,
+	"version": true, "help": true, "__complete": true, "__completeNoDesc": true, "completion": true,
+	"config": true, "render": true,
+}
 
 // sweepIdle stops idle boxes at the start of a command: corral has no
 // daemon, so every invocation does the housekeeping. Failures only warn.
 func sweepIdle(f *Factory, cmd *cobra.Command) {
-	if noSweep[cmd.Name()] || (cmd.Parent() != nil && noSweep[cmd.Parent().Name()]) || os.Geteuid() == 0 || f.Executable == nil {
+	if noSweep[cmd.Name()] || (cmd.Parent() != nil && noSweep[cmd.Parent().Name()]) || f.geteuid() == 0 || f.Executable == nil {
 		return
 	}
 	l, err := f.Layout()
@@ -43,10 +52,38 @@ func sweepIdle(f *Factory, cmd *cobra.Command) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stopped, _ := s.Sweep(ctx) // failures only delay the housekeeping
+	stopped, err := s.Sweep(ctx) // failures only delay the housekeeping
 	for _, b := range stopped {
 		f.Logger.Info("stopped idle box", "box", b)
 	}
+	// A box whose metadata corral cannot read is skipped; say so once, so
+	// that the user can repair it, and carry on with the command. ls says
+	// it itself, with the list.
+	if cmd.Name() != "ls" {
+		warnMeta(f.IO.ErrOut, err)
+	}
+}
+
+// warnMeta prints one warning for each box whose metadata cannot be read
+// (the MetaErrors in err), with what to do, and returns the rest of err.
+func warnMeta(w io.Writer, err error) error {
+	mes := box.MetaErrors(err)
+	for _, me := range mes {
+		fmt.Fprintf(w, "corral: warning: skipping box %s: %s\nhint: %s\n",
+			display.Text(me.Box, 80), display.Text(me.Error(), 400), display.Text(me.Hint(), 400))
+	}
+	if len(mes) == 0 {
+		return err
+	}
+	var rest []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if len(box.MetaErrors(e)) == 0 {
+				rest = append(rest, e)
+			}
+		}
+	}
+	return errors.Join(rest...)
 }
 
 // printGitGuard reports a git guard revert on stderr. The paths come from

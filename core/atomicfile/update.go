@@ -1,0 +1,101 @@
+package atomicfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/core/untrusted"
+)
+
+// LockSuffix names the lock file beside a file that Update changes. The
+// lock is a file of its own because the data file is replaced by rename:
+// a lock on it would not exclude a writer that opened the new file.
+const LockSuffix = ".lock"
+
+// LockWait bounds how long Lock waits for another holder. A holder reads
+// and writes one small file (its reads never block: see Update), so a
+// wait this long means a stopped or wedged process, and the error says so
+// rather than hanging the command.
+const LockWait = 30 * time.Second
+
+// ErrLockTimeout is returned when a lock stayed held for LockWait.
+var ErrLockTimeout = errors.New("lock held too long by another process")
+
+// Lock takes an exclusive flock on the lock file at path (created with
+// FileMode, and its directory with DirMode; it must be a regular file)
+// and returns the function that releases it. It waits up to LockWait.
+func Lock(path string) (unlock func(), err error) { return lock(path, LockWait) }
+
+func lock(path string, wait time.Duration) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
+		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
+	}
+	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	deadline := time.Now().Add(wait)
+	delay := 100 * time.Microsecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing the descriptor releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w (%s)", path, ErrLockTimeout, wait)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
+	}
+}
+
+// Update is a read-modify-write of the file at path under an exclusive
+// lock on path+LockSuffix, so that writers in several goroutines and
+// processes never lose each other's change. fn gets the current content
+// (nil when the file does not exist) and returns the new one; an error
+// from fn writes nothing and is returned as is.
+//
+// The read is untrusted.ReadFile's (regular file, non-blocking open, at
+// most limit bytes), so a FIFO or a device in the file's place cannot
+// block a command while it holds the lock: the read fails, naming the
+// file, and the lock is released. Content fn returns that is larger than
+// limit is refused before anything is written, so Update never writes a
+// file that its own next read would refuse; fn should likewise check the
+// new content with the same decoder its readers use. Content equal to the
+// old one is not written (a no-op does not wake a file watcher).
+func Update(path string, limit int64, fn func(old []byte) ([]byte, error)) error {
+	unlock, err := Lock(path + LockSuffix)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := untrusted.ReadFile(path, limit)
+	if errors.Is(err, fs.ErrNotExist) {
+		old, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	next, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if old != nil && bytes.Equal(old, next) {
+		return nil
+	}
+	if int64(len(next)) > limit {
+		return fmt.Errorf("writing %s: %d bytes, more than the %d allowed: %w", path, len(next), limit, untrusted.ErrTooLarge)
+	}
+	return WriteFile(path, next, FileMode)
+}

@@ -1,0 +1,152 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/untrusted"
+)
+
+// counterEnv makes the test binary a process that increments the counter
+// file: "path|times".
+const counterEnv = "CORRAL_ATOMICFILE_TEST_COUNTER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(counterEnv); spec != "" {
+		path, n, _ := strings.Cut(spec, "|")
+		times, _ := strconv.Atoi(n)
+		for range times {
+			if err := increment(path); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func increment(path string) error {
+	return Update(path, 64, func(old []byte) ([]byte, error) {
+		n := 0
+		if old != nil {
+			var err error
+			if n, err = strconv.Atoi(string(old)); err != nil {
+				return nil, err
+			}
+		}
+		return []byte(strconv.Itoa(n + 1)), nil
+	})
+}
+
+// Every increment lands: goroutines and processes at once, none lost.
+func TestUpdateLosesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "n")
+	const goroutines, procs, times = 8, 4, 50
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	for range procs {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), counterEnv+"="+path+"|"+strconv.Itoa(times))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range times {
+				if err := increment(path); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Error(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	if want := strconv.Itoa((goroutines + procs) * times); string(b) != want {
+		t.Fatalf("counter %s, want %s", b, want)
+	}
+}
+
+func TestUpdateRefuses(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	set := func(s string) func([]byte) ([]byte, error) {
+		return func([]byte) ([]byte, error) { return []byte(s), nil }
+	}
+	if err := Update(path, 4, set("12345")); !errors.Is(err, untrusted.ErrTooLarge) {
+		t.Fatalf("oversized write: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("oversized content was written: %v", err)
+	}
+	boom := errors.New("boom")
+	if err := Update(path, 4, func([]byte) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Fatalf("fn error: %v", err)
+	}
+	// A FIFO in the file's place fails the read at once, and the lock is
+	// free again afterwards.
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Update(path, 4, set("1")) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, untrusted.ErrNotRegular) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Update blocked on a FIFO")
+	}
+	os.Remove(path)
+	if err := Update(path, 4, set("1")); err != nil {
+		t.Fatalf("after the FIFO is gone: %v", err)
+	}
+	// A FIFO as the lock file is refused too.
+	lockPath := filepath.Join(dir, "g"+LockSuffix)
+	if err := syscall.Mkfifo(lockPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(filepath.Join(dir, "g"), 4, set("1")); !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Fatalf("FIFO lock: %v", err)
+	}
+}
+
+func TestLockTimesOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	unlock, err := Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock(path, 50*time.Millisecond); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("second lock: %v", err)
+	}
+	unlock()
+	unlock2, err := lock(path, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock2()
+}
