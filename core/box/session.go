@@ -64,8 +64,8 @@ type SessionOptions struct {
 	// audit records their names.
 	Env    launchenv.Input
 	Stdin  io.Reader
-	Stdout    io.Writer
-	Stderr    io.Writer
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // ExitError carries a session's exit code.

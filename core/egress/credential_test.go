@@ -138,7 +138,7 @@ func TestCredentialReplacesWhatTheBoxSent(t *testing.T) {
 	p, cl := startCredProxy(t, []Credential{{Name: "anthropic", Upstream: up.srv.URL, Header: HeaderAPIKey,
 		Secret: staticSecret(realKey), RootCAs: up.pool()}})
 
-	for _, form := range []string{"/corral/credential/"+p.tok+"/anthropic/v1/messages?beta=true", "http://192.168.5.4:4242/corral/credential/"+p.tok+"/anthropic/v1/messages?beta=true"} {
+	for _, form := range []string{"/corral/credential/" + p.tok + "/anthropic/v1/messages?beta=true", "http://192.168.5.4:4242/corral/credential/" + p.tok + "/anthropic/v1/messages?beta=true"} {
 		body := `{"stream":true}`
 		resp, got := rawRequest(t, p.addr, "POST "+form+" HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n"+
 			"X-Api-Key: placeholder\r\nAuthorization: Bearer box-token\r\nCookie: a=b\r\nProxy-Authorization: Basic eA==\r\n"+
@@ -228,16 +228,16 @@ func TestCredentialRefusals(t *testing.T) {
 		target string
 		status int
 	}{
-		{"/corral/credential/"+p.tok+"/nope/x", 404},
-		{"/corral/credential/"+p.tok+"/a/../x", 400},
-		{"/corral/credential/"+p.tok+"/a/v1/../../x", 400},
-		{"/corral/credential/"+p.tok+"/a/%2e%2e/x", 400},
-		{"/corral/credential/"+p.tok+"/a/x%2fy", 400},
-		{"/corral/credential/"+p.tok+"/a//x", 400},
-		{"/corral/credential/"+p.tok+"/a/./x", 400},
-		{"/corral/credential/"+p.tok+"/nl/x", 502},
-		{"/corral/credential/"+p.tok+"/down/x", 502},
-		{"/corral/credential/"+p.tok+"/named/x", 502},
+		{"/corral/credential/" + p.tok + "/nope/x", 404},
+		{"/corral/credential/" + p.tok + "/a/../x", 400},
+		{"/corral/credential/" + p.tok + "/a/v1/../../x", 400},
+		{"/corral/credential/" + p.tok + "/a/%2e%2e/x", 400},
+		{"/corral/credential/" + p.tok + "/a/x%2fy", 400},
+		{"/corral/credential/" + p.tok + "/a//x", 400},
+		{"/corral/credential/" + p.tok + "/a/./x", 400},
+		{"/corral/credential/" + p.tok + "/nl/x", 502},
+		{"/corral/credential/" + p.tok + "/down/x", 502},
+		{"/corral/credential/" + p.tok + "/named/x", 502},
 		// An absolute URI to another host is a plain proxy request: denied
 		// by the (empty) policy, never given the credential.
 		{"http://upstream.test/corral/credential/a/x", 403},

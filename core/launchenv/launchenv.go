@@ -317,9 +317,9 @@ const lookupTimeout = 10 * time.Second
 type assembler struct {
 	in       Input
 	withhold []string
-	vars map[string]Var
-	errs []error
-	log  *slog.Logger
+	vars     map[string]Var
+	errs     []error
+	log      *slog.Logger
 	// storeDown is set once the keychain was unavailable, so later lookups
 	// fail fast instead of each waiting for its timeout.
 	storeDown error
