@@ -38,8 +38,10 @@ type (
 	State      = menu.State
 	BoxView    = menu.BoxView
 	DeniedHost = menu.DeniedHost
-	Project    = menu.Project
-	AllowScope = menu.AllowScope
+	// CredentialUse is a brokered credential a box used.
+	CredentialUse = menu.CredentialUse
+	Project       = menu.Project
+	AllowScope    = menu.AllowScope
 )
 
 // Allow scopes.

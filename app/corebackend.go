@@ -25,6 +25,7 @@ type coreBackend struct {
 
 	mu       sync.Mutex
 	denied   map[string]deniedCache  // box -> denials summarised from its egress log
+	creds    credCache               // every box's credential use, from the audit log
 	counts   map[string]commitCount  // box -> commits not pulled yet
 	sessions map[string]sessionCache // box -> its detachable sessions
 	repos    reposCache              // repositories under project_roots
@@ -214,6 +215,48 @@ func (b *coreBackend) deniedHosts(name string, now time.Time) []DeniedHost {
 	return hosts
 }
 
+// credCache is the credential use of every box, read from the audit log at
+// most once per change of the file and once a minute.
+type credCache struct {
+	size  int64
+	mod   time.Time
+	read  time.Time
+	boxes map[string][]CredentialUse
+}
+
+// credentialUses is the box's credential use in the last 24 hours.
+func (b *coreBackend) credentialUses(name string, now time.Time) []CredentialUse {
+	path := b.svc.Layout.AuditLog()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.creds
+	if c.boxes == nil || c.size != fi.Size() || !c.mod.Equal(fi.ModTime()) || now.Sub(c.read) >= time.Minute {
+		evs, err := audit.Read(path, audit.Filter{Since: now.Add(-24 * time.Hour)})
+		if err != nil {
+			return nil
+		}
+		byBox := map[string][]audit.Event{}
+		for _, e := range evs {
+			if e.Kind == audit.KindCredentialUse {
+				byBox[e.Box] = append(byBox[e.Box], e)
+			}
+		}
+		c = credCache{size: fi.Size(), mod: fi.ModTime(), read: now, boxes: map[string][]CredentialUse{}}
+		for bx, es := range byBox {
+			uses, _ := audit.CredentialUses(es)
+			for _, u := range uses {
+				c.boxes[bx] = append(c.boxes[bx], CredentialUse{Name: u.Credential, Uses: u.Uses, Last: u.LastUse})
+			}
+		}
+		b.creds = c
+	}
+	return c.boxes[name]
+}
+
 var _ Backend = (*coreBackend)(nil)
 
 // malformed reports whether a denial reason says the request did not parse:
@@ -271,6 +314,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			v.Ports = append(v.Ports, p.Host)
 		}
 		v.Denied = b.deniedHosts(s.Name, now)
+		v.Credentials = b.credentialUses(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
 		v.Requests = len(box.PendingRequests(b.svc.Layout, s.Name, s.Project))
 		v.Detached = b.detached(s, now)

@@ -362,6 +362,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			pullItem(k, b, ui),
 			requestsItem(k, b, lim),
 			deniedItem(k, b, ui.Now, lim),
+			credentialsItem(k, b, ui.Now, lim),
 			Item{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
 			reveal,
 			rebuild,
@@ -486,6 +487,26 @@ func requestsItem(k string, b BoxView, lim Limits) Item {
 	it.Title = fmt.Sprintf("%s asks for %d %s — Review", Truncate(b.Name, lim.MaxTitle), b.Requests, hosts)
 	it.Tooltip = "The repository's .corral.toml requests hosts; nothing is allowed until you approve (corral approve " + b.Name + ")"
 	it.Action = Action{Kind: ActReviewRequests, Box: b.Name, Project: b.Project}
+	return it
+}
+
+// credentialsItem lists the brokered credentials the box used, a line
+// each: uses and last use. Display only: the broker decides, the audit
+// log is the record.
+func credentialsItem(k string, b BoxView, now time.Time, lim Limits) Item {
+	it := Item{Key: k + "/credentials", Title: "Credentials used", Hidden: len(b.Credentials) == 0}
+	if len(b.Credentials) == 0 {
+		return it
+	}
+	cs := append([]CredentialUse(nil), b.Credentials...)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	it.Title = fmt.Sprintf("Credentials used (%d)", len(cs))
+	it.Tooltip = "Brokered credentials: the broker holds them; the box used them through it (corral egress " + b.Name + ")"
+	for _, c := range cs {
+		name := display.Text(c.Name, lim.MaxTitle)
+		it.Children = append(it.Children, Item{Key: k + "/credentials/" + name, Disabled: true,
+			Title: fmt.Sprintf("%s · %d use%s · last %s", name, c.Uses, plural(c.Uses), FormatWhen(c.Last, now))})
+	}
 	return it
 }
 

@@ -72,6 +72,7 @@ Quit corral
 					{Host: "api.example.test", Port: 443, Count: 3, Last: now.Add(-2 * time.Minute)},
 					{Host: "10.0.0.7", Port: 22, Count: 1, Last: now.Add(-50 * time.Hour)},
 				},
+				Credentials: []CredentialUse{{Name: "github", Uses: 1, Last: now.Add(-3 * time.Minute)}, {Name: "anthropic\x1b[31m", Uses: 12, Last: now.Add(-time.Minute)}},
 			}}},
 			ui: UI{Now: now, LastError: "stop web-3f2a1c: limactl stop: exit status 1", Busy: map[string]string{"web-3f2a1c": "Stopping"}},
 			want: `corral · 1 of 1 running · 512 MiB [disabled]
@@ -93,6 +94,9 @@ Quit corral
       Allow for 1 hour
       Allow for this session
       Allow always
+  Credentials used (2) >
+    anthropic\x1b[31m · 12 uses · last 14:59 [disabled]
+    github · 1 use · last 14:57 [disabled]
   Show egress log
   Reveal project [disabled]
   Rebuild… [disabled]

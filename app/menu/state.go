@@ -72,7 +72,19 @@ type BoxView struct {
 	Ports []int
 
 	Denied []DeniedHost // hosts the egress proxy refused, any order
-	Err    string       // last lifecycle error for this box, shown in its submenu
+	// Credentials are the brokered credentials the box used (the broker's
+	// evidence in the audit log), any order.
+	Credentials []CredentialUse
+	Err         string // last lifecycle error for this box, shown in its submenu
+}
+
+// CredentialUse is one brokered credential a box used: how often and when
+// last (core/audit CredentialUses). Name is the configured credential
+// name; the menu shows it through core/display like any box text.
+type CredentialUse struct {
+	Name string
+	Uses int
+	Last time.Time
 }
 
 // DeniedHost is one destination the egress proxy refused for a box.

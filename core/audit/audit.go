@@ -56,6 +56,30 @@ const (
 	KindPull      Kind = "pull"
 	// KindLearn: a box's learning window started or ended (core/approval).
 	KindLearn Kind = "learn"
+	// KindCredentialUse: a box's broker used a brokered credential, one
+	// line per credential, session, upstream, method and path class per
+	// flush (see [CredentialFields]).
+	KindCredentialUse Kind = "credential-use"
+	// KindCredentialRefused: a box's broker refused credential requests,
+	// one line per reason (and credential, when the token was valid) per
+	// flush: a flood of bogus requests is a count, not a line each.
+	KindCredentialRefused Kind = "credential-refused"
+)
+
+// Field names of the credential events. Never a value, a token, a path or
+// a query: the path class instead (core/egress PathClass).
+const (
+	FieldCredential = "credential"
+	FieldSession    = "session"
+	FieldUpstream   = "upstream"
+	FieldMethod     = "method"
+	FieldClass      = "class"
+	FieldCount      = "count"
+	FieldFirst      = "first"
+	FieldLast       = "last"
+	FieldStatus     = "status" // the last status the box got
+	FieldFailed     = "failed" // how many of count got a 4xx/5xx
+	FieldReason     = "reason"
 )
 
 // Actor says which part of corral acted.

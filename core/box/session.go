@@ -10,18 +10,20 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/jsonl"
+	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/secret"
 	"github.com/corral-dev/corral/guest"
 )
 
@@ -53,18 +55,17 @@ type SessionOptions struct {
 	TTY     bool
 	Mode    SessionMode
 	Name    string // the detachable session's name (ModeOpen, ModeNew)
-	// Environ are CORRAL_FWD_<NAME>=value entries for the ssh process's
-	// environment (never its argv); EnvNames are their names for the audit.
-	Environ  []string
-	EnvNames []string
-	// BrokerEnv, when set and the box is in broker mode, adds entries
-	// (CORRAL_FWD_ form, and their names) that depend on where the guest
-	// reaches its broker, given as "http://HOST:PORT": the base URLs of
-	// brokered credentials. Called once the box is up. None is a secret.
-	BrokerEnv func(broker string) (environ, names []string)
-	Stdin     io.Reader
-	Stdout    io.Writer
-	Stderr    io.Writer
+	// Env is what the session's environment is assembled from
+	// (core/launchenv), once the box is up: in broker mode Session first
+	// asks the box's broker which credential routes it serves to this
+	// session (core/credential Ask; the broker owns the plan) and adds its
+	// answer (Env.Brokered, Env.BrokerURL). The variables reach the ssh
+	// process's environment as CORRAL_FWD_<NAME>, never its argv; the
+	// audit records their names.
+	Env    launchenv.Input
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // ExitError carries a session's exit code.
@@ -122,20 +123,18 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if err != nil {
 		return err
 	}
-
-	if opt.BrokerEnv != nil && m.Network == config.NetworkBroker {
-		env, names := opt.BrokerEnv("http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Config), strconv.Itoa(m.BrokerPort)))
-		opt.Environ = append(slices.Clip(opt.Environ), env...)
-		opt.EnvNames = append(slices.Clip(opt.EnvNames), names...)
+	id := newSessionID()
+	env, err := s.sessionEnv(ctx, r, m, id, opt.Env, opt.TTY)
+	if err != nil {
+		return err
 	}
 	s.armGitGuard(m)
 	s.warnGitlinkDrift(m, opt.Stderr)
-	id := newSessionID()
-	s.beginSession(&m, id, opt)
+	s.beginSession(&m, id, opt, env.Names())
 	defer func() { s.endSession(m, id) }()
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), opt.Environ...)
+	cmd.Env = env.Environ(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opt.Stdin, opt.Stdout, opt.Stderr
 	err = cmd.Run()
 	code := 0
@@ -156,6 +155,46 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		return nil
 	}
 	return &ExitError{Code: code}
+}
+
+// sessionEnv assembles the session's environment (core/launchenv). In
+// broker mode it first asks the box's broker, over its control socket,
+// which credential routes it serves to session id, supplying the wanted
+// keys the session's environment has; a broker that does not answer
+// refuses the session (fail closed: the session would otherwise carry the
+// keys the broker should hold, or base URLs nobody serves).
+func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string, in launchenv.Input, tty bool) (launchenv.Env, error) {
+	if m.Network == config.NetworkBroker {
+		served, err := credential.Ask(ctx, s.Layout.BrokerControl(m.Name), id, in.Getenv)
+		if err != nil {
+			return launchenv.Env{}, hint.New(fmt.Errorf("box %s: asking its broker for the credential routes: %w; refusing the session", m.Name, err),
+				fmt.Sprintf("corral stop %s && corral up restarts the broker", m.Name))
+		}
+		in.Brokered = &served
+		in.BrokerURL = "http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Config), strconv.Itoa(m.BrokerPort))
+	}
+	// A keychain read may raise an "allow access" dialog: with a person at
+	// the terminal, wait for the answer instead of secret.DefaultTimeout.
+	actx, cancel := secret.Interactive(ctx, tty)
+	defer cancel()
+	return launchenv.Assemble(actx, in)
+}
+
+// DoctorEnv is the environment doctor's guest checks run with: a
+// session's, with the routes the box's broker serves. When a broker-mode
+// box's broker does not answer (a stopped box), the environment is still
+// assembled, to report what cannot be supplied, but none of it is
+// returned: without the broker's answer nobody knows what to withhold.
+func (s *Service) DoctorEnv(ctx context.Context, r Resolved, in launchenv.Input) (launchenv.Env, error) {
+	m, err := ReadMeta(s.Layout, r.Project.Box)
+	if err != nil {
+		return launchenv.Env{}, err
+	}
+	if m.Network == config.NetworkBroker && !BrokerAnswering(m.BrokerPort) {
+		_, err := launchenv.Assemble(ctx, in)
+		return launchenv.Env{}, err
+	}
+	return s.sessionEnv(ctx, r, m, "doctor-"+newSessionID(), in, false)
 }
 
 // ttyMode is ssh's terminal request for a session.
@@ -215,11 +254,11 @@ func (s *Service) sessionsLog(rec SessionRecord) {
 	_ = w.Append(rec)
 }
 
-func (s *Service) beginSession(m *Meta, id string, opt SessionOptions) {
+func (s *Service) beginSession(m *Meta, id string, opt SessionOptions, envNames []string) {
 	if err := s.addSession(m.Name, Session{ID: id, PID: os.Getpid(), Agent: opt.Agent, Started: s.now()}); err != nil {
 		s.Logger.Warn("recording the session", "box", m.Name, "err", err)
 	}
-	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: opt.EnvNames, Fields: map[string]any{"session": id, "agent": opt.Agent}})
+	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: envNames, Fields: map[string]any{"session": id, "agent": opt.Agent}})
 	s.sessionsLog(SessionRecord{Time: s.now(), Event: "start", Box: m.Name, Session: id, Agent: opt.Agent})
 	s.egressMarker(*m, id, (*egress.DecisionLog).StartSession)
 }

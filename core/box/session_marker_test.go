@@ -26,7 +26,7 @@ func TestSessionMarksTheEgressLog(t *testing.T) {
 		if err := WriteMeta(l, m); err != nil {
 			t.Fatal(err)
 		}
-		s.beginSession(&m, "s-"+m.Name, SessionOptions{Agent: "claude"})
+		s.beginSession(&m, "s-"+m.Name, SessionOptions{Agent: "claude"}, nil)
 		dl, err := egress.OpenLog(l.EgressLog("web-a1b2c3"), "web-a1b2c3", discard())
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ package broker
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hint"
@@ -51,10 +53,20 @@ type Options struct {
 	// Secrets is the keychain brokered credentials are read from; nil:
 	// secret.Default().
 	Secrets secret.Store
+	// Getenv is the broker's own environment, where brokered credentials
+	// taken from host variables are read; nil: os.LookupEnv.
+	Getenv func(string) (string, bool)
 
 	// Test hooks, never set from flags or config.
 	Resolver    egress.Resolver // nil: the system resolver
 	ExtraRanges []string        // CIDR ranges added to a box's policy (tests reach 127.0.0.1 upstreams)
+	// CredentialUpstreams and CredentialRootCAs replace a credential's
+	// upstream and roots by name (tests reach httptest upstreams).
+	CredentialUpstreams map[string]string
+	CredentialRootCAs   map[string]*x509.CertPool
+	// CredentialFlush is how often credential counts reach the audit log;
+	// 0: every minute.
+	CredentialFlush time.Duration
 }
 
 // Check reports the first problem of o's shape: the broker listens on a
@@ -158,13 +170,23 @@ func runBox(ctx context.Context, o Options) error {
 	}
 	defer auditLog.Close()
 	decisions := newDenialAudit(decisionLog, auditLog.Record, o.Box, logger)
-	creds, err := boxCredentials(o, bp, m, decisionLog)
+	// Credential use is evidence: counted and written to the audit log
+	// every CredentialFlush and when the broker stops (deferred after the
+	// audit log's Close, so it runs first).
+	credLog := newCredAudit(decisionLog, auditLog.Record, o.Box, logger)
+	flush := o.CredentialFlush
+	if flush <= 0 {
+		flush = credFlushInterval
+	}
+	credLog.start(flush)
+	defer credLog.Close()
+	creds, err := boxCredentials(o, bp, m, credLog)
 	if err != nil {
 		return err
 	}
 	srv, err := egress.NewServer(egress.Config{Listen: o.Listen, Box: o.Box, Policy: policy,
 		Log: decisions, Resolver: o.Resolver, Logger: logger,
-		Credentials: creds, SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome()),
+		Credentials: creds.Broker(), SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome()),
 		Hold: bp.hold(), ConsumeOnce: bp.consumeOnce})
 	if err != nil {
 		return err
@@ -207,7 +229,15 @@ func runBox(ctx context.Context, o Options) error {
 		wg.Wait()
 		return err
 	}
-	wg.Go(func() { _ = srv.Serve(ctx, fdln) })
+	wg.Go(func() { _ = srv.ServeBound(ctx, fdln) })
+	// The box's sessions ask here which credential routes it serves.
+	ctl, err := credential.ListenControl(l.BrokerControl(o.Box), creds, logger)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	wg.Go(func() { ctl.Serve(ctx) })
 	err = serve(ctx, o, srv)
 	cancel()
 	wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/corral-dev/corral/core/box"
@@ -13,43 +14,52 @@ import (
 	"github.com/corral-dev/corral/core/secret"
 )
 
-// boxCredentials builds the credential broker of a box from the config
-// loaded at start (core/credential decides which credentials; the
-// sessions withhold the same ones). Credentials are fixed for the broker's
-// lifetime: a changed [credentials] table takes effect when the box
-// restarts. Host variables are read from the broker's own environment,
-// which is that of the corral command that started it; keychain items are
-// read when a request needs them. Nil when the box has none.
-func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialLogger) (*egress.CredentialBroker, error) {
+// boxCredentials plans the box's credentials, once, from the config loaded
+// at start (core/credential: the broker is the plan's single owner; its
+// sessions ask it over the control socket what it serves). Credentials
+// are fixed for the broker's lifetime, except that one the broker could
+// not read itself starts when a session supplies it: a changed
+// [credentials] table takes effect when the box restarts. Host variables
+// are read from the broker's own environment (Options.Getenv), keychain
+// items when a request needs them. Where the host funnel exists the
+// routes answer only its connections.
+func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialLogger) (*credential.Holder, error) {
 	bp.mu.Lock()
 	cfg := bp.cfg
 	bp.mu.Unlock()
-	if cfg == nil {
-		return nil, nil
-	}
-	specs := credential.Plan(cfg.Config, os.LookupEnv)
-	if len(specs) == 0 {
-		return nil, nil
+	var specs []credential.Spec
+	if cfg != nil {
+		specs = credential.Plan(cfg.Config)
 	}
 	store := o.Secrets
 	if store == nil {
 		store = secret.Default()
 	}
-	creds, err := credential.Broker(specs, store, os.LookupEnv)
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	goos := o.Platform.OS
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	h, err := credential.NewHolder(specs, credential.HolderConfig{
+		Store: store, Getenv: getenv, Logger: o.Logger,
+		Upstreams: o.CredentialUpstreams, RootCAs: o.CredentialRootCAs,
+		Egress: egress.CredentialConfig{Resolver: o.Resolver, Log: log, Logger: o.Logger,
+			BoundOnly: funnel.Applies(goos, m.VMType, m.Network)},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("credentials of box %s: %w", o.Box, err)
 	}
-	b, err := egress.NewCredentialBroker(egress.CredentialConfig{Credentials: creds, Resolver: o.Resolver, Log: log, Logger: o.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("credentials of box %s: %w", o.Box, err)
-	}
-	o.Logger.Info("brokered credentials", "box", o.Box, "names", b.Names())
-	return b, nil
+	o.Logger.Info("brokered credentials", "box", o.Box, "served", h.Served(), "waiting_for", h.Wants())
+	return h, nil
 }
 
 // selfAddrs are the broker as a guest reaches it: the funnel's guestfwd
-// address and the slirp gateway, on the box's broker port.
+// address, the slirp gateway (vz) and loopback, on the box's broker port.
+// An origin-form credential request must name one of them in its Host.
 func selfAddrs(port int) []string {
 	p := strconv.Itoa(port)
-	return []string{net.JoinHostPort(funnel.GuestAddr, p), net.JoinHostPort(box.BrokerGuestHost, p)}
+	return []string{net.JoinHostPort(funnel.GuestAddr, p), net.JoinHostPort(box.BrokerGuestHost, p), net.JoinHostPort("127.0.0.1", p)}
 }

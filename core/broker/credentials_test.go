@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/pem"
 	"io"
 	"net"
@@ -8,10 +9,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/credential"
 )
 
 // TestBoxBrokerHoldsCredentials runs a box's broker whose trusted config
@@ -55,6 +59,13 @@ ca = "` + ca + `"
 	t.Setenv("TEST_BROKER_KEY", "sk-real-key")
 	t.Setenv("TEST_BROKER_TOKEN", "tok-real")
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0"})
+	served, err := credential.Ask(context.Background(), l.BrokerControl(name), "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(served.Names(), []string{"anthropic", "git"}) {
+		t.Fatalf("served %+v", served)
+	}
 
 	do := func(target, abs string) int {
 		c, err := net.Dial("tcp", addr)
@@ -63,7 +74,7 @@ ca = "` + ca + `"
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(c, "GET "+abs+target+" HTTP/1.1\r\nHost: x\r\nX-Api-Key: box\r\nAuthorization: Bearer box\r\nConnection: close\r\n\r\n")
+		io.WriteString(c, "GET "+abs+target+" HTTP/1.1\r\nHost: 192.168.5.4:42001\r\nX-Api-Key: box\r\nAuthorization: Bearer box\r\nConnection: close\r\n\r\n")
 		b, _ := io.ReadAll(c)
 		if !strings.HasPrefix(string(b), "HTTP/1.1 ") {
 			t.Fatalf("%s: answer %q", target, b)
@@ -74,12 +85,12 @@ ca = "` + ca + `"
 		}
 		return code
 	}
-	if code := do("/corral/credential/anthropic/v1/messages", ""); code != 200 {
+	if code := do("/corral/credential/"+served.Token+"/anthropic/v1/messages", ""); code != 200 {
 		t.Fatalf("anthropic: %d", code)
 	}
 	// Absolute form to the broker's guest address (a client using its
 	// proxy setting) is the same route.
-	if code := do("/corral/credential/git/o/r.git/info/refs", "http://192.168.5.4:42001"); code != 200 {
+	if code := do("/corral/credential/"+served.Token+"/git/o/r.git/info/refs", "http://192.168.5.4:42001"); code != 200 {
 		t.Fatalf("git: %d", code)
 	}
 	mu.Lock()

@@ -69,7 +69,12 @@ func TestAllowListGroups(t *testing.T) {
 	}
 	// The record is followed live: a golden rebuilt under the same name
 	// (or a record edited by hand) applies without restarting the box.
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "registry") }))
+	// Outside the broker port range: a port there is the broker's own
+	// ("self"), denied whatever the list says.
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "registry") }))
+	up.Listener.Close()
+	up.Listener = brokertest.ListenOutsideBrokerPorts(t)
+	up.Start()
 	defer up.Close()
 	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
 	target := "http://live.mirror.example.test:" + port + "/"

@@ -106,7 +106,12 @@ func TestLearnExpiry(t *testing.T) {
 // host is denied without any file change (the broker's expiry timer).
 func TestLearningBroker(t *testing.T) {
 	l, name := newBox(t, "")
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "upstream") }))
+	// Outside the broker port range: a port there is the broker's own
+	// ("self"), denied whatever the list says.
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "upstream") }))
+	up.Listener.Close()
+	up.Listener = brokertest.ListenOutsideBrokerPorts(t)
+	up.Start()
 	defer up.Close()
 	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
 	now := time.Now()

@@ -1,20 +1,25 @@
 // Package credential decides which secrets a box's broker holds instead of
-// the box, and what a session gets in their place. It is the one rule both
-// ends use: the broker (core/broker) builds its credential routes from
-// Plan, and the session (core/launchenv) withholds the same secrets and
-// sets the base URLs and placeholders from the same Plan.
+// the box, and tells a session what to use in their place. The broker
+// (core/broker) is the single owner of the plan: it calls Plan once when
+// it starts, serves the routes (core/egress), and answers its box's
+// sessions over its private Unix socket (Ask/ServeControl) with the routes
+// it serves, a route token for that session, and the host variables it
+// still wants. A session never plans: it withholds what the broker says it
+// holds, sets the base URLs and placeholders of the routes the broker
+// serves, and hands the broker, over that socket, a wanted key that only
+// the session's environment has (the broker may have been started by the
+// menu-bar app, which has no shell environment).
 //
 // A brokered credential is either configured ([credentials.NAME], trusted
-// layers only) or implicit: for the claude agent in broker mode with
-// agent_credentials = "brokered" (the default), an Anthropic API key or
-// OAuth token that the config or the host environment would otherwise put
-// in the session becomes [credentials.anthropic].
+// layers only) or an agent's own key: for the box's agent (config key
+// agent) in broker mode with agent_credentials = "brokered" (the default),
+// the key the config or the host environment would otherwise put in the
+// session (AgentKeys) becomes the credential of that agent's API.
 package credential
 
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,110 +36,174 @@ import (
 	"github.com/corral-dev/corral/core/untrusted"
 )
 
-// Anthropic is the credential the claude agent uses.
-const Anthropic = "anthropic"
-
-// AnthropicUpstream is the Anthropic API an implicit credential forwards to.
-const AnthropicUpstream = "https://api.anthropic.com"
-
-// Placeholder is what a session gets where a secret would be: Claude Code
+// Placeholder is what a session gets where a secret would be: an agent
 // needs some key to start, and the broker replaces it on every request.
 const Placeholder = "corral-brokered-placeholder"
 
-// Claude's variables (the key, the OAuth token, the API base URL).
+// KeyVar is one variable an agent reads its key from, and how the key is
+// sent upstream.
+type KeyVar struct {
+	Var    string
+	Header egress.CredentialHeader
+}
+
+// AgentKey is how an agent's own key is brokered: the credential's name
+// and upstream, the variable the agent reads its API's base URL from, and
+// the variables its key may be in, in the agent's own precedence.
+type AgentKey struct {
+	Agent      string
+	Name       string
+	Upstream   string
+	BaseURLVar string
+	Keys       []KeyVar
+}
+
+// Credential names of the agents' keys.
 const (
-	APIKeyVar     = "ANTHROPIC_API_KEY"
-	OAuthTokenVar = "CLAUDE_CODE_OAUTH_TOKEN"
-	BaseURLVar    = "ANTHROPIC_BASE_URL"
+	Anthropic = "anthropic"
+	OpenAI    = "openai"
+	Gemini    = "gemini"
 )
 
-// Spec is one credential the broker holds.
+// AgentKeys are the built-in agents' keys. The base URL variables are the
+// agents' documented ones: Claude Code's ANTHROPIC_BASE_URL; Codex's
+// OPENAI_BASE_URL, which its built-in "openai" provider reads as the base
+// of the Responses API (so the upstream holds /v1); Gemini CLI's
+// GOOGLE_GEMINI_BASE_URL, used for its gemini-api-key auth (it reads the
+// key from GEMINI_API_KEY and sends it as x-goog-api-key; GOOGLE_API_KEY
+// holds the same kind of key and is withheld too).
+var AgentKeys = []AgentKey{
+	{Agent: "claude", Name: Anthropic, Upstream: "https://api.anthropic.com", BaseURLVar: "ANTHROPIC_BASE_URL",
+		Keys: []KeyVar{{"ANTHROPIC_API_KEY", egress.HeaderAPIKey}, {"CLAUDE_CODE_OAUTH_TOKEN", egress.HeaderAuthorization}}},
+	{Agent: "codex", Name: OpenAI, Upstream: "https://api.openai.com/v1", BaseURLVar: "OPENAI_BASE_URL",
+		Keys: []KeyVar{{"OPENAI_API_KEY", egress.HeaderAuthorization}}},
+	{Agent: "gemini", Name: Gemini, Upstream: "https://generativelanguage.googleapis.com", BaseURLVar: "GOOGLE_GEMINI_BASE_URL",
+		Keys: []KeyVar{{"GEMINI_API_KEY", egress.HeaderGoogAPIKey}, {"GOOGLE_API_KEY", egress.HeaderGoogAPIKey}}},
+}
+
+func agentKeyByName(name string) *AgentKey {
+	for i := range AgentKeys {
+		if AgentKeys[i].Name == name {
+			return &AgentKeys[i]
+		}
+	}
+	return nil
+}
+
+func agentKeyOf(agentName string) *AgentKey {
+	for i := range AgentKeys {
+		if AgentKeys[i].Agent == agentName {
+			return &AgentKeys[i]
+		}
+	}
+	return nil
+}
+
+// placeholderVar is the variable a session gets the placeholder in for a
+// route sent with header h: the agent's first key variable of that kind.
+func (k *AgentKey) placeholderVar(h egress.CredentialHeader) string {
+	for _, kv := range k.Keys {
+		if kv.Header == h {
+			return kv.Var
+		}
+	}
+	return k.Keys[0].Var
+}
+
+func (k *AgentKey) vars() []string {
+	out := make([]string, len(k.Keys))
+	for i, kv := range k.Keys {
+		out[i] = kv.Var
+	}
+	return out
+}
+
+// Source is one place a credential's secret may come from.
+type Source struct {
+	// Var is the agent's variable this source stands for ("" for a
+	// configured credential).
+	Var    string
+	Header egress.CredentialHeader
+	// HostVar is the host variable that holds the secret, read in the
+	// broker's environment or, when the broker lacks it, supplied by a
+	// session ("" = none).
+	HostVar string
+	// Keychain is read when HostVar is unset or empty in the broker's
+	// environment.
+	Keychain *config.SecretRef
+}
+
+// Spec is one credential of the plan.
 type Spec struct {
 	Name     string
 	Upstream string
-	Header   egress.CredentialHeader
-	// Exactly one source: Keychain, or EnvFromHost (a host variable, read
-	// in the broker's environment, which is that of the corral command
-	// that started it).
-	Keychain    *config.SecretRef
-	EnvFromHost string
-	CA          string // PEM file of extra roots for this upstream; "" = system roots
-	// Implicit is set for the claude agent's own key (not configured as a
-	// [credentials] table).
+	// Sources, in order: the broker uses the first it can read; if it can
+	// read none, a session may supply a HostVar (the first supplied wins).
+	Sources []Source
+	CA      string // PEM file of extra roots for this upstream; "" = system roots
+	// Key is set when the credential is an agent's key (implicit, or
+	// configured under the agent key's name): the session then gets the
+	// agent's base URL variable and a placeholder.
+	Key *AgentKey
+	// Implicit is set for an agent's own key not configured as a
+	// [credentials] table.
 	Implicit bool
 	// Withholds are session variables this credential replaces: never put
 	// in the session's environment.
 	Withholds []string
 }
 
-// Plan lists the credentials a box's broker holds, by name. getenv reads
-// the host environment (presence decides the implicit claude credential).
-// The plan does not depend on the session's agent: a box's broker serves
-// every session, and a key the broker holds is withheld from all of them.
+// Plan lists the credentials a box's broker holds, by name: the
+// configured ones and the box's agent's own key. It depends on the config
+// alone (which environment has a key decides only where its value comes
+// from), and only the box's broker calls it, once, when it starts.
 // Outside broker mode there is no broker: Plan returns nothing, and
 // configured credentials are a session error (see Check).
-func Plan(c config.Config, getenv func(string) (string, bool)) []Spec {
+func Plan(c config.Config) []Spec {
 	if c.NetworkMode() != config.NetworkBroker {
 		return nil
 	}
 	var out []Spec
 	for _, n := range config.SortedKeys(c.Credentials) {
 		cr := c.Credentials[n]
-		s := Spec{Name: n, Upstream: cr.Upstream, Header: egress.CredentialHeader(cr.Header), Keychain: cr.Keychain,
-			EnvFromHost: cr.EnvFromHost, CA: cr.CA}
-		if n == Anthropic {
-			s.Withholds = []string{APIKeyVar, OAuthTokenVar}
+		s := Spec{Name: n, Upstream: cr.Upstream, CA: cr.CA, Key: agentKeyByName(n),
+			Sources: []Source{{Header: egress.CredentialHeader(cr.Header), HostVar: cr.EnvFromHost, Keychain: cr.Keychain}}}
+		if s.Key != nil {
+			s.Sources[0].Var = s.Key.placeholderVar(s.Sources[0].Header)
+			s.Withholds = s.Key.vars()
 		}
 		out = append(out, s)
 	}
-	if deref(c.AgentCreds) != "forwarded" {
-		if _, configured := c.Credentials[Anthropic]; !configured {
-			if s, ok := implicitClaude(c, getenv); ok {
-				out = append(out, s)
-			}
+	agentName := "claude"
+	if c.Agent != nil {
+		agentName = *c.Agent
+	}
+	if k := agentKeyOf(agentName); k != nil && deref(c.AgentCreds) != "forwarded" {
+		if _, configured := c.Credentials[k.Name]; !configured {
+			out = append(out, implicit(c, k))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// implicitClaude turns the claude agent's configured key into a brokered
-// credential: the API key first (Claude Code's own precedence), then the
-// OAuth token; each from keychain_env, env_from_host or the host
-// environment, in launchenv's stage order.
-func implicitClaude(c config.Config, getenv func(string) (string, bool)) (Spec, bool) {
-	for _, v := range []struct {
-		name   string
-		header egress.CredentialHeader
-	}{{APIKeyVar, egress.HeaderAPIKey}, {OAuthTokenVar, egress.HeaderAuthorization}} {
-		s := Spec{Name: Anthropic, Upstream: AnthropicUpstream, Header: v.header, Implicit: true,
-			Withholds: []string{APIKeyVar, OAuthTokenVar}}
-		if hv, ok := c.EnvFromHost[v.name]; ok {
-			s.EnvFromHost = hv
-			return s, true
+// implicit turns an agent's key into a brokered credential: each key
+// variable in the agent's precedence, from env_from_host, keychain_env (an
+// exported variable first) or the host environment, in launchenv's stage
+// order.
+func implicit(c config.Config, k *AgentKey) Spec {
+	s := Spec{Name: k.Name, Upstream: k.Upstream, Key: k, Implicit: true, Withholds: k.vars()}
+	for _, kv := range k.Keys {
+		src := Source{Var: kv.Var, Header: kv.Header, HostVar: kv.Var}
+		if hv, ok := c.EnvFromHost[kv.Var]; ok {
+			src.HostVar = hv
+		} else if ref, ok := c.KeychainEnv[kv.Var]; ok {
+			r := ref
+			src.Keychain = &r
 		}
-		if ref, ok := c.KeychainEnv[v.name]; ok {
-			if val, set := lookup(getenv, v.name); set && val != "" {
-				s.EnvFromHost = v.name // keychain_env uses an exported variable first
-			} else {
-				r := ref
-				s.Keychain = &r
-			}
-			return s, true
-		}
-		if val, set := lookup(getenv, v.name); set && val != "" {
-			s.EnvFromHost = v.name
-			return s, true
-		}
+		s.Sources = append(s.Sources, src)
 	}
-	return Spec{}, false
-}
-
-func lookup(getenv func(string) (string, bool), n string) (string, bool) {
-	if getenv == nil {
-		return "", false
-	}
-	return getenv(n)
+	return s
 }
 
 // Check reports configured credentials that cannot be brokered: the box
@@ -146,93 +215,13 @@ func Check(c config.Config) error {
 	return nil
 }
 
-// Withheld lists the session variables the plan keeps out of the session.
-func Withheld(specs []Spec) []string {
-	var out []string
-	for _, s := range specs {
-		for _, w := range s.Withholds {
-			if !slices.Contains(out, w) {
-				out = append(out, w)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Var is a session variable the plan sets; none holds a secret.
+// Var is a session variable a route sets; none holds a secret.
 type Var struct{ Name, Value string }
 
-// BaseURL is where the box reaches credential name through its broker,
-// broker being "http://HOST:PORT" as the guest sees the broker.
-func BaseURL(broker, name string) string {
-	return strings.TrimRight(broker, "/") + egress.CredentialPrefix + name
-}
-
-// SessionVars are the variables a session gets for the plan: for the
-// anthropic credential the base URL and a placeholder key or token (in
-// every session, not only `corral claude`: the broker holds the key for
-// the box, so `claude` started from `corral shell` works the same way);
-// for every other credential, git's url.<base>.insteadOf for the upstream
-// (as GIT_CONFIG_* variables), so that git's https URLs go to the broker.
-func SessionVars(specs []Spec, broker string) []Var {
-	var out []Var
-	git := 0
-	for _, s := range specs {
-		base := BaseURL(broker, s.Name)
-		if s.Name == Anthropic {
-			out = append(out, Var{BaseURLVar, base})
-			if s.Header == egress.HeaderAuthorization {
-				out = append(out, Var{OAuthTokenVar, Placeholder})
-			} else {
-				out = append(out, Var{APIKeyVar, Placeholder})
-			}
-			continue
-		}
-		up := strings.TrimRight(s.Upstream, "/") + "/"
-		out = append(out,
-			Var{fmt.Sprintf("GIT_CONFIG_KEY_%d", git), "url." + base + "/.insteadOf"},
-			Var{fmt.Sprintf("GIT_CONFIG_VALUE_%d", git), up})
-		git++
-	}
-	if git > 0 {
-		out = append(out, Var{"GIT_CONFIG_COUNT", fmt.Sprint(git)})
-	}
-	return out
-}
-
-// Broker turns the plan into the broker's credentials: secrets are read per
-// request (keychain items cached for a minute, so a rotated key is picked
-// up), host variables once, from getenv.
-func Broker(specs []Spec, store secret.Store, getenv func(string) (string, bool)) ([]egress.Credential, error) {
-	var out []egress.Credential
-	var errs []error
-	for _, s := range specs {
-		c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: s.Header}
-		switch {
-		case s.Keychain != nil:
-			c.Secret = keychainSecret(store, *s.Keychain)
-		case s.EnvFromHost != "":
-			val, ok := lookup(getenv, s.EnvFromHost)
-			name, hv := s.Name, s.EnvFromHost
-			c.Secret = func(context.Context) (string, error) {
-				if !ok || val == "" {
-					return "", fmt.Errorf("credential %s: host variable %s was not set when the broker started", name, hv)
-				}
-				return val, nil
-			}
-		}
-		if s.CA != "" {
-			pool, err := loadCA(s.CA)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("credential %s: %w", s.Name, err))
-				continue
-			}
-			c.RootCAs = pool
-		}
-		out = append(out, c)
-	}
-	return out, errors.Join(errs...)
+// BaseURL is where the box reaches credential name through its broker with
+// a session's token, broker being "http://HOST:PORT" as the guest sees it.
+func BaseURL(broker, token, name string) string {
+	return strings.TrimRight(broker, "/") + egress.CredentialPrefix + token + "/" + name
 }
 
 func keychainSecret(store secret.Store, ref config.SecretRef) egress.SecretFunc {
@@ -259,6 +248,10 @@ func keychainSecret(store secret.Store, ref config.SecretRef) egress.SecretFunc 
 
 // maxCAFile caps a CA file: a bundle of a few hundred certificates.
 const maxCAFile = 4 << 20
+
+func staticSecret(v string) egress.SecretFunc {
+	return func(context.Context) (string, error) { return v, nil }
+}
 
 // loadCA reads a PEM file of extra roots. The pool holds the system roots
 // too, so a private CA adds trust and never turns verification off. The
@@ -288,4 +281,13 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+func addUnique(out []string, vs ...string) []string {
+	for _, v := range vs {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

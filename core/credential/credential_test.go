@@ -2,12 +2,17 @@ package credential
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/secret"
 )
 
 func ptr(s string) *string { return &s }
@@ -20,108 +25,188 @@ func env(kv ...string) func(string) (string, bool) {
 	return func(n string) (string, bool) { v, ok := m[n]; return v, ok }
 }
 
-func TestPlanImplicitClaude(t *testing.T) {
-	broker := config.Config{Network: ptr("broker"), AgentCreds: ptr("brokered")}
+// The plan depends on the config alone: a box holds its agent's key and
+// its configured credentials, and nothing of another agent.
+func TestPlanPerAgent(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		cfg    func(c *config.Config)
-		getenv func(string) (string, bool)
-		want   string // "" = no credential; else header/source
+		agent, want string
+		withheld    []string
 	}{
-		{"no key anywhere", nil, env(), ""},
-		{"API key in the host env", nil, env("ANTHROPIC_API_KEY", "k"), "x-api-key env ANTHROPIC_API_KEY"},
-		{"empty host variable", nil, env("ANTHROPIC_API_KEY", ""), ""},
-		{"OAuth token", nil, env("CLAUDE_CODE_OAUTH_TOKEN", "t"), "authorization env CLAUDE_CODE_OAUTH_TOKEN"},
-		{"API key wins over OAuth", nil, env("CLAUDE_CODE_OAUTH_TOKEN", "t", "ANTHROPIC_API_KEY", "k"), "x-api-key env ANTHROPIC_API_KEY"},
-		{"keychain_env", func(c *config.Config) {
-			c.KeychainEnv = map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "s", Account: "a"}}
-		}, env(), "x-api-key keychain s/a"},
-		{"env_from_host", func(c *config.Config) { c.EnvFromHost = map[string]string{"ANTHROPIC_API_KEY": "MY_KEY"} }, env(), "x-api-key env MY_KEY"},
-		{"forwarded opt-out", func(c *config.Config) { c.AgentCreds = ptr("forwarded") }, env("ANTHROPIC_API_KEY", "k"), ""},
-		{"full network has no broker", func(c *config.Config) { c.Network = ptr("full") }, env("ANTHROPIC_API_KEY", "k"), ""},
+		{"", "anthropic", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}},
+		{"claude", "anthropic", []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}},
+		{"codex", "openai", []string{"OPENAI_API_KEY"}},
+		{"gemini", "gemini", []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
+		{"shell", "", nil},
 	} {
-		c := broker
-		if tc.cfg != nil {
-			tc.cfg(&c)
+		c := config.Config{Network: ptr("broker"), AgentCreds: ptr("brokered")}
+		if tc.agent != "" {
+			c.Agent = ptr(tc.agent)
 		}
-		specs := Plan(c, tc.getenv)
-		got := ""
-		if len(specs) == 1 {
-			s := specs[0]
-			got = string(s.Header)
-			if s.Keychain != nil {
-				got += " keychain " + s.Keychain.Service + "/" + s.Keychain.Account
-			} else {
-				got += " env " + s.EnvFromHost
-			}
-			if !s.Implicit || s.Upstream != AnthropicUpstream || s.Name != Anthropic {
-				t.Errorf("%s: spec %+v", tc.name, s)
-			}
-		} else if len(specs) > 1 {
-			t.Fatalf("%s: %d specs", tc.name, len(specs))
+		specs := Plan(c)
+		var names []string
+		var withheld []string
+		for _, s := range specs {
+			names = append(names, s.Name)
+			withheld = append(withheld, s.Withholds...)
 		}
-		if got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		if strings.Join(names, ",") != tc.want || !slices.Equal(withheld, tc.withheld) {
+			t.Errorf("agent %q: plan %v withholds %v, want %q %v", tc.agent, names, withheld, tc.want, tc.withheld)
 		}
-		if tc.want != "" && !slices.Equal(Withheld(specs), []string{APIKeyVar, OAuthTokenVar}) {
-			t.Errorf("%s: withheld %v", tc.name, Withheld(specs))
+	}
+	for _, c := range []config.Config{
+		{Network: ptr("broker"), AgentCreds: ptr("forwarded")},
+		{Network: ptr("full")},
+	} {
+		if specs := Plan(c); len(specs) != 0 {
+			t.Errorf("%+v: plan %+v", c, specs)
 		}
 	}
 }
 
-func TestConfiguredCredentialsAndSessionVars(t *testing.T) {
-	c := config.Config{Network: ptr("broker"), Credentials: map[string]config.Credential{
-		"anthropic": {Upstream: "https://api.example.test", Header: "authorization", EnvFromHost: "TOK"},
-		"github":    {Upstream: "https://git.example.test/", Header: "basic", EnvFromHost: "GH"},
-	}}
-	specs := Plan(c, env("ANTHROPIC_API_KEY", "k"))
-	if len(specs) != 2 || specs[0].Implicit {
-		t.Fatalf("specs %+v", specs)
+// The implicit key's sources follow launchenv's stage order per variable.
+func TestPlanSources(t *testing.T) {
+	c := config.Config{Network: ptr("broker"),
+		EnvFromHost: map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": "MY_TOKEN"},
+		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "s", Account: "a"}}}
+	specs := Plan(c)
+	if len(specs) != 1 || len(specs[0].Sources) != 2 {
+		t.Fatalf("plan %+v", specs)
 	}
-	vars := SessionVars(specs, "http://192.168.5.4:4242")
+	api, oauth := specs[0].Sources[0], specs[0].Sources[1]
+	if api.Var != "ANTHROPIC_API_KEY" || api.HostVar != "ANTHROPIC_API_KEY" || api.Keychain == nil || api.Header != egress.HeaderAPIKey {
+		t.Errorf("api key source %+v", api)
+	}
+	if oauth.HostVar != "MY_TOKEN" || oauth.Keychain != nil || oauth.Header != egress.HeaderAuthorization {
+		t.Errorf("oauth source %+v", oauth)
+	}
+}
+
+const tok = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestSessionVars(t *testing.T) {
+	s := Served{Token: tok, Routes: []Route{
+		{Name: "anthropic", Upstream: "https://api.example.test", BaseURLVar: "ANTHROPIC_BASE_URL", Var: "CLAUDE_CODE_OAUTH_TOKEN",
+			Withholds: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}},
+		{Name: "github", Upstream: "https://git.example.test/"},
+	}}
 	got := map[string]string{}
-	for _, v := range vars {
+	for _, v := range s.SessionVars("http://192.168.5.4:4242") {
 		got[v.Name] = v.Value
 	}
+	base := "http://192.168.5.4:4242/corral/credential/" + tok
 	want := map[string]string{
-		BaseURLVar:           "http://192.168.5.4:4242/corral/credential/anthropic",
-		OAuthTokenVar:        Placeholder,
-		"GIT_CONFIG_KEY_0":   "url.http://192.168.5.4:4242/corral/credential/github/.insteadOf",
-		"GIT_CONFIG_VALUE_0": "https://git.example.test/",
-		"GIT_CONFIG_COUNT":   "1",
+		"ANTHROPIC_BASE_URL":      base + "/anthropic",
+		"CLAUDE_CODE_OAUTH_TOKEN": Placeholder,
+		"GIT_CONFIG_KEY_0":        "url." + base + "/github/.insteadOf",
+		"GIT_CONFIG_VALUE_0":      "https://git.example.test/",
+		"GIT_CONFIG_COUNT":        "1",
+	}
+	if len(got) != len(want) {
+		t.Errorf("vars %v", got)
 	}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("vars %v", got)
+	if err := s.check(); err != nil {
+		t.Error(err)
 	}
-	for _, v := range vars {
-		if strings.Contains(v.Value, "TOK") || strings.Contains(v.Value, "GH") {
-			t.Errorf("%s names a secret source: %q", v.Name, v.Value)
+	if !slices.Equal(s.Withheld(), []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}) {
+		t.Errorf("withheld %v", s.Withheld())
+	}
+	for _, bad := range []Served{
+		{Token: "short", Routes: s.Routes},
+		{Token: strings.ToUpper(tok), Routes: s.Routes},
+		{Token: tok, Routes: []Route{{Name: "Bad/Name", Upstream: "https://x.test"}}},
+		{Token: tok, Routes: []Route{{Name: "a", Upstream: "http://x.test"}}},
+		{Token: tok, Routes: []Route{{Name: "a", Upstream: "https://x.test", BaseURLVar: "X;rm", Var: "Y"}}},
+	} {
+		if bad.check() == nil {
+			t.Errorf("accepted %+v", bad)
 		}
 	}
-	if err := Check(config.Config{Network: ptr("full"), Credentials: c.Credentials}); err == nil {
+	if err := Check(config.Config{Network: ptr("full"), Credentials: map[string]config.Credential{"a": {}}}); err == nil {
 		t.Error("credentials accepted outside broker mode")
 	}
 }
 
-func TestBrokerReadsSources(t *testing.T) {
-	specs := []Spec{{Name: "a", Upstream: "https://x.test", Header: egress.HeaderAPIKey, EnvFromHost: "SET"},
-		{Name: "b", Upstream: "https://x.test", Header: egress.HeaderAPIKey, EnvFromHost: "UNSET"}}
-	creds, err := Broker(specs, nil, env("SET", "v"))
+// A holder serves what the broker can read itself, waits for the rest, and
+// starts serving a key a session supplies over the control socket; the
+// session's answer then names it, with a token that opens its route.
+func TestHolderAndControl(t *testing.T) {
+	var gotKey string
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotKey = r.Header.Get("Authorization")
+	}))
+	defer up.Close()
+	pool := up.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	c := config.Config{Network: ptr("broker"), Agent: ptr("codex"), Credentials: map[string]config.Credential{
+		"git": {Upstream: "https://git.example.test", Header: "basic", EnvFromHost: "GIT_TOK"},
+	}}
+	h, err := NewHolder(Plan(c), HolderConfig{Getenv: env("GIT_TOK", "g"), Store: &secret.Memory{},
+		Upstreams: map[string]string{OpenAI: up.URL + "/v1"}, RootCAs: map[string]*x509Pool{OpenAI: pool},
+		Egress: egress.CredentialConfig{Resolver: nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := creds[0].Secret(context.Background()); v != "v" || err != nil {
-		t.Errorf("a: %q %v", v, err)
+	if !slices.Equal(h.Served(), []string{"git"}) || !slices.Equal(h.Wants(), []string{"OPENAI_API_KEY"}) {
+		t.Fatalf("served %v wants %v", h.Served(), h.Wants())
 	}
-	if v, err := creds[1].Secret(context.Background()); v != "" || err == nil {
-		t.Errorf("b: %q %v", v, err)
+	sock := filepath.Join(t.TempDir(), "b.ctl")
+	ctl, err := ListenControl(sock, h, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Broker([]Spec{{Name: "c", Upstream: "https://x.test", Header: egress.HeaderAPIKey, EnvFromHost: "SET", CA: "/nonexistent.pem"}}, nil, env("SET", "v")); err == nil {
-		t.Error("a missing CA file was accepted")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v", fi, err)
+	}
+
+	// A session without the key gets the git route only.
+	s1, err := Ask(context.Background(), sock, "s1", env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s1.Names(), []string{"git"}) || len(s1.Token) != egress.TokenLen {
+		t.Fatalf("served %+v", s1)
+	}
+	// A session with it supplies it; from then on the broker serves it.
+	s2, err := Ask(context.Background(), sock, "s2", env("OPENAI_API_KEY", "sk-session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s2.Names(), []string{"git", "openai"}) || s2.Token == s1.Token {
+		t.Fatalf("served %+v", s2)
+	}
+	vars := map[string]string{}
+	for _, v := range s2.SessionVars("http://b") {
+		vars[v.Name] = v.Value
+	}
+	if vars["OPENAI_BASE_URL"] != "http://b/corral/credential/"+s2.Token+"/openai" || vars["OPENAI_API_KEY"] != Placeholder {
+		t.Errorf("vars %v", vars)
+	}
+	if !slices.Contains(s2.Withheld(), "OPENAI_API_KEY") || len(h.Wants()) != 0 {
+		t.Errorf("withheld %v wants %v", s2.Withheld(), h.Wants())
+	}
+	// The route answers with the supplied key.
+	p := startServer(t, h.Broker())
+	resp, err := http.Post("http://"+p+"/corral/credential/"+s2.Token+"/openai/responses", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || gotKey != "Bearer sk-session" {
+		t.Errorf("status %d key %q", resp.StatusCode, gotKey)
+	}
+	// Bad requests are refused with an error, and the socket keeps serving.
+	if _, err := h.Answer("Bad Session", nil); err == nil {
+		t.Error("a malformed session id was accepted")
+	}
+	if _, err := h.Answer("s3", map[string]string{"OPENAI_API_KEY": "a\nb"}); err != nil {
+		t.Errorf("a supply for a credential already served is ignored: %v", err)
 	}
 }

@@ -3,9 +3,13 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +20,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,13 +30,25 @@ import (
 
 // The credential broker: a reverse proxy inside the egress broker that
 // holds secrets the box never sees. A box reaches it at
-// http://BROKER/corral/credential/NAME/..., in plain HTTP inside the host
-// funnel (with or without its proxy variables: an origin-form request and
-// an absolute-form one addressed to the broker itself are the same). The
-// broker drops every credential header the box sent, adds the real one,
-// and forwards over TLS with certificate verification to the configured
-// upstream. The box can use a credential through its broker, but never
-// read it.
+// http://BROKER/corral/credential/TOKEN/NAME/..., in plain HTTP inside the
+// host funnel (with or without its proxy variables: an origin-form request
+// and an absolute-form one addressed to the broker itself are the same).
+// The broker drops every credential header the box sent, adds the real
+// one, and forwards over TLS with certificate verification to the
+// configured upstream. The box can use a credential through its broker,
+// but never read it.
+//
+// A route answers only its own box. TOKEN is 256 random bits the broker
+// issued to one session of its box ([CredentialBroker.NewToken], asked
+// over the broker's private Unix socket by core/credential); it is
+// compared in constant time and never logged. Where the host funnel
+// exists (qemu), the routes also answer only connections that came
+// through it ([Server.ServeBound], CredentialConfig.BoundOnly), so no other
+// process on the host reaches them even with the token. An origin-form
+// request must name the broker itself in its Host header (SelfAddrs), so
+// that a web page in a browser on the host cannot reach the routes by DNS
+// rebinding. Every refusal is logged (aggregated by the caller's logger)
+// without the request's text.
 
 // CredentialPrefix starts the path of every credential request.
 const CredentialPrefix = "/corral/credential/"
@@ -52,14 +69,46 @@ const (
 	// HeaderBasic sends "Authorization: Basic base64(x-access-token:SECRET)",
 	// what https git hosts accept for a token.
 	HeaderBasic CredentialHeader = "basic"
+	// HeaderGoogAPIKey sends "x-goog-api-key: SECRET" (Gemini API keys, as
+	// Gemini CLI sends them).
+	HeaderGoogAPIKey CredentialHeader = "x-goog-api-key"
 )
 
 // CredentialHeaders lists the valid headers.
-var CredentialHeaders = []CredentialHeader{HeaderAPIKey, HeaderAuthorization, HeaderBasic}
+var CredentialHeaders = []CredentialHeader{HeaderAPIKey, HeaderAuthorization, HeaderBasic, HeaderGoogAPIKey}
 
 // strippedHeaders are never forwarded from the box to a credential
 // upstream: whatever the box sends there is at best a placeholder.
-var strippedHeaders = []string{"Authorization", "X-Api-Key", "Proxy-Authorization", "Cookie"}
+var strippedHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization", "Cookie"}
+
+// CredentialRefusal says why the broker refused a credential request
+// before it reached a credential ("" when it did not).
+type CredentialRefusal string
+
+// Refusals. None of them logs what the request said: a box can send
+// anything, and the token must never reach a log.
+const (
+	// RefusedUnbound: the routes answer only connections through the host
+	// funnel, and this one came over loopback TCP.
+	RefusedUnbound CredentialRefusal = "unbound"
+	// RefusedHost: an origin-form request whose Host is not the broker.
+	RefusedHost CredentialRefusal = "foreign-host"
+	// RefusedToken: no token, a malformed one, or one this broker did not
+	// issue (another box's, a stale one).
+	RefusedToken CredentialRefusal = "token"
+	// RefusedPath: a path that could climb out of the upstream's base.
+	RefusedPath CredentialRefusal = "path"
+	// RefusedUnknown: a valid token, but no such credential in this broker.
+	RefusedUnknown CredentialRefusal = "unknown-credential"
+)
+
+// TokenLen is the length of a route token: 32 random bytes in hex.
+const TokenLen = 64
+
+// maxTokens bounds the tokens a broker remembers (one per session of its
+// box); past it the oldest is forgotten. Only the user's own sessions
+// create tokens, over the broker's private socket.
+const maxTokens = 4096
 
 // SecretFunc returns a credential's value. It is called per request (the
 // caller may cache) and its errors must not contain the value.
@@ -109,15 +158,24 @@ func ParseUpstream(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// CredentialEvent is one brokered request, as logged: never the value.
+// CredentialEvent is one brokered request, as logged: never the value,
+// the token, the path or the query.
 type CredentialEvent struct {
-	Time     time.Time
-	Name     string
+	Time time.Time
+	// Name is the credential; "" when the request was refused before its
+	// token was checked (the name a box sent then is not logged).
+	Name string
+	// Session is the session the token was issued to; "" when refused
+	// before the token was checked.
+	Session  string
 	Upstream string // host[:port]
 	Method   string
-	Status   int   // what the box got: the upstream's status, or the broker's own 4xx/5xx
-	Bytes    int64 // response body bytes relayed to the box
-	Err      string
+	// Class is the request's path class ([PathClass]), never the path.
+	Class   string
+	Status  int   // what the box got: the upstream's status, or the broker's own 4xx/5xx
+	Bytes   int64 // response body bytes relayed to the box
+	Err     string
+	Refusal CredentialRefusal
 }
 
 // CredentialLogger receives one event per brokered request. It must be
@@ -136,12 +194,18 @@ type credential struct {
 // CredentialBroker serves the credential routes of an egress [Server] (see
 // Config.Credentials). Create it with [NewCredentialBroker].
 type CredentialBroker struct {
-	creds    map[string]*credential
-	resolver Resolver
-	policy   func() *Policy
-	log      CredentialLogger
-	logger   *slog.Logger
-	requests atomic.Int64
+	resolver  Resolver
+	policy    func() *Policy
+	log       CredentialLogger
+	logger    *slog.Logger
+	timeout   time.Duration
+	boundOnly bool
+	requests  atomic.Int64
+
+	mu     sync.RWMutex
+	creds  map[string]*credential
+	tokens map[[sha256.Size]byte]string // sha256(token) -> session
+	order  [][sha256.Size]byte          // issue order, for maxTokens
 }
 
 // CredentialConfig configures a [CredentialBroker].
@@ -155,48 +219,55 @@ type CredentialConfig struct {
 	Logger *slog.Logger
 	// DialTimeout bounds resolving and connecting; 0 is DefaultDialTimeout.
 	DialTimeout time.Duration
+	// BoundOnly answers the routes only on connections served with
+	// [Server.ServeBound] (the host funnel's, which come from the box's
+	// own qemu); loopback TCP connections are refused.
+	BoundOnly bool
 }
 
 // NewCredentialBroker validates the credentials.
 func NewCredentialBroker(cfg CredentialConfig) (*CredentialBroker, error) {
-	b := &CredentialBroker{creds: map[string]*credential{}, resolver: cfg.Resolver, log: cfg.Log, logger: cfg.Logger}
+	b := &CredentialBroker{creds: map[string]*credential{}, tokens: map[[sha256.Size]byte]string{},
+		resolver: cfg.Resolver, log: cfg.Log, logger: cfg.Logger, timeout: cfg.DialTimeout, boundOnly: cfg.BoundOnly}
 	if b.resolver == nil {
 		b.resolver = net.DefaultResolver
 	}
 	if b.logger == nil {
 		b.logger = slog.New(slog.DiscardHandler)
 	}
-	timeout := cfg.DialTimeout
-	if timeout <= 0 {
-		timeout = DefaultDialTimeout
+	if b.timeout <= 0 {
+		b.timeout = DefaultDialTimeout
 	}
 	var errs []error
 	for _, c := range cfg.Credentials {
-		if !ValidCredentialName(c.Name) {
-			errs = append(errs, fmt.Errorf("credential %q: not a valid name (lowercase letters, digits, - and _)", c.Name))
-			continue
-		}
-		if _, dup := b.creds[c.Name]; dup {
-			errs = append(errs, fmt.Errorf("credential %q: defined twice", c.Name))
-			continue
-		}
-		u, err := ParseUpstream(c.Upstream)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("credential %q: %w", c.Name, err))
-			continue
-		}
-		auth, _ := ParseAuthority(u.Host, 443)
-		switch c.Header {
-		case HeaderAPIKey, HeaderAuthorization, HeaderBasic:
-		default:
-			errs = append(errs, fmt.Errorf("credential %q: header %q: use one of x-api-key, authorization, basic", c.Name, c.Header))
-			continue
-		}
-		if c.Secret == nil {
-			errs = append(errs, fmt.Errorf("credential %q: no secret source", c.Name))
-			continue
-		}
-		cr := &credential{Credential: c, upstream: u, auth: auth}
+		errs = append(errs, b.Add(c))
+	}
+	return b, errors.Join(errs...)
+}
+
+// Add validates c and serves it from now on. A credential supplied by a
+// session (core/credential) is added while the broker runs; a name is
+// never replaced.
+func (b *CredentialBroker) Add(c Credential) error {
+	if !ValidCredentialName(c.Name) {
+		return fmt.Errorf("credential %q: not a valid name (lowercase letters, digits, - and _)", c.Name)
+	}
+	u, err := ParseUpstream(c.Upstream)
+	if err != nil {
+		return fmt.Errorf("credential %q: %w", c.Name, err)
+	}
+	auth, _ := ParseAuthority(u.Host, 443)
+	switch c.Header {
+	case HeaderAPIKey, HeaderAuthorization, HeaderBasic, HeaderGoogAPIKey:
+	default:
+		return fmt.Errorf("credential %q: header %q: use one of x-api-key, authorization, basic, x-goog-api-key", c.Name, c.Header)
+	}
+	if c.Secret == nil {
+		return fmt.Errorf("credential %q: no secret source", c.Name)
+	}
+	cr := &credential{Credential: c, upstream: u, auth: auth}
+	{
+		timeout := b.timeout
 		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 		cr.transport = &http.Transport{
 			Proxy: nil, // never the host's own proxy settings
@@ -215,18 +286,82 @@ func NewCredentialBroker(cfg CredentialConfig) (*CredentialBroker, error) {
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: 1 << 20,
 		}
-		b.creds[c.Name] = cr
 	}
-	return b, errors.Join(errs...)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, dup := b.creds[c.Name]; dup {
+		return fmt.Errorf("credential %q: defined twice", c.Name)
+	}
+	b.creds[c.Name] = cr
+	return nil
 }
 
-// Names lists the credentials served.
+// Names lists the credentials served, sorted.
 func (b *CredentialBroker) Names() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	out := make([]string, 0, len(b.creds))
 	for n := range b.creds {
 		out = append(out, n)
 	}
+	slices.Sort(out)
 	return out
+}
+
+// Has reports whether the broker serves credential name.
+func (b *CredentialBroker) Has(name string) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.creds[name] != nil
+}
+
+// NewToken issues a route token to session: 256 random bits, in hex. Only
+// the tokens issued by this broker open its routes; another box's broker
+// has its own. The broker keeps only the token's hash.
+func (b *CredentialBroker) NewToken(session string) (string, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("issuing a credential route token: %w", err)
+	}
+	tok := hex.EncodeToString(raw[:])
+	h := sha256.Sum256([]byte(tok))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.order) >= maxTokens {
+		delete(b.tokens, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.tokens[h] = session
+	b.order = append(b.order, h)
+	return tok, nil
+}
+
+// session returns the session a presented token was issued to. The token
+// is looked up by its hash, so the lookup's timing says nothing about the
+// token, and the match is confirmed in constant time.
+func (b *CredentialBroker) session(tok string) (string, bool) {
+	if len(tok) != TokenLen {
+		return "", false
+	}
+	h := sha256.Sum256([]byte(tok))
+	b.mu.RLock()
+	s, ok := b.tokens[h]
+	b.mu.RUnlock()
+	if !ok {
+		return "", false
+	}
+	for _, k := range b.order {
+		if subtle.ConstantTimeCompare(k[:], h[:]) == 1 {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func (b *CredentialBroker) lookup(name string) *credential {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.creds[name]
 }
 
 // dial connects to an upstream: an IP literal in the trusted config is
@@ -267,15 +402,21 @@ func (b *CredentialBroker) dial(ctx context.Context, d *net.Dialer, a Authority)
 	return nil, errors.Join(errs...)
 }
 
-// credentialPath splits "/corral/credential/NAME/REST" into the credential
-// and the upstream path REST (with its leading "/"). REST must be clean:
-// no "." or ".." segments, no "//", no encoded "/" or "." tricks, so a
-// request cannot climb out of the upstream's base path.
-func credentialPath(escaped string) (name, rest string, err error) {
+// credentialPath splits "/corral/credential/TOKEN/NAME/REST" into the
+// token, the credential and the upstream path REST (with its leading "/").
+// REST must be clean: no "." or ".." segments, no "//", no encoded "/" or
+// "." tricks, so a request cannot climb out of the upstream's base path.
+func credentialPath(escaped string) (token, name, rest string, err error) {
 	tail, ok := strings.CutPrefix(escaped, CredentialPrefix)
 	if !ok {
-		return "", "", errors.New("not a credential path")
+		return "", "", "", errors.New("not a credential path")
 	}
+	token, tail, _ = strings.Cut(tail, "/")
+	name, rest, err = credentialRest(tail)
+	return token, name, rest, err
+}
+
+func credentialRest(tail string) (name, rest string, err error) {
 	name, rest, _ = strings.Cut(tail, "/")
 	rest = "/" + rest
 	if strings.Contains(strings.ToLower(rest), "%2f") || strings.Contains(strings.ToLower(rest), "%2e") || strings.Contains(rest, "\\") {
@@ -314,12 +455,24 @@ func (s *Server) isCredentialRequest(req *http.Request) bool {
 	return false
 }
 
+// selfHost reports whether host (a request's Host header) names the
+// broker as its box reaches it.
+func (s *Server) selfHost(host string) bool {
+	for _, h := range s.cfg.SelfAddrs {
+		if strings.EqualFold(host, h) {
+			return true
+		}
+	}
+	return false
+}
+
 // handleCredential forwards one credential request and reports whether the
-// connection may carry another one.
-func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Request) bool {
+// connection may carry another one. bound is set for a connection that
+// came through the host funnel.
+func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Request, bound bool) bool {
 	b := s.cfg.Credentials
 	b.requests.Add(1)
-	ev := CredentialEvent{Time: time.Now(), Method: req.Method}
+	ev := CredentialEvent{Time: time.Now(), Method: methodClass(req.Method)}
 	fail := func(status int, msg string) bool {
 		ev.Status, ev.Err = status, msg
 		b.logEvent(ev)
@@ -329,16 +482,36 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 		}
 		return false
 	}
-	name, rest, err := credentialPath(req.URL.EscapedPath())
-	ev.Name = truncate(name, 64)
+	refuse := func(r CredentialRefusal, status int, msg string) bool {
+		ev.Refusal = r
+		return fail(status, msg)
+	}
+	switch {
+	case b.boundOnly && !bound:
+		return refuse(RefusedUnbound, http.StatusForbidden, "credential routes answer only the box's own connections")
+	case req.URL.Host == "" && !s.selfHost(req.Host):
+		return refuse(RefusedHost, http.StatusForbidden, "credential request: the Host header does not name this broker")
+	}
+	tok, name, rest, err := credentialPath(req.URL.EscapedPath())
+	session, ok := b.session(tok)
+	if !ok {
+		return refuse(RefusedToken, http.StatusForbidden, "credential request: no valid route token (a session gets its base URLs from corral; start a new session)")
+	}
+	ev.Session = session
 	if err != nil {
-		return fail(http.StatusBadRequest, "credential request: "+err.Error())
+		return refuse(RefusedPath, http.StatusBadRequest, "credential request: "+err.Error())
 	}
-	c := b.creds[name]
+	ev.Class = PathClass(rest, req.URL.RawQuery)
+	c := b.lookup(name)
 	if c == nil {
+		ev.Refusal = RefusedUnknown
+		if ValidCredentialName(name) {
+			ev.Name = name
+		}
 		return fail(http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config; "+
-			"one taken from a host variable must be set when the box's broker starts: corral stop, then start the box from that shell)", ev.Name, ev.Name))
+			"an agent's key must be set on the host where the box's broker or the session starts)", truncate(ev.Name, 64), truncate(ev.Name, 64)))
 	}
+	ev.Name = name
 	ev.Upstream = c.auth.String()
 	secret, err := c.Secret(req.Context())
 	if err != nil || secret == "" {
@@ -373,6 +546,8 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 		out.Header.Set("X-Api-Key", secret)
 	case HeaderAuthorization:
 		out.Header.Set("Authorization", "Bearer "+secret)
+	case HeaderGoogAPIKey:
+		out.Header.Set("X-Goog-Api-Key", secret)
 	case HeaderBasic:
 		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+secret)))
 	}
@@ -399,6 +574,60 @@ func (b *CredentialBroker) logEvent(ev CredentialEvent) {
 	if b.log != nil {
 		b.log.LogCredential(ev)
 	}
+}
+
+// methodClass is a request method as logged: the standard ones as they
+// are, anything else "OTHER" (a box chooses the method).
+func methodClass(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}
+
+// pathSegRe is a path segment a path class may keep: short, lowercase,
+// no digits but a version number, nothing that could be an ID or a secret.
+var pathSegRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(v[0-9]{1,2}(alpha|beta)?[0-9]?|[a-z][a-z_-]{0,23})$`)
+})
+
+// PathClass names what a credential request did without its path's
+// secrets or its query: git's smart-HTTP operations by name
+// ("git-upload-pack" is a fetch, "git-receive-pack" a push, "info/refs
+// git-receive-pack" the push's discovery), else at most the first two
+// segments of the path when each is a plain lowercase word or an API
+// version ("/v1/messages"), cut at the first other segment ("/v1/…").
+func PathClass(rest, rawQuery string) string {
+	switch {
+	case strings.HasSuffix(rest, "/git-upload-pack"):
+		return "git-upload-pack"
+	case strings.HasSuffix(rest, "/git-receive-pack"):
+		return "git-receive-pack"
+	case strings.HasSuffix(rest, "/info/refs"):
+		q, _ := url.ParseQuery(rawQuery)
+		switch svc := q.Get("service"); svc {
+		case "git-upload-pack", "git-receive-pack":
+			return "info/refs " + svc
+		}
+		return "info/refs"
+	}
+	segs := strings.Split(strings.Trim(rest, "/"), "/")
+	out := ""
+	for i, seg := range segs {
+		if i == 2 {
+			return out + "/…"
+		}
+		if seg == "" && i == 0 {
+			return "/"
+		}
+		if !pathSegRe().MatchString(seg) {
+			return out + "/…"
+		}
+		out += "/" + seg
+	}
+	return out
 }
 
 func truncate(s string, n int) string {

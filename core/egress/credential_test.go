@@ -102,6 +102,9 @@ func startCredProxy(t *testing.T, creds []Credential) (*testProxy, *memCredLog) 
 		c.Credentials = b
 		c.SelfAddrs = []string{"192.168.5.4:4242"}
 	})
+	if p.tok, err = b.NewToken("s1"); err != nil {
+		t.Fatal(err)
+	}
 	return p, cl
 }
 
@@ -135,7 +138,7 @@ func TestCredentialReplacesWhatTheBoxSent(t *testing.T) {
 	p, cl := startCredProxy(t, []Credential{{Name: "anthropic", Upstream: up.srv.URL, Header: HeaderAPIKey,
 		Secret: staticSecret(realKey), RootCAs: up.pool()}})
 
-	for _, form := range []string{"/corral/credential/anthropic/v1/messages?beta=true", "http://192.168.5.4:4242/corral/credential/anthropic/v1/messages?beta=true"} {
+	for _, form := range []string{"/corral/credential/" + p.tok + "/anthropic/v1/messages?beta=true", "http://192.168.5.4:4242/corral/credential/" + p.tok + "/anthropic/v1/messages?beta=true"} {
 		body := `{"stream":true}`
 		resp, got := rawRequest(t, p.addr, "POST "+form+" HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n"+
 			"X-Api-Key: placeholder\r\nAuthorization: Bearer box-token\r\nCookie: a=b\r\nProxy-Authorization: Basic eA==\r\n"+
@@ -181,12 +184,12 @@ func TestCredentialHeaders(t *testing.T) {
 		{Name: "oauth", Upstream: up.srv.URL, Header: HeaderAuthorization, Secret: staticSecret("tok"), RootCAs: up.pool()},
 		{Name: "git", Upstream: up.srv.URL + "/base/", Header: HeaderBasic, Secret: staticSecret("ghp_x"), RootCAs: up.pool()},
 	})
-	rawRequest(t, p.addr, "GET /corral/credential/oauth/v1/x HTTP/1.1\r\nHost: b\r\nX-Api-Key: k\r\n\r\n")
+	rawRequest(t, p.addr, "GET /corral/credential/"+p.tok+"/oauth/v1/x HTTP/1.1\r\nHost: 192.168.5.4:4242\r\nX-Api-Key: k\r\n\r\n")
 	r := up.last(t)
 	if r.Header.Get("Authorization") != "Bearer tok" || r.Header.Get("X-Api-Key") != "" {
 		t.Errorf("authorization credential sent %v", r.Header)
 	}
-	rawRequest(t, p.addr, "GET /corral/credential/git/o/r.git/info/refs?service=git-upload-pack HTTP/1.1\r\nHost: b\r\nAuthorization: Basic Ym94OmJveA==\r\n\r\n")
+	rawRequest(t, p.addr, "GET /corral/credential/"+p.tok+"/git/o/r.git/info/refs?service=git-upload-pack HTTP/1.1\r\nHost: 192.168.5.4:4242\r\nAuthorization: Basic Ym94OmJveA==\r\n\r\n")
 	r = up.last(t)
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:ghp_x"))
 	if r.Header.Get("Authorization") != want || r.URL.Path != "/base/o/r.git/info/refs" || r.URL.RawQuery != "service=git-upload-pack" {
@@ -198,7 +201,7 @@ func TestCredentialVerifiesTLS(t *testing.T) {
 	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	// No RootCAs: the system roots, which do not know the test CA.
 	p, cl := startCredProxy(t, []Credential{{Name: "a", Upstream: up.srv.URL, Header: HeaderAPIKey, Secret: staticSecret(realKey)}})
-	resp, body := rawRequest(t, p.addr, "GET /corral/credential/a/v1/models HTTP/1.1\r\nHost: b\r\n\r\n")
+	resp, body := rawRequest(t, p.addr, "GET /corral/credential/"+p.tok+"/a/v1/models HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n\r\n")
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "certificate") {
 		t.Errorf("status %d body %q, want 502 naming the certificate", resp.StatusCode, body)
 	}
@@ -225,22 +228,22 @@ func TestCredentialRefusals(t *testing.T) {
 		target string
 		status int
 	}{
-		{"/corral/credential/nope/x", 404},
-		{"/corral/credential/a/../x", 400},
-		{"/corral/credential/a/v1/../../x", 400},
-		{"/corral/credential/a/%2e%2e/x", 400},
-		{"/corral/credential/a/x%2fy", 400},
-		{"/corral/credential/a//x", 400},
-		{"/corral/credential/a/./x", 400},
-		{"/corral/credential/nl/x", 502},
-		{"/corral/credential/down/x", 502},
-		{"/corral/credential/named/x", 502},
+		{"/corral/credential/" + p.tok + "/nope/x", 404},
+		{"/corral/credential/" + p.tok + "/a/../x", 400},
+		{"/corral/credential/" + p.tok + "/a/v1/../../x", 400},
+		{"/corral/credential/" + p.tok + "/a/%2e%2e/x", 400},
+		{"/corral/credential/" + p.tok + "/a/x%2fy", 400},
+		{"/corral/credential/" + p.tok + "/a//x", 400},
+		{"/corral/credential/" + p.tok + "/a/./x", 400},
+		{"/corral/credential/" + p.tok + "/nl/x", 502},
+		{"/corral/credential/" + p.tok + "/down/x", 502},
+		{"/corral/credential/" + p.tok + "/named/x", 502},
 		// An absolute URI to another host is a plain proxy request: denied
 		// by the (empty) policy, never given the credential.
 		{"http://upstream.test/corral/credential/a/x", 403},
 		{"/v1/messages", 400},
 	} {
-		resp, body := rawRequest(t, p.addr, "GET "+tc.target+" HTTP/1.1\r\nHost: b\r\n\r\n")
+		resp, body := rawRequest(t, p.addr, "GET "+tc.target+" HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n\r\n")
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s: status %d (%q), want %d", tc.target, resp.StatusCode, body, tc.status)
 		}
@@ -273,11 +276,11 @@ func TestNewCredentialBrokerValidates(t *testing.T) {
 }
 
 func FuzzCredentialPath(f *testing.F) {
-	for _, s := range []string{"/corral/credential/a/v1/messages", "/corral/credential/a/../b", "/corral/credential/a/%2E%2E/", "/corral/credential/a"} {
+	for _, s := range []string{"/corral/credential/t/a/v1/messages", "/corral/credential/t/a/../b", "/corral/credential/t/a/%2E%2E/", "/corral/credential/t/a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		_, rest, err := credentialPath(p)
+		_, _, rest, err := credentialPath(p)
 		if err != nil {
 			return
 		}

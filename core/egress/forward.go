@@ -112,9 +112,9 @@ var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 
 // handleHTTP forwards one absolute-URI request and reports whether the
 // connection may carry another one.
-func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request) bool {
+func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bound bool) bool {
 	if s.isCredentialRequest(req) {
-		return s.handleCredential(nc, br, req)
+		return s.handleCredential(nc, br, req, bound)
 	}
 	if req.URL.User != nil {
 		s.logDecision(authorityDecision(KindHTTP, req.URL.Host, &AuthorityError{Reason: ReasonUserinfo}))

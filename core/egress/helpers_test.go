@@ -51,6 +51,7 @@ type testProxy struct {
 	srv  *Server
 	addr string
 	log  *memLog
+	tok  string // a credential route token (startCredProxy)
 }
 
 // startProxy serves a broker on a 127.0.0.1 listener until the test ends.

@@ -95,8 +95,10 @@ type Config struct {
 	// when it returns true. Nil admits nothing by once rules.
 	ConsumeOnce func(entry string) bool
 	// SelfAddrs are the broker's own addresses as the box sees them
-	// ("192.168.5.4:PORT"), for clients that send credential requests
-	// through their proxy setting, i.e. to the broker in absolute form.
+	// ("192.168.5.4:PORT", "192.168.5.2:PORT", "127.0.0.1:PORT"): an
+	// absolute-form credential request must name one of them (a client
+	// that sends it through its proxy setting), and so must the Host
+	// header of an origin-form one (DNS rebinding sends another name).
 	SelfAddrs []string
 }
 
@@ -271,6 +273,18 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // finish for up to ShutdownGrace, closes what remains (tunnels included) and
 // returns nil. A TCP listener must be on a loopback address.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serveListener(ctx, ln, false)
+}
+
+// ServeBound is Serve for a listener whose connections come from the box
+// itself: the host funnel's (core/funnel), each passed by the box's own
+// qemu. Only their connections reach credential routes when the
+// credential broker is BoundOnly.
+func (s *Server) ServeBound(ctx context.Context, ln net.Listener) error {
+	return s.serveListener(ctx, ln, true)
+}
+
+func (s *Server) serveListener(ctx context.Context, ln net.Listener, bound bool) error {
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
 		ap := ta.AddrPort()
 		if !ap.Addr().Unmap().IsLoopback() {
@@ -332,7 +346,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		go func() {
 			defer s.wg.Done()
-			s.serve(c)
+			s.serve(c, bound)
 		}()
 	}
 }
@@ -347,7 +361,7 @@ func (s *Server) ServeConn(c net.Conn) {
 		return
 	}
 	defer s.wg.Done()
-	s.serve(c)
+	s.serve(c, false)
 }
 
 // begin registers a connection handler unless the server is shutting down.
@@ -500,7 +514,7 @@ var readerPool = sync.Pool{New: func() any {
 	return cr
 }}
 
-func (s *Server) serve(nc net.Conn) {
+func (s *Server) serve(nc net.Conn, bound bool) {
 	s.touch()
 	c := &conn{nc: nc}
 	c.waitSince.Store(time.Now().UnixNano())
@@ -554,7 +568,7 @@ func (s *Server) serve(nc net.Conn) {
 			s.handleConnect(c, cr.br, req, release)
 			return
 		}
-		if !s.handleHTTP(nc, cr.br, req) || s.shutting.Load() {
+		if !s.handleHTTP(nc, cr.br, req, bound) || s.shutting.Load() {
 			nc.Close()
 			return
 		}

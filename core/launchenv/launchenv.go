@@ -8,6 +8,11 @@
 // Assemble runs these stages in order; each Var records the Stage that set
 // it:
 //
+//  0. broker: for each credential route the box's broker serves
+//     (Input.Brokered, asked from the broker by core/box), the agent's
+//     base URL variable and a placeholder key, or git's insteadOf for the
+//     upstream (core/credential Served.SessionVars). These win over every
+//     later stage: a repository's env cannot point an agent elsewhere.
 //  1. env_from_host: NAME = "HOST_VAR" copies the host's HOST_VAR (set,
 //     even empty). An unset HOST_VAR refuses the session.
 //  2. keychain_env: NAME = {service, account} uses the host's NAME when it
@@ -26,8 +31,11 @@
 //     session.
 //  8. box identity: CORRAL_BOX and CORRAL_PROJECT.
 //
-// Names in Input.Withhold are skipped by every stage: the box's broker
-// holds those secrets (core/credential) and the session never reads them.
+// Names in Input.Withhold, and the variables the broker says it holds
+// (Input.Brokered), are skipped by every stage: the box's broker holds
+// those secrets (core/credential) and the session never reads them. This
+// package decides nothing about credentials: what is withheld and what
+// replaces it is the broker's answer.
 //
 // # Override rule
 //
@@ -69,6 +77,7 @@ import (
 
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/secret"
 )
 
@@ -78,6 +87,7 @@ type Stage string
 
 // Stages, in the order Assemble runs them.
 const (
+	StageBroker      Stage = "broker"
 	StageEnvFromHost Stage = "env_from_host"
 	StageKeychain    Stage = "keychain_env"
 	StageEnv         Stage = "env"
@@ -143,6 +153,12 @@ type Input struct {
 	// (core/credential): env_from_host, keychain_env and passthrough skip
 	// them, so their values never reach the session.
 	Withhold []string
+	// Brokered is what the box's broker serves this session (nil outside
+	// broker mode, or when not asked, as by doctor): its routes' variables
+	// are set first and what it holds is withheld. BrokerURL is the
+	// broker as the guest reaches it, "http://HOST:PORT".
+	Brokered  *credential.Served
+	BrokerURL string
 }
 
 // Var is one session variable.
@@ -299,10 +315,11 @@ func TokenVar(host string) string {
 const lookupTimeout = 10 * time.Second
 
 type assembler struct {
-	in   Input
-	vars map[string]Var
-	errs []error
-	log  *slog.Logger
+	in       Input
+	withhold []string
+	vars     map[string]Var
+	errs     []error
+	log      *slog.Logger
 	// storeDown is set once the keychain was unavailable, so later lookups
 	// fail fast instead of each waiting for its timeout.
 	storeDown error
@@ -315,7 +332,7 @@ func (a *assembler) fail(key string, err error, hint string) {
 // set adds v unless an earlier stage set the name (the first stage wins)
 // or the broker holds it (Input.Withhold).
 func (a *assembler) set(v Var) {
-	if slices.Contains(a.in.Withhold, v.Name) {
+	if slices.Contains(a.withhold, v.Name) {
 		a.log.Debug("session variable withheld: the broker holds it", "name", v.Name, "stage", v.Source)
 		return
 	}
@@ -355,11 +372,26 @@ func (a *assembler) getenv(name string) (string, bool) {
 // requires cannot be supplied; the error names config keys, host variables
 // and keychain items, never values.
 func Assemble(ctx context.Context, in Input) (Env, error) {
-	a := &assembler{in: in, vars: map[string]Var{}, log: in.Logger}
+	a := &assembler{in: in, vars: map[string]Var{}, log: in.Logger, withhold: slices.Clone(in.Withhold)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	c := in.Config
+	if err := credential.Check(c); err != nil {
+		return Env{}, err
+	}
+
+	// 0. broker
+	if b := in.Brokered; b != nil {
+		for _, w := range b.Withheld() {
+			if !slices.Contains(a.withhold, w) {
+				a.withhold = append(a.withhold, w)
+			}
+		}
+		for _, v := range b.SessionVars(in.BrokerURL) {
+			a.vars[v.Name] = Var{Name: v.Name, Source: StageBroker, From: "the box's broker", value: v.Value}
+		}
+	}
 
 	// 1. env_from_host
 	for _, name := range config.SortedKeys(c.EnvFromHost) {
@@ -371,7 +403,7 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 			a.fail(key, fmt.Errorf("keychain_env.%s sets the same variable", name), "keep one of env_from_host."+name+" and keychain_env."+name)
 			continue
 		}
-		if slices.Contains(in.Withhold, name) {
+		if slices.Contains(a.withhold, name) {
 			continue // brokered: the broker reads it, the session never does
 		}
 		hv := c.EnvFromHost[name]
@@ -392,7 +424,7 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 		if _, dup := c.EnvFromHost[name]; dup {
 			continue // reported above
 		}
-		if slices.Contains(in.Withhold, name) {
+		if slices.Contains(a.withhold, name) {
 			continue // brokered: the broker reads the keychain, the session never does
 		}
 		if val, ok := a.getenv(name); ok && val != "" {

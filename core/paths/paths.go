@@ -141,6 +141,10 @@ func (l Layout) Lock(name string) string { return filepath.Join(l.RunDir(), name
 // BrokerSocket is the Unix socket a box's broker receives guest connections on.
 func (l Layout) BrokerSocket(box string) string { return filepath.Join(l.RunDir(), box+".sock") }
 
+// BrokerControl is the Unix socket on which a box's broker tells the box's
+// sessions which credential routes it serves (core/credential).
+func (l Layout) BrokerControl(box string) string { return filepath.Join(l.RunDir(), box+".ctl") }
+
 // SSHDir holds the control sockets of corral's own ssh masters (0700:
 // whoever can connect to a socket can open sessions in the box).
 func (l Layout) SSHDir() string { return filepath.Join(l.RunDir(), "ssh") }

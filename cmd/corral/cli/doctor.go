@@ -100,7 +100,7 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 	if r.Loaded.Config.Agent != nil {
 		agent = *r.Loaded.Config.Agent
 	}
-	opt.Environ, opt.EnvNames, opt.EnvErr = launchEnv(ctx, f, r, agent, false)
+	opt.Environ, opt.EnvNames, opt.EnvErr = launchEnv(ctx, f, r, agent)
 	return name, opt, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/config"
@@ -48,7 +49,9 @@ func NewCmdEgress(f *Factory, runF func(*EgressOptions) error) *cobra.Command {
 		Long: `Egress shows the allow-list a box's broker enforces (the agent's default
 hosts, the egress config and the approvals from "corral allow", each with
 its source), every destination the box tried since --since (denied first,
-with counts and when last seen), and the latest denials.
+with counts and when last seen), the brokered credentials the box used
+(uses and last use, from the audit log; refused credential requests
+counted), and the latest denials.
 
 BOX defaults to the box of the current project (-C). --log prints the
 decision log itself, oldest first; when stdout is not a terminal, or with
@@ -155,6 +158,7 @@ func egressRun(opts *EgressOptions) error {
 		learningUntil = lr.Until
 	}
 	summary := egress.Summarize(entries)
+	creds, credRefused := credentialUses(l, name, since)
 	var denials []egress.Entry
 	for i := len(entries) - 1; i >= 0 && len(denials) < recentDenials; i-- {
 		if e := entries[i]; e.IsDecision() && !e.Allowed {
@@ -182,8 +186,12 @@ func egressRun(opts *EgressOptions) error {
 		if refused == nil {
 			refused = []approval.Rule{}
 		}
+		if creds == nil {
+			creds = []audit.CredentialUse{}
+		}
 		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules, "refused": refused,
-			"destinations": dests, "recent_denials": denials, "pending_requests": requests}
+			"destinations": dests, "recent_denials": denials, "pending_requests": requests,
+			"credentials": creds, "credential_refused": credRefused}
 		if session != "" {
 			out["session"] = session
 		}
@@ -208,6 +216,12 @@ func egressRun(opts *EgressOptions) error {
 		}
 		for _, e := range denials {
 			t.Row("deny", rfc3339(e.Time), e.Kind, safeText(e.Host), e.Port, e.Reason)
+		}
+		for _, c := range creds {
+			t.Row("credential", safeText(c.Credential), c.Uses, rfc3339(c.LastUse), c.Failed, c.Refused)
+		}
+		if credRefused > 0 {
+			t.Row("credential-refused", credRefused)
 		}
 		return t.Flush()
 	}
@@ -261,6 +275,24 @@ func egressRun(opts *EgressOptions) error {
 		tw.Row("  none")
 	}
 	tw.Flush()
+	if len(creds) > 0 || credRefused > 0 {
+		fmt.Fprintf(w, "\nbrokered credentials:\n")
+		tw = newTable(w, true)
+		for _, c := range creds {
+			row := []any{"  " + safeText(c.Credential), plural(c.Uses, "use"), "last " + lastUse(c.LastUse, now)}
+			if c.Failed > 0 {
+				row = append(row, fmt.Sprintf("%d failed", c.Failed))
+			}
+			if c.Refused > 0 {
+				row = append(row, fmt.Sprintf("%d refused", c.Refused))
+			}
+			tw.Row(row...)
+		}
+		if credRefused > 0 {
+			tw.Row("  refused", plural(credRefused, "request"), "(no valid token, a foreign Host, or outside the funnel)")
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(w, "\nrecent denials:\n")
 	tw = newTable(w, true)
 	for _, e := range denials {
@@ -276,6 +308,31 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintf(w, "\nto allow a host: corral allow %s HOST\n", name)
 	}
 	return nil
+}
+
+// credentialUses sums the box's credential evidence in the audit log
+// since since (core/audit): the broker writes it, counted, every minute
+// and when it stops.
+func credentialUses(l paths.Layout, box string, since time.Time) ([]audit.CredentialUse, int) {
+	evs, err := audit.Read(l.AuditLog(), audit.Filter{Box: box, Since: since})
+	if err != nil {
+		return nil, 0
+	}
+	return audit.CredentialUses(evs)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func lastUse(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return shortDuration(now.Sub(t)) + " ago"
 }
 
 // egressTarget names the box to show and its project directory: BOX from

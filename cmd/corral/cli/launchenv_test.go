@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/project"
 )
 
@@ -24,7 +25,7 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 	r := box.Resolved{Project: project.Project{Dir: e.proj, Box: e.box}}
 	r.Loaded.Config = config.Config{Network: &full, EnvFromHost: map[string]string{"IN_BOX": "EMPTY_VAR"}}
 
-	env, names, err := launchEnv(context.Background(), f, r, "shell", false)
+	env, names, err := assemble(f, r)
 	if err != nil {
 		t.Fatalf("exported but empty refused: %v", err)
 	}
@@ -33,7 +34,21 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 	}
 
 	r.Loaded.Config.EnvFromHost = map[string]string{"IN_BOX": "UNSET_VAR"}
-	if _, _, err := launchEnv(context.Background(), f, r, "shell", false); err == nil || !strings.Contains(err.Error(), "UNSET_VAR") {
+	if _, _, err := assemble(f, r); err == nil || !strings.Contains(err.Error(), "UNSET_VAR") {
 		t.Errorf("unset host variable: %v", err)
 	}
+}
+
+// assemble is what a session's environment is built from, in this
+// command's environment seam (launchInput), assembled as core/box does.
+func assemble(f *Factory, r box.Resolved) ([]string, []string, error) {
+	in, err := launchInput(f, r, "shell", false)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := launchenv.Assemble(context.Background(), in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return env.SSHEnviron(), env.Names(), nil
 }

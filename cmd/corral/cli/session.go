@@ -35,13 +35,12 @@ func sessionRunResolved(f *Factory, r box.Resolved, agentName string, argv []str
 	learningBanner(f, r, time.Now())
 	ctx, cancel := signalContext()
 	defer cancel()
-	environ, names, err := launchEnv(ctx, f, r, agentName, tty)
+	in, err := launchInput(f, r, agentName, tty)
 	if err != nil {
 		return err
 	}
 	err = s.Session(ctx, r, box.SessionOptions{
-		Agent: agentName, Argv: argv, TTY: tty, Mode: mode, Name: name,
-		Environ: environ, EnvNames: names, BrokerEnv: brokerEnv(f, r),
+		Agent: agentName, Argv: argv, TTY: tty, Mode: mode, Name: name, Env: in,
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
 	})
 	var ee *box.ExitError

@@ -1,0 +1,228 @@
+package credential
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/secret"
+)
+
+// Holder is the broker's side of the plan: the credentials it serves now,
+// those it still waits for, and the answers to its box's sessions.
+type Holder struct {
+	broker *egress.CredentialBroker
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	served  map[string]Route
+	pending []pendingSpec
+}
+
+// pendingSpec is a credential that waits for a session to supply a source.
+type pendingSpec struct {
+	Spec
+	pool *x509.CertPool
+}
+
+// HolderConfig configures NewHolder.
+type HolderConfig struct {
+	// Store is the keychain; Getenv the broker's own environment.
+	Store  secret.Store
+	Getenv func(string) (string, bool)
+	// Egress configures the credential broker (resolver, log, BoundOnly).
+	// Its Credentials are set from the plan.
+	Egress egress.CredentialConfig
+	// RootCAs, when set for a credential's name, replaces its CA file's
+	// roots (tests reach httptest upstreams).
+	RootCAs map[string]*x509.CertPool
+	// Upstreams, when set for a credential's name, replaces its upstream
+	// (tests).
+	Upstreams map[string]string
+	Logger    *slog.Logger
+}
+
+// NewHolder reads the plan's sources in the broker's environment and
+// keychain. A credential none of whose sources the broker can read waits
+// for a session to supply one of its host variables (Answer).
+func NewHolder(specs []Spec, cfg HolderConfig) (*Holder, error) {
+	h := &Holder{served: map[string]Route{}, logger: cfg.Logger}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	var creds []egress.Credential
+	var errs []error
+	for _, s := range specs {
+		if u, ok := cfg.Upstreams[s.Name]; ok {
+			s.Upstream = u
+		}
+		pool := cfg.RootCAs[s.Name]
+		if pool == nil && s.CA != "" {
+			p, err := loadCA(s.CA)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("credential %s: %w", s.Name, err))
+				continue
+			}
+			pool = p
+		}
+		c, src, ok := source(s, cfg)
+		if !ok {
+			h.pending = append(h.pending, pendingSpec{s, pool})
+			continue
+		}
+		c.RootCAs = pool
+		creds = append(creds, c)
+		h.served[s.Name] = route(s, src)
+	}
+	ec := cfg.Egress
+	ec.Credentials = creds
+	b, err := egress.NewCredentialBroker(ec)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	h.broker = b
+	return h, errors.Join(errs...)
+}
+
+// source picks the first source of s the broker can read itself.
+func source(s Spec, cfg HolderConfig) (egress.Credential, Source, bool) {
+	for _, src := range s.Sources {
+		c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: src.Header}
+		if src.HostVar != "" && cfg.Getenv != nil {
+			if v, ok := cfg.Getenv(src.HostVar); ok && v != "" {
+				c.Secret = staticSecret(v)
+				return c, src, true
+			}
+		}
+		if src.Keychain != nil {
+			c.Secret = keychainSecret(cfg.Store, *src.Keychain)
+			return c, src, true
+		}
+	}
+	return egress.Credential{}, Source{}, false
+}
+
+func route(s Spec, src Source) Route {
+	r := Route{Name: s.Name, Upstream: s.Upstream, Withholds: append([]string(nil), s.Withholds...)}
+	if s.Key != nil {
+		r.BaseURLVar = s.Key.BaseURLVar
+		r.Var = src.Var
+		if r.Var == "" {
+			r.Var = s.Key.placeholderVar(src.Header)
+		}
+	}
+	return r
+}
+
+// Broker is the credential broker that serves the routes.
+func (h *Holder) Broker() *egress.CredentialBroker { return h.broker }
+
+// Served lists the credentials served now, by name.
+func (h *Holder) Served() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.served))
+	for n := range h.served {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Wants lists the host variables the broker waits for: the sources of the
+// credentials it could not read itself.
+func (h *Holder) Wants() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, s := range h.pending {
+		for _, src := range s.Sources {
+			if src.HostVar != "" {
+				out = addUnique(out, src.HostVar)
+			}
+		}
+	}
+	return out
+}
+
+// maxSupplied caps a supplied secret.
+const maxSupplied = 16 << 10
+
+var sessionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]{1,64}$`) })
+
+// Answer takes what a session supplies (values of wanted host variables;
+// anything else is ignored) and returns the routes served, with a token
+// for session. A supplied value starts serving its credential for the
+// broker's lifetime; a credential already served keeps its source.
+func (h *Holder) Answer(session string, supply map[string]string) (Served, error) {
+	if !sessionRe().MatchString(session) {
+		return Served{}, fmt.Errorf("session %q: not a session id", truncateText(session, 64))
+	}
+	h.mu.Lock()
+	var errs []error
+	rest := h.pending[:0:0]
+	for _, s := range h.pending {
+		added := false
+		for _, src := range s.Sources {
+			v := supply[src.HostVar]
+			if src.HostVar == "" || v == "" {
+				continue
+			}
+			if len(v) > maxSupplied || strings.ContainsAny(v, "\r\n\x00") {
+				errs = append(errs, fmt.Errorf("credential %s: the value of %s is too long or holds a line break or NUL", s.Name, src.HostVar))
+				break
+			}
+			c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: src.Header, Secret: staticSecret(v), RootCAs: s.pool}
+			if err := h.broker.Add(c); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			h.served[s.Name] = route(s.Spec, src)
+			h.logger.Info("brokered credential supplied by a session", "credential", s.Name, "variable", src.HostVar, "session", session)
+			added = true
+			break
+		}
+		if !added {
+			rest = append(rest, s)
+		}
+	}
+	h.pending = rest
+	out := Served{}
+	for _, n := range sortedNames(h.served) {
+		out.Routes = append(out.Routes, h.served[n])
+	}
+	h.mu.Unlock()
+	if len(errs) > 0 {
+		return Served{}, errors.Join(errs...)
+	}
+	if len(out.Routes) > 0 {
+		tok, err := h.broker.NewToken(session)
+		if err != nil {
+			return Served{}, err
+		}
+		out.Token = tok
+	}
+	return out, nil
+}
+
+func sortedNames(m map[string]Route) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
