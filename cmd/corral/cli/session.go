@@ -39,10 +39,11 @@ func sessionRunResolved(f *Factory, r box.Resolved, agentName string, argv []str
 	if err != nil {
 		return err
 	}
+	in, out, errOut := f.IO.Terminal() // the session draws on the terminal itself
 	err = s.Session(ctx, r, box.SessionOptions{
 		Agent: agentName, Argv: argv, TTY: tty, Mode: mode, Name: name,
 		Environ: environ, EnvNames: names, BrokerEnv: brokerEnv(f, r),
-		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
+		Stdin: in, Stdout: out, Stderr: errOut,
 	})
 	var ee *box.ExitError
 	if errors.As(err, &ee) {
