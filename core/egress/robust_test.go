@@ -182,7 +182,7 @@ func TestTunnelCapFromLimit(t *testing.T) {
 	for _, tc := range []struct {
 		soft uint64
 		want int
-	}{{0, DefaultMaxTunnels}, {1024, 149}, {256, 21}, {100, 8}, {1 << 40, (1<<20 - fdReserve) / 6}} {
+	}{{0, DefaultMaxTunnels}, {1024, 336}, {256, 48}, {100, 8}, {1 << 40, (1<<20 - fdReserve - 2*maxPipes) / 2}} {
 		if got := TunnelCap(tc.soft); got != tc.want {
 			t.Errorf("TunnelCap(%d) = %d, want %d", tc.soft, got, tc.want)
 		}
