@@ -133,7 +133,7 @@ type Server struct {
 	// tunnel is answered 503; 0 disables both.
 	fdBudget int
 	// pipes are the splice pipes of tunnels, counted in the budget.
-	pipes *pipePool
+	pipes    *pipePool
 	shutting atomic.Bool
 
 	mu        sync.Mutex
