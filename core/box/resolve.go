@@ -72,12 +72,21 @@ func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
 // `corral egress` and the menu. Host caps play no part in it, so none are
 // read.
 func PendingRequests(l paths.Layout, boxName, project string) []config.RepoRequest {
+	p, _ := PendingRequestsErr(l, boxName, project)
+	return p
+}
+
+// PendingRequestsErr is PendingRequests with the error of loading the
+// box's config (it names the file): when the repository's .corral.toml
+// does not load, what it requests is unknown, and a caller that shows the
+// requests says so instead of showing none.
+func PendingRequestsErr(l paths.Layout, boxName, project string) ([]config.RepoRequest, error) {
 	if project == "" {
-		return nil
+		return nil, nil
 	}
-	res, _ := config.Load(config.Request{Platform: HostPlatform(), ProjectDir: project,
+	res, err := config.Load(config.Request{Platform: HostPlatform(), ProjectDir: project,
 		GlobalPath: l.GlobalConfig(), TrustedPath: l.ProjectConfig(boxName)})
-	return res.Pending()
+	return res.Pending(), err
 }
 
 // BrokerGuestHost is the address the guest reaches the broker at: the

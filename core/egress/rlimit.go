@@ -34,17 +34,14 @@ func RaiseFileLimit() uint64 {
 	return lim.Cur
 }
 
-// fdsPerTunnel is what one open tunnel holds: the client and upstream
-// sockets, and on Linux one splice(2) pipe (two descriptors) per direction
-// while that direction waits in splice. Measured: a broker at 1,024 files
-// ran out after 160 tunnels when the cap assumed two per tunnel.
-const fdsPerTunnel = 6
-
 // TunnelCap is the number of concurrent tunnels that fit in soft open
-// files: every tunnel holds [fdsPerTunnel] descriptors, and
-// [fdReserve] stay free so that a client past the cap can still be accepted
-// and answered 503 at once, and denials keep being answered. An unknown
-// limit (0) gives [DefaultMaxTunnels]; the result is never below 8.
+// files. A tunnel holds two sockets (the client's and the upstream); the
+// splice pipes that move its bytes come from a pool capped at
+// [PipeCap](soft) pipes of two descriptors, shared by all tunnels and
+// counted apart; [fdReserve] stay free so that a client past the cap can
+// still be accepted and answered 503 at once, and denials keep being
+// answered. An unknown limit (0) gives [DefaultMaxTunnels]; the result is
+// never below 8.
 func TunnelCap(soft uint64) int {
 	if soft == 0 {
 		return DefaultMaxTunnels
@@ -52,6 +49,6 @@ func TunnelCap(soft uint64) int {
 	if soft > 1<<20 {
 		soft = 1 << 20
 	}
-	n := (int(soft) - fdReserve) / fdsPerTunnel
+	n := (int(soft) - fdReserve - 2*PipeCap(soft)) / 2
 	return max(n, 8)
 }

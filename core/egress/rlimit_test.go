@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func brokerChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
+	srv.pipes.idleFor = 200 * time.Millisecond // the flood test waits for idle pipes to close
 	ln, err := Listen(context.Background(), "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -180,5 +182,141 @@ func TestTunnelsAtFileLimit(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
 	if _, err := io.Copy(io.Discard, c); err != nil && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("stuck request's client after SIGTERM: %v", err)
+	}
+}
+
+// startBrokerChild starts the test binary as a broker child (see
+// TestMain) and returns its address, tunnel cap and process id.
+func startBrokerChild(t *testing.T) (addr string, limit, pid int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CORRAL_EGRESS_TEST_CHILD=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck // only if still running
+		cmd.Wait()         //nolint:errcheck
+	})
+	if _, err := fmt.Fscan(bufio.NewReader(out), &addr, &limit); err != nil {
+		t.Fatal(err)
+	}
+	return addr, limit, cmd.Process.Pid
+}
+
+// openFDs counts the descriptors process pid holds.
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestFloodAtFileLimit: 2,000 clients ask a broker at RLIMIT_NOFILE 1,024
+// for a tunnel all at once and keep the ones they get open. Every client
+// gets an answer, and the answer is 200 (up to the cap) or 503: never 502,
+// never a connection closed without one. When they are gone, the broker's
+// descriptors (sockets and splice pipes) are back to what it held before
+// the flood within a bound.
+func TestFloodAtFileLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 2,000 connections")
+	}
+	addr, limit, pid := startBrokerChild(t)
+	echo := "allowed.test:" + portOf(t, echoServer(t))
+	base := openFDs(t, pid)
+
+	const clients = 2000
+	var (
+		mu       sync.Mutex
+		ok, busy int
+		bad      []string
+		answered sync.WaitGroup
+		done     sync.WaitGroup
+	)
+	release := make(chan struct{})
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bad) < 10 {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		} else {
+			bad[9] = fmt.Sprintf("… and more; last: "+format, args...)
+		}
+	}
+	answered.Add(clients)
+	done.Add(clients)
+	for i := range clients {
+		go func() {
+			defer done.Done()
+			once := sync.OnceFunc(answered.Done)
+			defer once()
+			c, err := net.DialTimeout("tcp", addr, 20*time.Second)
+			if err != nil {
+				fail("client %d: dial: %v", i, err)
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second)) //nolint:errcheck
+			if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", echo, echo); err != nil {
+				fail("client %d: writing CONNECT: %v", i, err)
+				return
+			}
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+			if err != nil {
+				fail("client %d: no answer: %v", i, err)
+				return
+			}
+			switch resp.StatusCode {
+			case http.StatusOK:
+				if _, err := io.WriteString(c, "ping\n"); err != nil {
+					fail("client %d: tunnel write: %v", i, err)
+					return
+				}
+				if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+					fail("client %d: tunnel echo %q, %v", i, line, err)
+					return
+				}
+				mu.Lock()
+				ok++
+				mu.Unlock()
+				once()
+				<-release // hold the tunnel until every client has its answer
+			case http.StatusServiceUnavailable:
+				mu.Lock()
+				busy++
+				mu.Unlock()
+			default:
+				fail("client %d: status %d", i, resp.StatusCode)
+			}
+		}()
+	}
+	answered.Wait()
+	close(release)
+	done.Wait()
+	for _, b := range bad {
+		t.Error(b)
+	}
+	if ok == 0 || ok > limit || ok+busy != clients {
+		t.Errorf("%d tunnels, %d answered 503, of %d clients (cap %d)", ok, busy, clients, limit)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n := openFDs(t, pid)
+		if n <= base {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker holds %d descriptors 15 s after the flood, %d before it", n, base)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the count, with a deadline
 	}
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -182,9 +183,37 @@ func TestTunnelCapFromLimit(t *testing.T) {
 	for _, tc := range []struct {
 		soft uint64
 		want int
-	}{{0, DefaultMaxTunnels}, {1024, 149}, {256, 21}, {100, 8}, {1 << 40, (1<<20 - fdReserve) / 6}} {
+	}{{0, DefaultMaxTunnels}, {1024, 336}, {256, 48}, {100, 8}, {1 << 40, (1<<20 - fdReserve - 2*maxPipes) / 2}} {
 		if got := TunnelCap(tc.soft); got != tc.want {
 			t.Errorf("TunnelCap(%d) = %d, want %d", tc.soft, got, tc.want)
 		}
+	}
+}
+
+// TestTunnelBulk moves 24 MiB through a tunnel to an echo server and
+// back (several splice chunks and pump rounds each way, past tunnelChunk),
+// byte for byte.
+func TestTunnelBulk(t *testing.T) {
+	p := startProxy(t, benchEntries, []string{"127.0.0.0/8"}, nil)
+	status, c, br, _ := rawConnect(t, p.addr, "allowed.test:"+portOf(t, echoServer(t)))
+	if status != 200 {
+		t.Fatalf("CONNECT status %d", status)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second)) //nolint:errcheck
+	want := make([]byte, 24<<20)
+	for i := range want {
+		want[i] = byte(i * 7 >> 3)
+	}
+	go func() {
+		c.Write(want)                 //nolint:errcheck
+		c.(*net.TCPConn).CloseWrite() //nolint:errcheck
+	}()
+	got, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("echoed %d bytes, want %d, equal %v", len(got), len(want), bytes.Equal(got, want))
 	}
 }

@@ -130,9 +130,12 @@ type Server struct {
 	// and forwarded HTTP requests in flight. Both share MaxTunnels, so no
 	// mix of them can run the broker out of descriptors.
 	slots atomic.Int64
-	// fdBudget is the number of descriptors connections may use before
-	// track evicts the longest-waiting idle one; 0 disables eviction.
+	// fdBudget is the number of descriptors connections may use (see
+	// fdsUsedLocked) before track evicts the longest-waiting idle one and a
+	// tunnel is answered 503; 0 disables both.
 	fdBudget int
+	// pipes are the splice pipes of tunnels, counted in the budget.
+	pipes    *pipePool
 	shutting atomic.Bool
 
 	mu        sync.Mutex
@@ -183,6 +186,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.MaxHeld = DefaultMaxHeld
 	}
 	s := &Server{
+		pipes:     newPipePool(PipeCap(soft)),
 		maxHeld:   cfg.MaxHeld,
 		cfg:       cfg,
 		logger:    cfg.Logger,
@@ -409,6 +413,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.wg.Wait()
 	s.cancel()
 	s.transport.CloseIdleConnections()
+	s.pipes.close()
 	return err
 }
 
@@ -432,11 +437,17 @@ const (
 	stateIdle int32 = iota
 	stateActive
 	stateTunnel
+	// stateEvicted: track chose the connection to free its descriptor
+	// while it waited for a request head (see evictIdleLocked).
+	stateEvicted
 )
 
 type conn struct {
 	nc    net.Conn
 	state atomic.Int32
+	// served is set once a request was read: an evicted connection that
+	// never sent one is answered 503, a keep-alive one is closed.
+	served atomic.Bool
 	// waitSince is when the connection began waiting for a request head
 	// (unix nanoseconds), for eviction (see track).
 	waitSince atomic.Int64
@@ -455,29 +466,68 @@ func (s *Server) track(c *conn, add bool) {
 		return
 	}
 	s.conns[c] = struct{}{}
-	if s.fdBudget <= 0 {
-		return
-	}
-	tunnels := int(s.tunnels.Load())
-	used := len(s.conns) + (fdsPerTunnel-1)*tunnels + max(int(s.slots.Load())-tunnels, 0)
-	if used < s.fdBudget {
+	if s.fdBudget <= 0 || s.fdsUsedLocked() < s.fdBudget {
 		return
 	}
 	s.evictIdleLocked(c)
 }
 
-// evictIdleLocked closes the connection (other than keep) that has waited
-// longest for a request head, if any. Caller holds mu.
+// fdsUsedLocked counts the descriptors connections hold: one per client
+// connection (tracked, evicted ones until they are closed), one upstream
+// socket per slot (a tunnel or a forwarded request; counted from before
+// its dial), and two per splice pipe, in use or pooled. Caller holds mu.
+func (s *Server) fdsUsedLocked() int {
+	return len(s.conns) + int(s.slots.Load()) + s.pipes.fds()
+}
+
+// overBudget reports whether the descriptors in use exceed fdBudget.
+func (s *Server) overBudget() bool {
+	if s.fdBudget <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fdsUsedLocked() > s.fdBudget
+}
+
+// evictIdleLocked frees the connection (other than keep) that has waited
+// longest for a request head, if any. One that has not sent a request yet
+// is woken to answer 503 (serve does it), so that a client is never cut
+// off without an answer; a keep-alive one is closed, as HTTP allows. The
+// state moves from idle to evicted by compare-and-swap, so a connection
+// whose head serve has just read is left alone. Caller holds mu.
 func (s *Server) evictIdleLocked(keep *conn) {
-	var oldest *conn
-	for o := range s.conns {
-		if o != keep && o.state.Load() == stateIdle && (oldest == nil || o.waitSince.Load() < oldest.waitSince.Load()) {
-			oldest = o
+	for {
+		var oldest *conn
+		for o := range s.conns {
+			if o != keep && o.state.Load() == stateIdle && (oldest == nil || o.waitSince.Load() < oldest.waitSince.Load()) {
+				oldest = o
+			}
 		}
+		if oldest == nil {
+			return
+		}
+		if !oldest.state.CompareAndSwap(stateIdle, stateEvicted) {
+			continue // its head arrived meanwhile: pick again
+		}
+		if oldest.served.Load() {
+			oldest.nc.Close()
+		} else {
+			oldest.nc.SetReadDeadline(aLongTimeAgo) //nolint:errcheck // wakes serve
+		}
+		return
 	}
-	if oldest != nil {
-		oldest.nc.Close()
+}
+
+// answerEvicted answers a connection evicted before its first request
+// 503 and closes it without a reset (its head may be unread).
+func (s *Server) answerEvicted(c *conn, br *bufio.Reader) {
+	if c.served.Load() {
+		c.nc.Close()
+		return
 	}
+	s.writeBusy(c.nc)
+	lingerClose(c.nc, br)
 }
 
 // headLimit is an io.Reader that fails once n bytes were read, so a request
@@ -539,7 +589,7 @@ func (s *Server) serve(nc net.Conn, bound bool) {
 			c.waitSince.Store(time.Now().UnixNano())
 			c.state.Store(stateIdle)
 			nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout)) //nolint:errcheck
-			if _, err := cr.br.Peek(1); err != nil || s.shutting.Load() {
+			if _, err := cr.br.Peek(1); err != nil || s.shutting.Load() || c.state.Load() == stateEvicted {
 				nc.Close()
 				return
 			}
@@ -549,6 +599,10 @@ func (s *Server) serve(nc net.Conn, bound bool) {
 		nc.SetReadDeadline(time.Now().Add(s.cfg.HeaderTimeout)) //nolint:errcheck
 		cr.lim.n = int64(s.cfg.MaxHeaderBytes) + 4096           // slack as in net/http: the bufio buffer
 		req, err := http.ReadRequest(cr.br)
+		if c.state.Load() == stateEvicted || err == nil && !c.state.CompareAndSwap(stateIdle, stateActive) {
+			s.answerEvicted(c, cr.br)
+			return
+		}
 		if err != nil {
 			switch {
 			case cr.lim.n <= 0 || errors.Is(err, errHeadTooLarge):
@@ -561,7 +615,7 @@ func (s *Server) serve(nc net.Conn, bound bool) {
 			nc.Close()
 			return
 		}
-		c.state.Store(stateActive)
+		c.served.Store(true)
 		cr.lim.n = noLimit
 		nc.SetReadDeadline(time.Time{}) //nolint:errcheck
 		if req.Method == http.MethodConnect {
@@ -801,9 +855,23 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		return
 	}
 	defer s.slots.Add(-1)
+	// The slot counts the upstream socket before it exists: past the
+	// descriptor budget the client gets 503 now, not a failed dial.
+	if s.overBudget() {
+		s.logger.Warn("egress descriptor budget reached", "budget", s.fdBudget, "host", auth.Host)
+		s.writeBusy(nc)
+		nc.Close()
+		return
+	}
 	s.tunnels.Add(1)
 	defer s.tunnels.Add(-1)
 	up, err := s.dial(t)
+	if err != nil && outOfFiles(err) {
+		s.logger.Warn("egress dial out of descriptors", "host", auth.Host, "err", err)
+		s.writeBusy(nc)
+		nc.Close()
+		return
+	}
 	if err != nil {
 		s.writeError(nc, http.StatusBadGateway, "corral: connecting to "+auth.String()+": "+err.Error()+"\n")
 		nc.Close()
@@ -842,6 +910,13 @@ func (s *Server) takeSlot() bool {
 func (s *Server) writeBusy(nc net.Conn) {
 	s.writeError(nc, http.StatusServiceUnavailable, fmt.Sprintf(
 		"corral: too many open tunnels (limit %d); close some connections and retry\n", s.cfg.MaxTunnels))
+}
+
+// outOfFiles reports whether err is the process or the system running out
+// of descriptors: the broker is busy, which is 503, not the upstream's
+// failure (502).
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // dial connects to the first checked address that answers.

@@ -9,10 +9,44 @@ import (
 	"time"
 )
 
-// tunnelChunk is how much one io.Copy call may move before the copy loop
-// looks at the idle state again. io.Copy of an *io.LimitedReader over a
-// *net.TCPConn into a *net.TCPConn still uses splice(2) on Linux.
+// tunnelChunk is how much one copyChunk call may move before the copy loop
+// looks at the idle state again. On Linux copyChunk splices between TCP
+// connections through the server's own pipe pool (see pipePool), not the
+// runtime's.
 const tunnelChunk = 4 << 20
+
+// copyBufs are the buffers of user-space copies (a tunnel direction that
+// found no pipe, or a connection that is not TCP).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// userCopy moves at most limit bytes from src to dst through a buffer,
+// with io.Copy's results (nil error at EOF), never through dst's ReadFrom
+// or src's WriteTo: those would splice through the runtime's pipe pool.
+func userCopy(dst, src net.Conn, limit int64) (written int64, err error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	for written < limit {
+		n, rerr := src.Read(buf[:min(int64(len(buf)), limit-written)])
+		if n > 0 {
+			m, werr := dst.Write(buf[:n])
+			written += int64(m)
+			if werr != nil {
+				return written, werr
+			}
+			if m < n {
+				return written, io.ErrShortWrite
+			}
+		}
+		if rerr == io.EOF {
+			return written, nil
+		}
+		if rerr != nil {
+			return written, rerr
+		}
+	}
+	return written, nil
+}
 
 // aLongTimeAgo is a deadline in the past, used to wake a blocked read.
 var aLongTimeAgo = time.Unix(1, 0)
@@ -30,7 +64,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // bytes it just carries on. Write deadlines only catch a peer that stopped
 // reading (see pipe); they end the tunnel.
 func (s *Server) tunnel(client, up net.Conn) {
-	t := &tunnelState{idle: s.cfg.IdleTimeout, conns: [2]net.Conn{client, up}}
+	t := &tunnelState{idle: s.cfg.IdleTimeout, conns: [2]net.Conn{client, up}, copy: s.copyChunk}
 	done := make(chan struct{})
 	go func() {
 		t.pipe(0) // client -> upstream
@@ -48,6 +82,7 @@ type tunnelState struct {
 	poked     [2]atomic.Bool
 	done      [2]atomic.Bool // direction ended with EOF and half-closed
 	closeOnce sync.Once
+	copy      func(dst, src net.Conn, limit int64) (int64, error)
 }
 
 func (t *tunnelState) closeBoth() {
@@ -69,7 +104,7 @@ func (t *tunnelState) pipe(dir int) {
 		writeBy := readBy.Add(t.idle)
 		src.SetReadDeadline(readBy)   //nolint:errcheck
 		dst.SetWriteDeadline(writeBy) //nolint:errcheck
-		n, err := io.Copy(dst, &io.LimitedReader{R: src, N: tunnelChunk})
+		n, err := t.copy(dst, src, tunnelChunk)
 		wasPoked := t.poked[dir].Swap(false)
 		if n > 0 {
 			lastActive = time.Now()

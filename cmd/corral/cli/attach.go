@@ -88,7 +88,8 @@ func attachRun(opts *AttachOptions) error {
 		}
 	}
 	term, _ := f.lookupEnv("TERM")
-	err = s.Attach(ctx, boxName, session, box.AttachOptions{Term: term, Stdin: opts.IO.In, Stdout: opts.IO.Out, Stderr: opts.IO.ErrOut})
+	in, out, errOut := opts.IO.Terminal() // the session draws on the terminal itself
+	err = s.Attach(ctx, boxName, session, box.AttachOptions{Term: term, Stdin: in, Stdout: out, Stderr: errOut})
 	var ee *box.ExitError
 	if errors.As(err, &ee) {
 		return &ExitCodeError{Code: ee.Code}

@@ -86,7 +86,7 @@ func auditRun(opts *AuditOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
+		enc := json.NewEncoder(dataOut(opts.IO.Out))
 		for _, ev := range evs {
 			if err := enc.Encode(ev); err != nil {
 				return err

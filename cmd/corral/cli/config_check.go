@@ -152,7 +152,7 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 		if problems == nil {
 			problems = []checkProblem{}
 		}
-		enc := json.NewEncoder(opts.IO.Out)
+		enc := json.NewEncoder(dataOut(opts.IO.Out))
 		enc.SetIndent("", "  ")
 		requests := r.Loaded.Pending()
 		if requests == nil {

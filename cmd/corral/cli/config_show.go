@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +56,7 @@ func configShowRun(opts *ConfigShowOptions) error {
 		}
 		return printJSON(opts.IO.Out, out)
 	}
-	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", r.Project.Box, r.Project.Dir, r.Loaded.TOML(opts.Origin))
+	fmt.Fprintf(opts.IO.Out, "# box %s for %s\n%s", display.Text(r.Project.Box, 0), display.Text(r.Project.Dir, maxCell), r.Loaded.TOML(opts.Origin))
 	return nil
 }
 

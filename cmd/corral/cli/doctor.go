@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
@@ -153,9 +154,9 @@ func printChecks(io *IOStreams, checks []box.Check, asJSON bool) error {
 			mark = "FAIL"
 			failed++
 		}
-		fmt.Fprintf(io.Out, "%s  %s: %s\n", mark, c.Check, c.Detail)
+		fmt.Fprintf(io.Out, "%s  %s: %s\n", mark, display.Text(c.Check, 0), textLines(c.Detail, "      "))
 		if !c.OK && c.Fix != "" {
-			fmt.Fprintf(io.Out, "      fix: %s\n", c.Fix)
+			fmt.Fprintf(io.Out, "      fix: %s\n", textLines(c.Fix, "           "))
 		}
 	}
 	if failed > 0 {

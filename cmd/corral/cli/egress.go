@@ -360,7 +360,7 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {
 	if opts.JSON || !opts.IO.OutTTY {
-		enc := json.NewEncoder(opts.IO.Out)
+		enc := json.NewEncoder(dataOut(opts.IO.Out))
 		for _, e := range entries {
 			if err := enc.Encode(e); err != nil {
 				return err

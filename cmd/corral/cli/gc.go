@@ -67,7 +67,7 @@ func gcRun(opts *GCOptions) error {
 	}
 	if opts.DryRun {
 		if opts.JSON {
-			return json.NewEncoder(opts.IO.Out).Encode(plan)
+			return json.NewEncoder(dataOut(opts.IO.Out)).Encode(plan)
 		}
 		for _, it := range plan.Items {
 			fmt.Fprintf(opts.IO.Out, "would remove %s\n", it)
@@ -85,7 +85,7 @@ func gcRun(opts *GCOptions) error {
 		if done == nil {
 			done = []box.GCItem{}
 		}
-		if jerr := json.NewEncoder(opts.IO.Out).Encode(done); jerr != nil {
+		if jerr := json.NewEncoder(dataOut(opts.IO.Out)).Encode(done); jerr != nil {
 			return jerr
 		}
 	} else {

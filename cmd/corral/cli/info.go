@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -41,6 +42,9 @@ type Info struct {
 	Drift string `json:"drift"`
 	// Mounts are the host directories the box has (its Lima instance).
 	Mounts []limayaml.Mount `json:"mounts"`
+	// PendingError is why the box's config did not load, when it did
+	// not: Pending is then unknown, not empty.
+	PendingError string `json:"pending_error,omitempty"`
 }
 
 // driftOf is Info.Drift for box m.
@@ -81,8 +85,13 @@ func NewCmdInfo(f *Factory, runF func(*InfoOptions) error) *cobra.Command {
 			}
 			st := s.StatusOf(m)
 			mounts, _ := s.Mounts(m.Name) // none listed when the instance is gone
-			return Info{Status: st, Pending: box.PendingRequests(s.Layout, m.Name, m.Project),
-				Funnel: funnelProof(s.Layout.LimaHome(), st), Drift: driftOf(s, m), Mounts: mounts}, nil
+			pending, perr := box.PendingRequestsErr(s.Layout, m.Name, m.Project)
+			in := Info{Status: st, Pending: pending,
+				Funnel: funnelProof(s.Layout.LimaHome(), st), Drift: driftOf(s, m), Mounts: mounts}
+			if perr != nil {
+				in.PendingError = perr.Error()
+			}
+			return in, nil
 		}}
 	cmd := &cobra.Command{
 		Use:     "info [BOX]",
@@ -185,12 +194,20 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("sessions", st.Live)
 	t.Row("idle", idle)
 	t.Row("idle stop", or(st.IdleStop))
-	t.Row("pending requests", len(in.Pending))
+	if in.PendingError != "" {
+		t.Row("pending requests", "unknown: the config does not load")
+	} else {
+		t.Row("pending requests", len(in.Pending))
+	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
 	if len(in.Pending) > 0 {
-		fmt.Fprintf(opts.IO.Out, "its repository requests %d host(s) or port(s); review with corral approve %s\n", len(in.Pending), st.Name)
+		fmt.Fprintf(opts.IO.Out, "its repository requests %d host(s) or port(s); review with corral approve %s\n", len(in.Pending), display.Text(st.Name, 0))
+	}
+	if in.PendingError != "" {
+		// Unknown, not none: say so (on stderr; the exit status stays 0).
+		warnLines(opts.IO.ErrOut, "warning: its config does not load, so what its repository requests is unknown:", errors.New(in.PendingError))
 	}
 	return nil
 }

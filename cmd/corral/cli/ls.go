@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
 )
 
@@ -21,24 +22,26 @@ var _ boxLister = (*box.Service)(nil)
 type LsOptions struct {
 	IO      *IOStreams
 	Service func() (boxLister, error)
-	// Pending counts a box's pending repository requests (box.PendingRequests);
-	// nil counts none.
-	Pending func(boxName, project string) int
+	// Pending counts a box's pending repository requests
+	// (box.PendingRequestsErr), with the error when its config does not
+	// load; nil counts none.
+	Pending func(boxName, project string) (int, error)
 	JSON    bool
 }
 
 // NewCmdLs builds `corral ls`.
 func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 	opts := &LsOptions{IO: f.IO, Service: func() (boxLister, error) { return f.Service() },
-		Pending: func(boxName, project string) int {
+		Pending: func(boxName, project string) (int, error) {
 			if f.Layout == nil {
-				return 0
+				return 0, nil
 			}
 			l, err := f.Layout()
 			if err != nil {
-				return 0
+				return 0, nil
 			}
-			return len(box.PendingRequests(l, boxName, project))
+			p, err := box.PendingRequestsErr(l, boxName, project)
+			return len(p), err
 		}}
 	cmd := &cobra.Command{
 		Use:     "ls",
@@ -77,9 +80,15 @@ func lsRun(opts *LsOptions) error {
 	var asking []string
 	for _, st := range list {
 		name := st.Name
-		if n := pending(opts, st); n > 0 {
+		n, perr := pending(opts, st)
+		if perr != nil {
+			// The requests are unknown, not none: say so (on stderr; the
+			// exit status stays 0, as for a box whose state is unknown).
+			warnLines(opts.IO.ErrOut, fmt.Sprintf("warning: box %s: its config does not load, so what its repository requests is unknown:", display.Text(st.Name, 0)), perr)
+		}
+		if n > 0 {
 			name += "*"
-			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s), port(s) or toolchain(s); review with corral approve %s", st.Name, n, st.Name))
+			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s), port(s) or toolchain(s); review with corral approve %s", display.Text(st.Name, 0), n, display.Text(st.Name, 0)))
 		}
 		mem := "-"
 		if st.MemBytes > 0 {
@@ -105,9 +114,9 @@ func lsRun(opts *LsOptions) error {
 	return nil
 }
 
-func pending(opts *LsOptions, st box.Status) int {
+func pending(opts *LsOptions, st box.Status) (int, error) {
 	if opts.Pending == nil {
-		return 0
+		return 0, nil
 	}
 	return opts.Pending(st.Name, st.Project)
 }

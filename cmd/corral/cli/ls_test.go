@@ -51,7 +51,7 @@ func TestLsMarksPendingRequests(t *testing.T) {
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
 		o.Service = func() (boxLister, error) { return list, nil }
-		o.Pending = func(name, project string) int { return 3 }
+		o.Pending = func(name, project string) (int, error) { return 3, nil }
 		return lsRun(o)
 	})
 	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +

@@ -56,6 +56,6 @@ func renderRun(opts *RenderOptions) error {
 	if opts.JSON {
 		return printJSON(opts.IO.Out, map[string]any{"box": r.Project.Box, "hash": out.Hash, "yaml": string(out.YAML)})
 	}
-	fmt.Fprintf(opts.IO.Out, "%s# template hash: sha256:%s\n", out.YAML, out.Hash)
+	fmt.Fprintf(dataOut(opts.IO.Out), "%s# template hash: sha256:%s\n", out.YAML, out.Hash)
 	return nil
 }

@@ -68,6 +68,7 @@ func Run(f *Factory, args []string) int {
 	if err != nil {
 		printError(f.IO.ErrOut, err)
 	}
+	f.IO.Flush()
 	return exitCode(err)
 }
 

@@ -39,9 +39,10 @@ func sessionRunResolved(f *Factory, r box.Resolved, agentName string, argv []str
 	if err != nil {
 		return err
 	}
+	stdin, out, errOut := f.IO.Terminal() // the session draws on the terminal itself
 	err = s.Session(ctx, r, box.SessionOptions{
 		Agent: agentName, Argv: argv, TTY: tty, Mode: mode, Name: name, Env: in,
-		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
+		Stdin: stdin, Stdout: out, Stderr: errOut,
 	})
 	var ee *box.ExitError
 	if errors.As(err, &ee) {

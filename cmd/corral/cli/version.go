@@ -36,7 +36,7 @@ func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command 
 
 func versionRun(opts *VersionOptions) error {
 	if opts.JSON {
-		return json.NewEncoder(opts.IO.Out).Encode(map[string]string{
+		return json.NewEncoder(dataOut(opts.IO.Out)).Encode(map[string]string{
 			"version": version.Version, "commit": version.Commit, "lima_tested": version.LimaTested,
 			"go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH,
 		})
