@@ -23,7 +23,7 @@ type LoginItem interface {
 type noLogin struct{}
 
 func (noLogin) State() (menu.LoginState, error) { return menu.LoginUnsupported, nil }
-func (noLogin) SetEnabled(bool) error            { return errors.New("no login item on this platform") }
+func (noLogin) SetEnabled(bool) error           { return errors.New("no login item on this platform") }
 
 // SMAppService.Status values (ServiceManagement, macOS 13).
 const (
