@@ -117,6 +117,8 @@ type Options struct {
 	// Terminal returns the terminal config key at each Open ("" for the
 	// platform's default); nil means the default.
 	Terminal func() string
+	// Login is the "Open at login" switch; nil means the platform's.
+	Login LoginItem
 
 	RefreshInterval time.Duration // default 3s
 	// SweepInterval is how often the app stops idle boxes
@@ -185,6 +187,9 @@ func (o *Options) fill() error {
 	if o.Launcher == nil {
 		o.Launcher = terminal.New(o.StateDir, o.Terminal, o.Logger)
 	}
+	if o.Login == nil {
+		o.Login = newLoginItem()
+	}
 	if o.Opener == nil {
 		o.Opener = opener.New()
 	}
@@ -222,10 +227,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err := preflight(); err != nil {
 		return err
 	}
+	var setupTrouble string
 	if opts.Notifier == nil {
 		n, err := notify.New(opts.Logger)
 		if err != nil {
 			opts.Logger.Warn("notifications unavailable; denied hosts show in the menu only", "err", err)
+			setupTrouble = notifierSetupText(err)
 			n = notify.NewNop()
 		}
 		opts.Notifier = n
@@ -235,10 +242,19 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l := newLoop(opts, cancel)
+	l.ui.LastError = setupTrouble
 	runTray(ctx, opts, l)
-	l.wait()
+	// systray.Run has returned: the main thread no longer serves systray's
+	// blocking main-thread calls, so a worker caught in one would never
+	// return. Wait a little, then leave anyway (see loop.quitting).
+	if !l.waitFor(quitWait) {
+		opts.Logger.Warn("quitting with the menu loop still busy")
+	}
 	return nil
 }
+
+// quitWait bounds how long Quit waits for the loop's goroutines.
+const quitWait = 2 * time.Second
 
 // errorText is the menu's error line: the failed operation, the error and,
 // on its own line, the error's hint when it has one.

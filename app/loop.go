@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"fyne.io/systray"
 
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/app/notify"
@@ -38,6 +37,11 @@ type loop struct {
 	started bool
 	stopped bool
 	workers sync.WaitGroup
+	// quitting is set before systray is asked to quit. From then on the
+	// loop touches systray no more: its setters wait for the main thread,
+	// which stops serving them once Quit has run (a render then would hang
+	// the loop, and Run waiting for it).
+	quitting atomic.Bool
 
 	// Owned by the run goroutine.
 	tray         *tray.Tray
@@ -51,6 +55,9 @@ type loop struct {
 }
 
 func newLoop(opts Options, cancel context.CancelFunc) *loop {
+	if opts.Login == nil {
+		opts.Login = noLogin{}
+	}
 	return &loop{
 		opts: opts, log: opts.Logger, b: opts.Backend, cancel: cancel,
 		cool:    &notify.Cooldown{Period: opts.NotifyCooldown},
@@ -70,6 +77,9 @@ func (l *loop) start(ctx context.Context) {
 	}
 	l.started = true
 	l.tray = tray.New(l.clicks)
+	if st, err := l.opts.Login.State(); err == nil {
+		l.ui.Login = st
+	}
 	l.render() // empty menu right away; the first snapshot follows
 	l.workers.Add(2)
 	go func() { defer l.workers.Done(); l.run(ctx) }()
@@ -77,11 +87,26 @@ func (l *loop) start(ctx context.Context) {
 }
 
 // wait waits for the loop and the watcher to return after ctx is done.
-func (l *loop) wait() {
+func (l *loop) wait() { l.waitFor(0) }
+
+// waitFor is wait bounded by d (0: unbounded); it reports whether they
+// returned.
+func (l *loop) waitFor(d time.Duration) bool {
 	l.mu.Lock()
 	l.stopped = true
 	l.mu.Unlock()
-	l.workers.Wait()
+	done := make(chan struct{})
+	go func() { l.workers.Wait(); close(done) }()
+	if d <= 0 {
+		<-done
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 func (l *loop) run(ctx context.Context) {
@@ -98,6 +123,11 @@ func (l *loop) run(ctx context.Context) {
 		trouble = t.Trouble()
 	}
 	for {
+		// Quit first: when Quit and other events are ready together,
+		// select would pick at random and might render after Quit.
+		if ctx.Err() != nil || l.quitting.Load() {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -166,6 +196,9 @@ func (l *loop) refresh(ctx context.Context) {
 }
 
 func (l *loop) render() {
+	if l.quitting.Load() {
+		return
+	}
 	now := time.Now()
 	if l.ui.ConfirmRebuild != "" && now.After(l.confirmUntil) {
 		l.ui.ConfirmRebuild = ""
@@ -185,8 +218,12 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 	l.log.Debug("menu click", "key", c.Key)
 	switch a.Kind {
 	case menu.ActQuit:
+		// runTray's watcher asks systray to quit once ctx is done; the
+		// loop itself never waits on the main thread for it.
+		l.quitting.Store(true)
 		l.cancel()
-		systray.Quit()
+	case menu.ActToggleLogin:
+		l.toggleLogin(ctx)
 	case menu.ActDismissError:
 		l.ui.LastError = ""
 		l.render()
@@ -226,8 +263,38 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		// box-written text reaches the opener's argv.
 		l.open(ctx, fmt.Sprintf("open localhost:%d", a.Port), fmt.Sprintf("http://localhost:%d/", a.Port))
 	case menu.ActOpenConfig:
-		l.open(ctx, "open config", l.b.ConfigPath())
+		path := l.b.ConfigPath()
+		l.goDo(ctx, func(ctx context.Context) func() {
+			err := ensureConfigFile(path)
+			if err == nil {
+				err = l.opts.Opener.Open(ctx, path)
+			}
+			if err != nil {
+				return func() { l.fail("open config", err); l.render() }
+			}
+			return nil
+		})
 	}
+}
+
+// toggleLogin turns "Open at login" on or off off the loop (registering
+// may take a moment and macOS may show its own notice), then shows the
+// state macOS reports.
+func (l *loop) toggleLogin(ctx context.Context) {
+	want := wantLogin(l.ui.Login)
+	l.goDo(ctx, func(context.Context) func() {
+		err := l.opts.Login.SetEnabled(want)
+		st, serr := l.opts.Login.State()
+		return func() {
+			if err != nil {
+				l.fail("open at login", err)
+			}
+			if serr == nil {
+				l.ui.Login = st
+			}
+			l.render()
+		}
+	})
 }
 
 // openTerminal opens the action's command (CommandArgv) in a terminal, off

@@ -14,7 +14,7 @@ import (
 
 // runTray runs systray until Quit or ctx is done.
 func runTray(ctx context.Context, opts Options, l *loop) {
-	// fyne.io/systray v1.12.0 on Linux runs onReady concurrently with
+	// fyne.io/systray v1.12.0 on Linux (not rechecked on v1.12.1) runs onReady concurrently with
 	// exporting the D-Bus properties, so an icon or title set in onReady
 	// is sometimes lost (and setting them twice races inside godbus/prop).
 	// Values set before Run are picked up by the export. On macOS they

@@ -442,3 +442,87 @@ func TestSuspendRefusesOtherInput(t *testing.T) {
 		}
 	}
 }
+
+// runRequire runs provision/05-require.sh with PATH holding only stubs of
+// the given programs and an apt-get that logs its argv (and fails when
+// aptFails), and returns the apt-get log, stderr and the error.
+func runRequire(t *testing.T, have []string, network string, aptFails bool) (string, string, error) {
+	t.Helper()
+	var script string
+	for _, s := range Provision() {
+		if s.Name == "05-require.sh" {
+			script = s.Content
+		}
+	}
+	if script == "" {
+		t.Fatal("no provision/05-require.sh")
+	}
+	bin := t.TempDir()
+	aptLog := filepath.Join(t.TempDir(), "apt.log")
+	for _, p := range have {
+		if err := os.WriteFile(filepath.Join(bin, p), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := "0"
+	if aptFails {
+		rc = "100"
+	}
+	apt := "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + aptLog + "\nexit " + rc + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "apt-get"), []byte(apt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=" + bin, "PARAM_NETWORK=" + network, "PARAM_PROXY_HOST=192.168.5.4", "PARAM_PROXY_PORT=4242"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	b, _ := os.ReadFile(aptLog)
+	return string(b), stderr.String(), err
+}
+
+// The provision installs what corral's guest scripts run when the image
+// lacks it, through the broker in broker mode, and refuses the boot naming
+// the packages when it cannot.
+func TestProvisionRequires(t *testing.T) {
+	all := []string{"nft", "tmux", "git", "curl", "sudo", "visudo", "findmnt", "mountpoint", "runuser"}
+	_, caErr := os.Stat("/etc/ssl/certs/ca-certificates.crt")
+	ca := ""
+	if caErr != nil {
+		ca = " ca-certificates"
+	}
+	apt, _, err := runRequire(t, all, "broker", false)
+	if err != nil || (ca == "" && apt != "") {
+		t.Errorf("everything present: apt %q, err %v", apt, err)
+	}
+	noNftTmux := []string{"git", "curl", "sudo", "visudo", "findmnt", "mountpoint", "runuser"}
+	apt, _, err = runRequire(t, noNftTmux, "full", false)
+	want := "-q update\n-q install -y --no-install-recommends -- nftables tmux" + ca + "\n"
+	if err != nil || apt != want {
+		t.Errorf("full: apt %q, want %q (err %v)", apt, want, err)
+	}
+	apt, _, err = runRequire(t, noNftTmux, "broker", false)
+	proxy := "-o Acquire::http::Proxy=http://192.168.5.4:4242 -o Acquire::https::Proxy=http://192.168.5.4:4242 "
+	want = proxy + "-q update\n" + proxy + "-q install -y --no-install-recommends -- nftables tmux" + ca + "\n"
+	if err != nil || apt != want {
+		t.Errorf("broker: apt %q, want %q (err %v)", apt, want, err)
+	}
+	// visudo alone missing still means the sudo package.
+	apt, _, _ = runRequire(t, []string{"nft", "tmux", "git", "curl", "sudo", "findmnt", "mountpoint", "runuser"}, "full", false)
+	if !strings.Contains(apt, "-- sudo") {
+		t.Errorf("no visudo: apt %q", apt)
+	}
+	for _, tc := range []struct {
+		network  string
+		aptFails bool
+		reason   string
+	}{{"offline", false, "an offline box cannot install them"}, {"full", true, "apt-get update failed"}} {
+		apt, stderr, err := runRequire(t, noNftTmux, tc.network, tc.aptFails)
+		if err == nil || !strings.Contains(stderr, "this image lacks nftables tmux") || !strings.Contains(stderr, tc.reason) {
+			t.Errorf("%s: err %v, stderr %q", tc.network, err, stderr)
+		}
+		if tc.network == "offline" && apt != "" {
+			t.Errorf("offline box ran apt-get: %q", apt)
+		}
+	}
+}

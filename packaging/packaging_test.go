@@ -57,7 +57,8 @@ func TestInfoPlist(t *testing.T) {
 		}
 	}
 	// macOS shows these in its privacy prompts; without one the access is refused silently.
-	for _, k := range []string{"NSAppleEventsUsageDescription", "NSDocumentsFolderUsageDescription", "NSDesktopFolderUsageDescription"} {
+	for _, k := range []string{"NSAppleEventsUsageDescription", "NSDocumentsFolderUsageDescription", "NSDesktopFolderUsageDescription",
+		"NSDownloadsFolderUsageDescription", "NSRemovableVolumesUsageDescription", "NSNetworkVolumesUsageDescription"} {
 		if s, _ := p[k].(string); strings.TrimSpace(s) == "" {
 			t.Errorf("Info.plist %s = %#v, want a sentence (macOS shows it in a privacy prompt)", k, p[k])
 		}

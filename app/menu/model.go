@@ -39,6 +39,17 @@ const (
 	ActAttach                           // open a terminal on Box's detachable session Session (corral attach)
 	ActOpenFolder                       // choose a folder, then open a Claude session in it
 	ActOpenPort                         // open http://localhost:Port/ in the browser (a port Box forwards)
+	ActToggleLogin                      // turn "Open at login" on or off (macOS login item)
+)
+
+// LoginState is the app's login item as the menu shows it.
+type LoginState int
+
+const (
+	LoginUnsupported   LoginState = iota // no login item here (Linux: XDG autostart; a bare binary on macOS): no menu entry
+	LoginOff                             // not registered
+	LoginOn                              // registered and enabled
+	LoginNeedsApproval                   // registered, waiting for the user in System Settings › General › Login Items
 )
 
 // Action is the effect of clicking an item. Only the fields the kind needs
@@ -64,6 +75,7 @@ type Item struct {
 	Tooltip  string
 	Disabled bool
 	Hidden   bool
+	Checked  bool // shows a check mark
 	Action   Action
 	Children []Item
 }
@@ -102,6 +114,25 @@ type UI struct {
 	Busy map[string]string
 	// Now is the reference time for "last denied" labels.
 	Now time.Time
+	// Login is the app's login item ("Open at login").
+	Login LoginState
+}
+
+// loginItem is the "Open at login" toggle: hidden where there is no login
+// item; while macOS waits for approval it is checked and says where.
+func loginItem(s LoginState) Item {
+	it := Item{Key: "open-at-login", Title: "Open at login", Action: Action{Kind: ActToggleLogin},
+		Tooltip: "Start corral when you log in, so idle boxes are stopped and denials are notified"}
+	switch s {
+	case LoginUnsupported:
+		it.Hidden = true
+	case LoginOn:
+		it.Checked = true
+	case LoginNeedsApproval:
+		it.Checked = true
+		it.Title = "Open at login (allow in System Settings › Login Items)"
+	}
+	return it
 }
 
 // Limits for Build; the zero value means the defaults.
@@ -207,10 +238,11 @@ func Build(st State, ui UI, lim Limits) Menu {
 	if idle == 0 {
 		stopIdle.Disabled = true
 	}
-	actions := Section{Key: SectionActions, Cap: 3, SeparatorBefore: true, Items: []Item{
+	actions := Section{Key: SectionActions, Cap: 4, SeparatorBefore: true, Items: []Item{
 		projectsItem(st, lim),
 		stopIdle,
 		{Key: "open-config", Title: "Open config", Action: Action{Kind: ActOpenConfig}},
+		loginItem(ui.Login),
 	}}
 	quit := Section{Key: SectionQuit, Cap: 1, SeparatorBefore: true, Items: []Item{
 		{Key: "quit", Title: "Quit corral", Action: Action{Kind: ActQuit}},

@@ -342,3 +342,33 @@ func TestRequestsItem(t *testing.T) {
 		})
 	}
 }
+
+func TestLoginItem(t *testing.T) {
+	for _, tc := range []struct {
+		state   LoginState
+		hidden  bool
+		checked bool
+		title   string
+	}{
+		{LoginUnsupported, true, false, "Open at login"},
+		{LoginOff, false, false, "Open at login"},
+		{LoginOn, false, true, "Open at login"},
+		{LoginNeedsApproval, false, true, "Open at login (allow in System Settings › Login Items)"},
+	} {
+		var got *Item
+		m := Build(State{}, UI{Login: tc.state}, Limits{})
+		for _, s := range m.Sections {
+			for i := range s.Items {
+				if s.Items[i].Key == "open-at-login" {
+					got = &s.Items[i]
+				}
+			}
+		}
+		if got == nil {
+			t.Fatalf("%v: no open-at-login item", tc.state)
+		}
+		if got.Hidden != tc.hidden || got.Checked != tc.checked || got.Title != tc.title || got.Action.Kind != ActToggleLogin {
+			t.Errorf("%v: %+v", tc.state, *got)
+		}
+	}
+}

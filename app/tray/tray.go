@@ -41,6 +41,7 @@ type slot struct {
 	cur      atomic.Pointer[target] // nil when hidden, disabled or not clickable
 	title    string
 	disabled bool
+	checked  bool
 	hidden   bool
 	children []*slot
 }
@@ -121,6 +122,14 @@ func (t *Tray) applySlot(s *slot, it menu.Item) {
 	if s.title != it.Title {
 		s.mi.SetTitle(it.Title)
 		s.title = it.Title
+	}
+	if it.Checked != s.checked {
+		if it.Checked {
+			s.mi.Check()
+		} else {
+			s.mi.Uncheck()
+		}
+		s.checked = it.Checked
 	}
 	disabled := it.Disabled
 	if disabled != s.disabled {

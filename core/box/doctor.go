@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,11 +22,13 @@ import (
 
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/qemu"
 	"github.com/corral-dev/corral/core/secret"
@@ -93,6 +96,24 @@ type HostFacts struct {
 	UserNS error
 	// GitShadowOff are the boxes that opted out of the git shadow.
 	GitShadowOff []string
+	// KeychainItems are the keychain items boxes read, probed without a
+	// dialog (only when the store is a secret.Prober: macOS).
+	KeychainItems []KeychainItem
+	// Images are the HEAD answers for the default guest images (nil when
+	// not probed).
+	Images []ImageProbe
+	// QemuUsers are the boxes whose config sets vm_type = "qemu" (macOS:
+	// only they need qemu). QemuFirmware is the real qemu's share/qemu.
+	QemuUsers    []string
+	QemuFirmware string
+}
+
+// KeychainItem is one keychain item a box reads, as Probe found it.
+type KeychainItem struct {
+	Boxes            []string
+	Service, Account string
+	Access           secret.Access
+	Err              error
 }
 
 // HostChecks turns host facts into checks. It is pure.
@@ -150,6 +171,7 @@ func HostChecks(f HostFacts) []Check {
 		} else {
 			out = append(out, fail("vz", f.VZDetail, `update to macOS 13 or later, or set vm_type = "qemu" (and brew install qemu)`))
 		}
+		out = append(out, darwinQemuChecks(f)...)
 	}
 
 	var clis []string
@@ -224,6 +246,69 @@ func HostChecks(f HostFacts) []Check {
 		out = append(out, fail("keychain", fmt.Sprintf("unavailable, and boxes %s use keychain_env: %v", strings.Join(f.KeychainUsers, ", "), f.Keychain),
 			hintOf(f.Keychain, "unlock or start the OS keychain")))
 	}
+	out = append(out, keychainItemChecks(f.KeychainItems)...)
+	if f.Images != nil {
+		out = append(out, imageCheck(f.Images))
+	}
+	return out
+}
+
+// darwinQemuChecks: with vz nothing needs qemu; a box with vm_type =
+// "qemu" needs qemu-system, qemu-img and the UEFI firmware Lima finds
+// through ~/.corral/run/share/qemu (linked to the real qemu's share/qemu).
+func darwinQemuChecks(f HostFacts) []Check {
+	users := strings.Join(f.QemuUsers, ", ")
+	if len(f.QemuUsers) == 0 {
+		if f.QemuErr != nil {
+			return []Check{pass("qemu", `not installed; only vm_type = "qemu" needs it (vz is the default)`)}
+		}
+		return []Check{pass("qemu", f.QemuPath+` (used only with vm_type = "qemu")`)}
+	}
+	var out []Check
+	if f.QemuErr != nil {
+		out = append(out, fail("qemu", fmt.Sprintf("boxes %s set vm_type = \"qemu\" but no qemu-system was found: %v", users, f.QemuErr),
+			`brew install qemu, or remove vm_type = "qemu" from those boxes' config (vz is the default)`))
+	} else {
+		out = append(out, pass("qemu", f.QemuPath))
+		if f.QemuFirmware == "" {
+			out = append(out, fail("qemu firmware", "no share/qemu beside "+f.QemuPath+": Lima cannot find the UEFI firmware for boxes "+users,
+				"brew reinstall qemu"))
+		} else {
+			out = append(out, pass("qemu firmware", f.QemuFirmware))
+		}
+	}
+	if f.QemuImgErr != nil {
+		out = append(out, fail("qemu-img", f.QemuImgErr.Error()+" (Lima makes qemu disks with it)", "brew install qemu"))
+	} else {
+		out = append(out, pass("qemu-img", cmp.Or(f.QemuImgPath, "found")))
+	}
+	return out
+}
+
+// keychainItemChecks: an item that would raise the "allow access" dialog
+// is a failure, since the broker reads it with nobody watching.
+func keychainItemChecks(items []KeychainItem) []Check {
+	var out []Check
+	for _, it := range items {
+		name := fmt.Sprintf("keychain item %s/%s", display.Text(it.Service, 80), display.Text(it.Account, 80))
+		boxes := strings.Join(it.Boxes, ", ")
+		set := fmt.Sprintf("corral secret set --service %s --account %s", it.Service, it.Account)
+		switch it.Access {
+		case secret.AccessReadable:
+			out = append(out, pass(name, "corral reads it without a dialog (boxes "+boxes+")"))
+		case secret.AccessPrompts:
+			out = append(out, fail(name, "reading it raises a Keychain dialog (allow access, or unlock), and the broker reads it with nobody watching (boxes "+boxes+")",
+				"store it with "+set+" (corral then owns the item), or start a session in Terminal once and choose Always Allow"))
+		case secret.AccessMissing:
+			out = append(out, fail(name, "no such item (boxes "+boxes+")", set))
+		default:
+			detail := "could not tell whether reading it prompts"
+			if it.Err != nil {
+				detail += ": " + it.Err.Error()
+			}
+			out = append(out, pass(name, detail))
+		}
+	}
 	return out
 }
 
@@ -247,9 +332,41 @@ func hintOf(err error, def string) string {
 // never stored, so "not found" proves the store answers.
 const doctorProbeService = "corral-doctor-probe"
 
+// keychainRefs are the keychain items a box's sessions and broker read:
+// keychain_env and [credentials.NAME] keychain.
+func keychainRefs(c config.Config) []config.SecretRef {
+	var out []config.SecretRef
+	for _, r := range c.KeychainEnv {
+		out = append(out, r)
+	}
+	for _, cr := range c.Credentials {
+		if cr.Keychain != nil {
+			out = append(out, *cr.Keychain)
+		}
+	}
+	return out
+}
+
+// HostFactsOptions are the optional parts of HostFacts.
+type HostFactsOptions struct {
+	// ImagesFor is a project directory: the guest images a new box there
+	// would download are probed with HEAD requests (network). "" skips.
+	ImagesFor string
+}
+
+// imagesFor are the remote images a new box in dir would download: its
+// effective image key, or the defaults when its config does not load.
+func (s *Service) imagesFor(dir string) []limayaml.Image {
+	r, err := Resolve(s.Layout, ResolveOptions{Dir: dir, Platform: HostPlatform()})
+	if err != nil {
+		return limayaml.DefaultImages(runtime.GOARCH)
+	}
+	return limayaml.ImageURLs(r.Loaded.Config, runtime.GOARCH)
+}
+
 // HostFacts reads the host facts. store is the OS keychain (nil skips the
-// keychain probe).
-func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
+// keychain probes).
+func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFactsOptions) HostFacts {
 	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome()}
 	f.LimaVersion, f.LimaErr = s.Lima.CheckVersion(ctx)
 	if filepath.IsAbs(s.Lima.Limactl) {
@@ -270,6 +387,11 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
 		f.UserNS = qemu.CheckNamespaces()
 	case "darwin":
 		f.VZ, f.VZDetail = vzAvailable()
+		f.QemuPath, f.QemuErr = qemu.FindQemu("")
+		f.QemuImgPath, f.QemuImgErr = hostbin.Find("qemu-img")
+		if f.QemuErr == nil {
+			f.QemuFirmware = qemu.FirmwareDir(f.QemuPath)
+		}
 	}
 	for _, d := range s.Layout.Dirs() {
 		df := DirFact{Path: d}
@@ -286,13 +408,40 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store) HostFacts {
 	}
 	f.MaxNameLen = project.MaxNameLen(s.Layout.LimaHome())
 	metas, _ := ListMeta(s.Layout)
+	users := map[config.SecretRef][]string{}
 	for _, m := range metas {
 		f.BoxNames = append(f.BoxNames, m.Name)
 		if m.GitShadowOff {
 			f.GitShadowOff = append(f.GitShadowOff, m.Name)
 		}
-		if r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project}); err == nil && len(r.Loaded.Config.KeychainEnv) > 0 {
+		r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project})
+		if err != nil {
+			continue
+		}
+		c := r.Loaded.Config
+		if len(c.KeychainEnv) > 0 {
 			f.KeychainUsers = append(f.KeychainUsers, m.Name)
+		}
+		if c.VMType != nil && *c.VMType == "qemu" {
+			f.QemuUsers = append(f.QemuUsers, m.Name)
+		}
+		for _, ref := range keychainRefs(c) {
+			users[ref] = append(users[ref], m.Name)
+		}
+	}
+	if p, ok := store.(secret.Prober); ok {
+		for _, ref := range slices.SortedFunc(maps.Keys(users), func(a, b config.SecretRef) int {
+			return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Account, b.Account))
+		}) {
+			it := KeychainItem{Boxes: users[ref], Service: ref.Service, Account: ref.Account}
+			it.Access, it.Err = p.Probe(ctx, ref.Service, ref.Account)
+			f.KeychainItems = append(f.KeychainItems, it)
+		}
+	}
+	if opt.ImagesFor != "" {
+		f.Images = ProbeImages(ctx, nil, s.imagesFor(opt.ImagesFor))
+		if f.Images == nil {
+			f.Images = []ImageProbe{} // a local image: nothing to fetch
 		}
 	}
 	if h, err := hostinfo.Read(); err == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/secret"
 )
 
@@ -92,6 +95,36 @@ func TestHostChecksProblems(t *testing.T) {
 		{"limactl path", func(f *HostFacts) { f.LimactlPath = "/opt/homebrew/bin/limactl" }, "lima", true, "/opt/homebrew/bin/limactl 1.2.2", ""},
 		{"git CLIs", func(f *HostFacts) { f.GitCLIs = map[string]string{"glab": "/opt/local/bin/glab"} }, "git host CLIs", true, "gh not installed, glab /opt/local/bin/glab", ""},
 		{"no vz", func(f *HostFacts) { f.GOOS, f.VZDetail = "darwin", "macOS 12.7 is older than 13, which vz needs" }, "vz", false, "older than 13", "macOS 13"},
+		{"mac, no qemu, none needed", func(f *HostFacts) { f.GOOS, f.VZ, f.QemuErr = "darwin", true, errors.New("not found") }, "qemu", true, "only vm_type", ""},
+		{"mac, no qemu, needed", func(f *HostFacts) {
+			f.GOOS, f.VZ, f.QemuErr, f.QemuUsers = "darwin", true, errors.New("not found"), []string{"web-3f2a1c"}
+		}, "qemu", false, "web-3f2a1c set vm_type", "brew install qemu"},
+		{"mac, qemu without firmware", func(f *HostFacts) {
+			f.GOOS, f.VZ, f.QemuUsers = "darwin", true, []string{"web-3f2a1c"}
+		}, "qemu firmware", false, "UEFI firmware", "brew reinstall qemu"},
+		{"mac, qemu with firmware", func(f *HostFacts) {
+			f.GOOS, f.VZ, f.QemuUsers, f.QemuFirmware = "darwin", true, []string{"web-3f2a1c"}, "/opt/homebrew/share/qemu"
+		}, "qemu firmware", true, "/opt/homebrew/share/qemu", ""},
+		{"mac, no qemu-img, needed", func(f *HostFacts) {
+			f.GOOS, f.VZ, f.QemuUsers, f.QemuImgErr = "darwin", true, []string{"web-3f2a1c"}, errors.New("qemu-img not found")
+		}, "qemu-img", false, "not found", "brew install qemu"},
+		{"keychain item prompts", func(f *HostFacts) {
+			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessPrompts}}
+		}, "keychain item api/me", false, "raises a Keychain dialog", "corral secret set --service api --account me"},
+		{"keychain item readable", func(f *HostFacts) {
+			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessReadable}}
+		}, "keychain item api/me", true, "without a dialog", ""},
+		{"keychain item missing", func(f *HostFacts) {
+			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessMissing}}
+		}, "keychain item api/me", false, "no such item", "corral secret set"},
+		{"image pinned", func(f *HostFacts) { f.Images = []ImageProbe{{Image: pinnedImage, Status: 200}} }, "guest image", true, "(pinned by digest)", ""},
+		{"image serial gone", func(f *HostFacts) {
+			f.Images = []ImageProbe{{Image: pinnedImage, Status: 404}, {Image: limayaml.Image{Location: "https://127.0.0.1/release/x.img"}, Status: 200}}
+		}, "guest image", true, "not pinned by digest); unavailable first: https://127.0.0.1/release-1/x.img (HTTP 404)", ""},
+		{"no image", func(f *HostFacts) {
+			f.Images = []ImageProbe{{Image: pinnedImage, Err: errors.New("no route")}, {Image: limayaml.Image{Location: "https://127.0.0.1/release/x.img"}, Status: 503}}
+		}, "guest image", false, "no route", "set image"},
+		{"local image", func(f *HostFacts) { f.Images = []ImageProbe{} }, "guest image", true, "local image", ""},
 	}
 	for _, tt := range tests {
 		f := healthyHost()
@@ -104,6 +137,34 @@ func TestHostChecksProblems(t *testing.T) {
 		if c.OK != tt.ok || !strings.Contains(c.Detail, tt.detail) || !strings.Contains(c.Fix, tt.fix) || (!c.OK && c.Fix == "") {
 			t.Errorf("%s: %+v", tt.name, c)
 		}
+	}
+}
+
+var pinnedImage = limayaml.Image{Location: "https://127.0.0.1/release-1/x.img", Digest: "sha256:00"}
+
+// ProbeImages asks each image in Lima's order and stops at the first that
+// answers; it follows redirects (the release directory redirects to the
+// serial upstream) and reports a dead server as an error.
+func TestProbeImages(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/gone.img", http.NotFound)
+	mux.HandleFunc("/moved.img", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok.img", http.StatusFound) })
+	var methods []string
+	mux.HandleFunc("/ok.img", func(w http.ResponseWriter, r *http.Request) { methods = append(methods, r.Method) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	ims := []limayaml.Image{{Location: dead.URL + "/x.img"}, {Location: srv.URL + "/gone.img"}, {Location: srv.URL + "/moved.img"}, {Location: srv.URL + "/never.img"}}
+	got := ProbeImages(context.Background(), srv.Client(), ims)
+	if len(got) != 3 {
+		t.Fatalf("%d probes, want 3 (stop at the first that answers): %+v", len(got), got)
+	}
+	if got[0].Err == nil || got[0].OK() || got[1].Status != 404 || !got[2].OK() {
+		t.Errorf("probes %+v", got)
+	}
+	if !reflect.DeepEqual(methods, []string{http.MethodHead}) {
+		t.Errorf("methods %v, want one HEAD", methods)
 	}
 }
 

@@ -408,8 +408,9 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	definedInstall := !a.Builtin && a.Install != ""
 	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude || definedInstall || c.Image == nil || *c.Image == "" {
 		// apt, toolchains and the agent's installer download once, here;
-		// so does tmux, which a downloaded cloud image (no image key)
-		// lacks (guest/provision/10-packages.sh).
+		// so do nftables, tmux and the rest of what corral's guest scripts
+		// run, when a downloaded cloud image (no image key) lacks them
+		// (guest/provision/05-require.sh).
 		net = string(config.NetworkFull)
 	}
 	c.Network = &net

@@ -1,8 +1,10 @@
 package box
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -40,5 +42,57 @@ func TestLinkQemuShare(t *testing.T) {
 	}
 	if got, _ := os.Readlink(filepath.Join(run, "share", "qemu")); got != fw2 {
 		t.Errorf("link = %q, want %q", got, fw2)
+	}
+}
+
+// The cask's corral on PATH is a link to the app bundle's binary: both
+// give the same shim target, so the CLI and the app stop flipping the link.
+func TestShimTargetResolvesLinks(t *testing.T) {
+	d := t.TempDir()
+	bundle := filepath.Join(d, "Corral.app", "Contents", "MacOS")
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(bundle, "corral")
+	if err := os.WriteFile(exe, nil, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cask := filepath.Join(d, "corral")
+	if err := os.Symlink(exe, cask); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(exe)
+	if a, b := shimTarget(cask), shimTarget(exe); a != real || b != real {
+		t.Errorf("shimTarget: cask %q, bundle %q, want %q", a, b, real)
+	}
+	if got := shimTarget(filepath.Join(d, "gone")); got != filepath.Join(d, "gone") {
+		t.Errorf("shimTarget of a missing file = %q", got)
+	}
+}
+
+// Concurrent replacements of one link each use their own temporary name:
+// all succeed and leave no temporary behind.
+func TestReplaceLinkConcurrent(t *testing.T) {
+	d := t.TempDir()
+	link := filepath.Join(d, "bin", "qemu-system-aarch64")
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() { errs <- replaceLink(link, fmt.Sprintf("/target/%d", i%2)) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	ents, _ := os.ReadDir(filepath.Dir(link))
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only the link", names)
 	}
 }

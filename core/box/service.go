@@ -2,6 +2,8 @@ package box
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -125,28 +127,47 @@ func (s *Service) qemuShim() (string, error) {
 		return "", errors.New("qemu shim: unknown corral executable")
 	}
 	link := filepath.Join(s.Layout.RunDir(), "bin", QemuShimName+qemuArch())
-	if err := replaceLink(link, s.Exe); err != nil {
+	if err := replaceLink(link, shimTarget(s.Exe)); err != nil {
 		return "", fmt.Errorf("linking the qemu shim: %w", err)
 	}
 	return link, nil
 }
 
+// shimTarget is the file the qemu shim links to: exe with its links
+// resolved. On macOS the CLI runs as the cask's link on PATH and the app as
+// Corral.app/Contents/MacOS/corral, the same file; linking the resolved
+// path keeps every process writing the same link instead of flipping it.
+func shimTarget(exe string) string {
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		return r
+	}
+	return exe
+}
+
 // replaceLink makes link a symbolic link to target, atomically (a new link
-// renamed over the old one), creating link's directory 0700. A link that
-// already points at target is left alone.
+// with a name of its own, renamed over the old one), creating link's
+// directory 0700. A link that already points at target is left alone. Two
+// processes may replace the same link at once: each uses its own
+// temporary name, so neither removes the other's.
 func replaceLink(link, target string) error {
 	if cur, err := os.Readlink(link); err == nil && cur == target {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(link), atomicfile.DirMode); err != nil {
+	dir := filepath.Dir(link)
+	if err := os.MkdirAll(dir, atomicfile.DirMode); err != nil {
 		return err
 	}
-	tmp := link + ".tmp"
-	_ = os.Remove(tmp)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := filepath.Join(dir, "."+filepath.Base(link)+".tmp-"+hex.EncodeToString(b[:]))
 	if err := os.Symlink(target, tmp); err != nil {
 		return err
 	}
-	return os.Rename(tmp, link)
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 func (s *Service) progress(format string, args ...any) {

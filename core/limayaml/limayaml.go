@@ -175,13 +175,60 @@ type Rendered struct {
 	Provision []string
 }
 
-// Ubuntu 24.04 cloud images pinned by digest (from Lima 1.2.2's
-// templates/_images/ubuntu-24.04.yaml).
+// The default guest is Ubuntu 24.04 LTS ("noble"): see docs/PLATFORMS.md
+// for why. Its images follow Lima's own pattern (templates/_images/
+// ubuntu-24.04.yaml in Lima 2.2.0, from which the serial and digests are
+// taken): first a dated serial pinned by digest, then the undated
+// "release" directory of the same series, which always holds the newest
+// serial. The dated serials are removed upstream after several months;
+// Lima tries the images of the VM's arch in order and takes the first
+// that downloads (pkg/instance/start.go, the same in 1.2.2), so a box
+// still gets a noble image then, unpinned. `corral doctor` says which one
+// a new golden build would get (ImageURLs, core/box).
+// No variant field: Lima 1.2.2, the oldest supported, does not know it.
+const (
+	ubuntuSerial  = "release-20260705"
+	ubuntuDated   = "https://cloud-images.ubuntu.com/releases/noble/" + ubuntuSerial + "/"
+	ubuntuCurrent = "https://cloud-images.ubuntu.com/releases/noble/release/"
+)
+
 var defaultImages = []Image{
-	{Location: "https://cloud-images.ubuntu.com/releases/noble/release-20251026/ubuntu-24.04-server-cloudimg-amd64.img", Arch: "x86_64",
-		Digest: "sha256:85743244cc8f2f47384480c81dbb677585d20ed693127667dbfb116f1682f793"},
-	{Location: "https://cloud-images.ubuntu.com/releases/noble/release-20251026/ubuntu-24.04-server-cloudimg-arm64.img", Arch: "aarch64",
-		Digest: "sha256:2674494736319bbd367ef05c37c5dbb764fa7c90661d104ac93243ee84129ca9"},
+	{Location: ubuntuDated + "ubuntu-24.04-server-cloudimg-amd64.img", Arch: "x86_64",
+		Digest: "sha256:ffe6203da54deeb6db5d2a98a83f9ec8e55f149d3f7ba622e1abe5fa966ee3d6"},
+	{Location: ubuntuDated + "ubuntu-24.04-server-cloudimg-arm64.img", Arch: "aarch64",
+		Digest: "sha256:7df0201546f75b8bcc1044594c806c35749421ad3c9bc1be2a3ab806cfae39cc"},
+	{Location: ubuntuCurrent + "ubuntu-24.04-server-cloudimg-amd64.img", Arch: "x86_64"},
+	{Location: ubuntuCurrent + "ubuntu-24.04-server-cloudimg-arm64.img", Arch: "aarch64"},
+}
+
+// DefaultImages are the default guest's images for a Go arch, in the
+// order Lima tries them: pinned first, then the fallback without digest.
+func DefaultImages(goarch string) []Image {
+	arch := limaArch(goarch)
+	var out []Image
+	for _, im := range defaultImages {
+		if im.Arch == arch {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// ImageURLs are the remote images a box with config c would download, in
+// Lima's order: the default images when the image key is unset, the
+// URL when it names one, nothing for a local file or directory.
+func ImageURLs(c config.Config, goarch string) []Image {
+	if c.Image == nil {
+		return DefaultImages(goarch)
+	}
+	if loc := *c.Image; strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://") {
+		return []Image{{Location: loc, Arch: limaArch(goarch)}}
+	}
+	return nil
+}
+
+func limaArch(goarch string) string {
+	return map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[goarch]
 }
 
 // Files of a corral image directory (direct kernel boot, see
@@ -219,8 +266,7 @@ func Render(in Input) (Rendered, error) {
 	}
 	t.Images, t.Firmware = imgs, fw
 
-	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[in.Platform.Arch]
-	t.Arch = arch
+	t.Arch = limaArch(in.Platform.Arch)
 
 	// SUDO: "all" keeps passwordless sudo; "lima" keeps only Lima's
 	// readiness checks (guest/provision/40-network.sh).
@@ -434,18 +480,12 @@ func marshal(t Template) ([]byte, error) {
 	return b.Bytes(), enc.Close()
 }
 
-// images resolves the image key: unset = pinned Ubuntu; a directory = a
+// images resolves the image key: unset = the default Ubuntu images; a directory = a
 // corral image (direct kernel boot); a file or URL = that disk image.
 func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
-	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[p.Arch]
+	arch := limaArch(p.Arch)
 	if image == nil {
-		var out []Image
-		for _, im := range defaultImages {
-			if im.Arch == arch {
-				out = append(out, im)
-			}
-		}
-		return out, nil, nil
+		return DefaultImages(p.Arch), nil, nil
 	}
 	loc := *image
 	if strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://") {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -444,5 +445,46 @@ func TestSetPortForwards(t *testing.T) {
 	}
 	if _, err := SetPortForwards([]byte("- a\n- b\n"), rules); err == nil {
 		t.Error("a YAML list was accepted as an instance template")
+	}
+}
+
+// The default images follow Lima's pattern for every arch: a dated serial
+// with a digest first, then the undated release of the same series without
+// one, so an expired serial still leaves an image to download.
+func TestDefaultImagesHaveAFallback(t *testing.T) {
+	for _, goarch := range []string{"amd64", "arm64"} {
+		ims := DefaultImages(goarch)
+		if len(ims) != 2 {
+			t.Fatalf("%s: %d images, want a pinned one and a fallback", goarch, len(ims))
+		}
+		pinned, fallback := ims[0], ims[1]
+		if !strings.HasPrefix(pinned.Digest, "sha256:") || !strings.Contains(pinned.Location, "/release-") {
+			t.Errorf("%s: first image %+v is not a dated serial with a digest", goarch, pinned)
+		}
+		if fallback.Digest != "" || !strings.Contains(fallback.Location, "/release/") {
+			t.Errorf("%s: second image %+v is not the undated release", goarch, fallback)
+		}
+		if path.Base(pinned.Location) != path.Base(fallback.Location) {
+			t.Errorf("%s: pinned %s and fallback %s are different files", goarch, pinned.Location, fallback.Location)
+		}
+		for _, im := range ims {
+			if im.Arch != limaArch(goarch) {
+				t.Errorf("%s: image %s has arch %s", goarch, im.Location, im.Arch)
+			}
+		}
+	}
+}
+
+func TestImageURLs(t *testing.T) {
+	url := "https://127.0.0.1/x.img"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		image *string
+		want  int
+	}{{nil, 2}, {&url, 1}, {&dir, 0}} {
+		got := ImageURLs(config.Config{Image: tc.image}, "arm64")
+		if len(got) != tc.want {
+			t.Errorf("image %v: %d URLs, want %d", tc.image, len(got), tc.want)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/untrusted"
 )
 
@@ -259,12 +260,26 @@ func packedName(out []byte) (string, error) {
 	return n, nil
 }
 
-func runNPM(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	path, err := exec.LookPath("npm")
+// npmCommand finds the npm client the way corral finds its other host
+// programs (hostbin: PATH, then the package managers' directories), and
+// the PATH to run it with. A menu-bar app started from Finder has
+// PATH=/usr/bin:/bin:/usr/sbin:/sbin, which holds no npm; and npm is a
+// `#!/usr/bin/env node` script, so node must be on its PATH too.
+func npmCommand(pathEnv string, dirs []string) (path, searchPath string, err error) {
+	path, err = hostbin.Lookup("npm", pathEnv, dirs, nil)
 	if err != nil {
-		return nil, fmt.Errorf("the npm client is not installed: %w", err)
+		return "", "", fmt.Errorf("the npm client is not installed: %w", err)
+	}
+	return path, hostbin.SearchPath(pathEnv, append([]string{filepath.Dir(path)}, dirs...)), nil
+}
+
+func runNPM(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	path, searchPath, err := npmCommand(os.Getenv("PATH"), hostbin.Dirs)
+	if err != nil {
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), "PATH="+searchPath)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -190,3 +190,24 @@ func TestSameNameTwoVersionsParses(t *testing.T) {
 		t.Fatalf("the same spec twice: %v", err)
 	}
 }
+
+// The app's Finder PATH holds no npm: npm is found in the package
+// managers' directories, and runs with its own directory (where node is)
+// on PATH.
+func TestNPMCommandOutsidePath(t *testing.T) {
+	brew := t.TempDir()
+	if err := os.WriteFile(filepath.Join(brew, "npm"), []byte("#!/usr/bin/env node\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	finder := t.TempDir() + ":" + t.TempDir() // stands for /usr/bin:/bin
+	path, searchPath, err := npmCommand(finder, []string{brew})
+	if err != nil || path != filepath.Join(brew, "npm") {
+		t.Fatalf("npmCommand = %q, %v", path, err)
+	}
+	if searchPath != finder+":"+brew {
+		t.Errorf("PATH for npm = %q", searchPath)
+	}
+	if _, _, err := npmCommand(finder, []string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("no npm: %v", err)
+	}
+}

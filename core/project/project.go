@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 )
@@ -74,7 +75,68 @@ func ResolveDir(dir string) (string, error) {
 	if !st.IsDir() {
 		return "", fmt.Errorf("project %q is not a directory", dir)
 	}
+	if caseFolds {
+		real = CanonicalCase(real, readNames)
+	}
 	return real, nil
+}
+
+// caseFolds: the platform's default file system ignores case (APFS and
+// HFS+ as macOS formats them), so ~/src/Web and ~/src/web are one folder
+// and must be one box. filepath.EvalSymlinks keeps the case it was given.
+const caseFolds = runtime.GOOS == "darwin"
+
+// readNames lists a directory's entry names.
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// CanonicalCase returns the absolute, existing path p with each component
+// spelled as its directory lists it (names reads a directory), so that
+// every spelling of a folder on a case-insensitive volume gives one path.
+// A component keeps its spelling when the directory lists it exactly (on
+// a case-sensitive volume that is always so) or when it cannot be read.
+func CanonicalCase(p string, names func(dir string) ([]string, error)) string {
+	vol := filepath.VolumeName(p)
+	rest := strings.TrimPrefix(p[len(vol):], string(filepath.Separator))
+	if rest == "" {
+		return p
+	}
+	cur := vol + string(filepath.Separator)
+	for _, c := range strings.Split(rest, string(filepath.Separator)) {
+		if ents, err := names(cur); err == nil {
+			c = canonicalName(c, ents)
+		}
+		cur = filepath.Join(cur, c)
+	}
+	return cur
+}
+
+// canonicalName is name as the directory listing entries spells it: name
+// itself when listed, else the one entry equal to it ignoring case, else
+// name (none, or several: a case-sensitive volume that has both).
+func canonicalName(name string, entries []string) string {
+	match := ""
+	for _, e := range entries {
+		if e == name {
+			return name
+		}
+		if strings.EqualFold(e, name) {
+			if match != "" {
+				return name
+			}
+			match = e
+		}
+	}
+	if match == "" {
+		return name
+	}
+	return match
 }
 
 // BoxName derives the default box name of an absolute project path:

@@ -142,3 +142,67 @@ func TestResolveErrors(t *testing.T) {
 		t.Errorf("file accepted: %v", err)
 	}
 }
+
+func TestCanonicalName(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries []string
+		want    string
+	}{
+		{"web", []string{"Web"}, "Web"},
+		{"WEB", []string{"a", "Web", "b"}, "Web"},
+		{"web", []string{"web", "Web"}, "web"},    // case-sensitive volume: exact wins
+		{"WEB", []string{"web", "Web"}, "WEB"},    // ambiguous: keep
+		{"other", []string{"Web"}, "other"},       // not listed: keep
+		{"straße", []string{"STRASSE"}, "straße"}, // EqualFold is simple folding only
+	} {
+		if got := canonicalName(tc.name, tc.entries); got != tc.want {
+			t.Errorf("canonicalName(%q, %q) = %q, want %q", tc.name, tc.entries, got, tc.want)
+		}
+	}
+}
+
+// ~/src/Web and ~/src/web on a case-insensitive volume are one folder:
+// both spellings give the listed one, hence one box name.
+func TestCanonicalCaseOneBox(t *testing.T) {
+	fs := map[string][]string{
+		"/":                 {"Users"},
+		"/Users":            {"me"},
+		"/Users/me":         {"src"},
+		"/Users/me/src":     {"web"},
+		"/Users/me/src/web": {},
+	}
+	names := func(dir string) ([]string, error) {
+		for k, v := range fs {
+			if strings.EqualFold(k, dir) {
+				return v, nil
+			}
+		}
+		return nil, os.ErrNotExist
+	}
+	a := CanonicalCase("/Users/me/src/Web", names)
+	b := CanonicalCase("/users/ME/src/web", names)
+	if a != "/Users/me/src/web" || a != b {
+		t.Errorf("CanonicalCase: %q and %q, want both /Users/me/src/web", a, b)
+	}
+	na, _ := BoxName(a, "/Users/me/.lima")
+	nb, _ := BoxName(b, "/Users/me/.lima")
+	if na != nb {
+		t.Errorf("box names %q and %q", na, nb)
+	}
+	if got := CanonicalCase("/", names); got != "/" {
+		t.Errorf("CanonicalCase(/) = %q", got)
+	}
+}
+
+// On a real (case-sensitive) directory the path comes back unchanged.
+func TestCanonicalCaseRealDir(t *testing.T) {
+	d := t.TempDir()
+	sub := filepath.Join(d, "Web")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := CanonicalCase(sub, readNames); got != sub {
+		t.Errorf("CanonicalCase(%q) = %q", sub, got)
+	}
+}

@@ -66,3 +66,47 @@ func keychainError(op, service, account string, status int, cause error) (err er
 func keychainTimeoutHint(service, account string) string {
 	return fmt.Sprintf("a Keychain dialog may be waiting for you: choose Always Allow and run again, or store the secret with corral secret set --service %s --account %s so that corral is not asked", service, account)
 }
+
+// Access is what reading an item would do, found without asking anyone.
+type Access int
+
+const (
+	AccessUnknown  Access = iota // the store could not tell
+	AccessReadable               // read without a dialog
+	AccessPrompts                // a dialog would ask (allow access, or unlock)
+	AccessMissing                // no such item
+)
+
+func (a Access) String() string {
+	switch a {
+	case AccessReadable:
+		return "readable"
+	case AccessPrompts:
+		return "prompts"
+	case AccessMissing:
+		return "missing"
+	}
+	return "unknown"
+}
+
+// Prober is a Store that can tell what reading an item would do without
+// raising a dialog (`corral doctor`).
+type Prober interface {
+	Probe(ctx context.Context, service, account string) (Access, error)
+}
+
+// probeAccess classifies the Security framework's answer to a read made
+// with user interaction disallowed: status 0 with an item is readable;
+// errSecInteractionNotAllowed means the read needed a dialog (an "allow
+// access" question, or an unlock of a locked keychain).
+func probeAccess(status int, found bool) Access {
+	switch {
+	case status == 0 && found:
+		return AccessReadable
+	case status == 0, status == errSecItemNotFound:
+		return AccessMissing
+	case status == errSecInteractionNotAllowed:
+		return AccessPrompts
+	}
+	return AccessUnknown
+}

@@ -66,3 +66,21 @@ func TestInteractive(t *testing.T) {
 		t.Error("timeout hint does not recommend corral secret set")
 	}
 }
+
+func TestProbeAccess(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		found  bool
+		want   Access
+	}{
+		{0, true, AccessReadable},
+		{0, false, AccessMissing},
+		{errSecItemNotFound, false, AccessMissing},
+		{errSecInteractionNotAllowed, false, AccessPrompts},
+		{errSecAuthFailed, false, AccessUnknown},
+	} {
+		if got := probeAccess(tc.status, tc.found); got != tc.want {
+			t.Errorf("probeAccess(%d, %v) = %v, want %v", tc.status, tc.found, got, tc.want)
+		}
+	}
+}

@@ -6,10 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/keybase/go-keychain"
 )
+
+// probeMu serialises Probe: the interaction setting is process-wide.
+var probeMu sync.Mutex
 
 // Default returns the platform secret store: the login keychain on macOS.
 func Default() Store { return &Keychain{} }
@@ -28,7 +32,10 @@ type Keychain struct {
 	Timeout time.Duration
 }
 
-var _ Store = (*Keychain)(nil)
+var (
+	_ Store  = (*Keychain)(nil)
+	_ Prober = (*Keychain)(nil)
+)
 
 // run calls f on a goroutine, bounded by ctx.
 func (k *Keychain) run(ctx context.Context, service, account string, f func() error) error {
@@ -84,23 +91,68 @@ func (k *Keychain) Get(ctx context.Context, service, account string) (string, er
 	return v, err
 }
 
-// Set implements Store.
+// Set implements Store. corral creates the item, so its access list
+// trusts corral and reading it never prompts: an existing item is deleted
+// and added again (setOwned), since updating it would keep the access list
+// of whoever made it. go-keychain v0.0.1 cannot set an access list
+// (SetAccess was removed upstream), so re-creating is the only way.
+// Deleting an item made by another program may itself raise the dialog
+// once (UNVERIFIED): secret set runs at a terminal, with time to answer.
 func (k *Keychain) Set(ctx context.Context, service, account, value string) error {
 	return k.run(ctx, service, account, func() error {
-		item := query(service, account)
-		item.SetLabel(service)
-		item.SetData([]byte(value))
-		err := keychain.AddItem(item)
-		if errors.Is(err, keychain.ErrorDuplicateItem) {
-			upd := keychain.NewItem()
-			upd.SetData([]byte(value))
-			err = keychain.UpdateItem(query(service, account), upd)
+		add := func() error {
+			item := query(service, account)
+			item.SetLabel(service)
+			item.SetData([]byte(value))
+			return keychain.AddItem(item)
 		}
-		if err != nil {
+		del := func() error {
+			if err := keychain.DeleteItem(query(service, account)); err != nil {
+				return k.fail("deleting the existing keychain item", service, account, err)
+			}
+			return nil
+		}
+		dup := func(err error) bool { return errors.Is(err, keychain.ErrorDuplicateItem) }
+		if err := setOwned(add, del, dup); err != nil {
 			return k.fail("writing keychain", service, account, err)
 		}
 		return nil
 	})
+}
+
+// Probe implements Prober: it reads the item with user interaction
+// disallowed (SecKeychainSetUserInteractionAllowed, process-wide, so
+// probes are serialised and interaction is allowed again after each), and
+// drops the value.
+func (k *Keychain) Probe(ctx context.Context, service, account string) (Access, error) {
+	var a Access
+	err := k.run(ctx, service, account, func() error {
+		probeMu.Lock()
+		defer probeMu.Unlock()
+		setInteraction(false)
+		defer setInteraction(true)
+		q := query(service, account)
+		q.SetMatchLimit(keychain.MatchLimitOne)
+		q.SetReturnData(true)
+		res, err := keychain.QueryItem(q)
+		for _, r := range res {
+			clear(r.Data)
+		}
+		status := 0
+		var kerr keychain.Error
+		switch {
+		case errors.As(err, &kerr):
+			status = int(kerr)
+		case err != nil:
+			return err
+		}
+		a = probeAccess(status, len(res) > 0)
+		if a == AccessUnknown {
+			return k.fail("probing keychain", service, account, err)
+		}
+		return nil
+	})
+	return a, err
 }
 
 // Delete implements Store.

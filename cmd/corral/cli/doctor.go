@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
@@ -15,7 +16,7 @@ import (
 
 // doctorService is what `corral doctor` needs of the lifecycle service.
 type doctorService interface {
-	HostFacts(ctx context.Context, store secret.Store) box.HostFacts
+	HostFacts(ctx context.Context, store secret.Store, opt box.HostFactsOptions) box.HostFacts
 	DoctorBox(ctx context.Context, box string, opt box.DoctorBoxOptions) []box.Check
 }
 
@@ -31,6 +32,9 @@ type DoctorOptions struct {
 	BoxOptions func(ctx context.Context, boxName string) (string, box.DoctorBoxOptions, []box.Check)
 	Box        string
 	JSON       bool
+	// Offline skips the one network check (HEAD requests for the guest
+	// image a new box would download).
+	Offline bool
 }
 
 // NewCmdDoctor builds `corral doctor`.
@@ -47,7 +51,10 @@ socket path length, the memory budget, the keychain) and a box (default:
 the project's box, when it exists): its config and session environment
 and, while it runs, from inside the guest over one ssh round trip, its
 provisioning, guest units, network mode, forwarded variable names and git
-credentials. It prints variable names, never values. Every failed check
+credentials. It asks whether the guest image a new box would download is
+there (HEAD requests; --offline skips them) and, on macOS, whether a
+keychain item a box reads would raise a Keychain dialog (without raising
+it). It prints variable names, never values. Every failed check
 names its fix; the exit status is 1 when any check fails.`,
 		Example: "  corral doctor\n  corral doctor web-3f2a1c\n  corral doctor --json",
 		Args:    cobra.MaximumNArgs(1),
@@ -62,6 +69,7 @@ names its fix; the exit status is 1 when any check fails.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON: [{check, ok, detail, fix}]")
+	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "skip the network check of the guest image")
 	return cmd
 }
 
@@ -123,7 +131,11 @@ func doctorRun(opts *DoctorOptions) error {
 	if opts.Factory != nil && opts.Factory.SecretStore != nil {
 		store = opts.Factory.SecretStore()
 	}
-	checks := box.HostChecks(s.HostFacts(ctx, store))
+	var hopt box.HostFactsOptions
+	if !opts.Offline {
+		hopt.ImagesFor, _ = os.Getwd()
+	}
+	checks := box.HostChecks(s.HostFacts(ctx, store, hopt))
 	if opts.BoxOptions != nil {
 		name, bopt, pre := opts.BoxOptions(ctx, opts.Box)
 		checks = append(checks, pre...)

@@ -14,11 +14,15 @@ import (
 
 type fakeDoctor struct {
 	facts box.HostFacts
+	opt   box.HostFactsOptions
 	box   []box.Check
 	asked string
 }
 
-func (f *fakeDoctor) HostFacts(context.Context, secret.Store) box.HostFacts { return f.facts }
+func (f *fakeDoctor) HostFacts(_ context.Context, _ secret.Store, opt box.HostFactsOptions) box.HostFacts {
+	f.opt = opt
+	return f.facts
+}
 func (f *fakeDoctor) DoctorBox(_ context.Context, name string, _ box.DoctorBoxOptions) []box.Check {
 	f.asked = name
 	return f.box
@@ -121,5 +125,18 @@ FAIL  unit corral-project.service: corral-project.service is inactive in the box
 	}
 	if _, ok := got[0]["fix"]; !ok {
 		t.Errorf("fix missing from a passed check: %v", got[0])
+	}
+}
+
+// The image check is doctor's one network call: --offline skips it.
+func TestDoctorOfflineSkipsTheImageProbe(t *testing.T) {
+	fd := &fakeDoctor{facts: healthyFacts()}
+	runDoctor(t, fd)
+	if fd.opt.ImagesFor == "" {
+		t.Errorf("doctor without --offline does not probe the image")
+	}
+	runDoctor(t, fd, "--offline")
+	if fd.opt.ImagesFor != "" {
+		t.Errorf("doctor --offline probes the image for %q", fd.opt.ImagesFor)
 	}
 }

@@ -1,0 +1,62 @@
+#!/bin/sh
+# The programs corral's guest scripts run, installed from the image's own
+# apt sources when the image lacks them, or the boot is refused naming the
+# package. Runs at every boot (a no-op once everything is there), right
+# after 00-base.sh and before every script that uses one of them:
+#   nft      (nftables)   apply-network.sh, the corral-network unit, 41-sudo.sh's rule
+#   tmux     (tmux)       corral-launch's detachable sessions
+#   git      (git)        35-git.sh, 45-clone.sh, the git shadow
+#   curl     (curl)       the claude agent's official installer
+#   sudo, visudo (sudo)   41-sudo.sh
+#   findmnt, mountpoint, runuser (util-linux)   mounts, the agent step
+#   ca-certificates       TLS of every client in the box
+# The offline test image (packaging/linux/build-image.sh) has them all; a
+# cloud image may not. A golden build of a downloaded image has the
+# network (core/box goldenTemplate); in broker mode apt goes through the
+# broker (the apt proxy of 40-network.sh is not written yet at first boot);
+# offline, nothing can be installed.
+set -eu
+
+missing=
+need() { # need PACKAGE TEST...: PACKAGE is missing unless every TEST passes
+	pkg=$1
+	shift
+	for t in "$@"; do
+		case $t in
+		/*) [ -e "$t" ] && continue ;;
+		*) command -v "$t" >/dev/null 2>&1 && continue ;;
+		esac
+		case " $missing " in
+		*" $pkg "*) ;;
+		*) missing="${missing:+$missing }$pkg" ;;
+		esac
+		return 0
+	done
+}
+need nftables nft
+need tmux tmux
+need git git
+need curl curl
+need sudo sudo visudo
+need util-linux findmnt mountpoint runuser
+need ca-certificates /etc/ssl/certs/ca-certificates.crt
+[ -n "$missing" ] || exit 0
+
+refuse() {
+	echo "corral: this image lacks $missing, which corral needs in every box, and $1." >&2
+	echo "corral: use an image that has them (the default Ubuntu image, or one built with packaging/linux/build-image.sh), or give the golden build network to install them." >&2
+	exit 1
+}
+command -v apt-get >/dev/null 2>&1 || refuse "it has no apt-get to install them"
+net=${PARAM_NETWORK:-broker}
+[ "$net" != offline ] || refuse "an offline box cannot install them"
+set --
+if [ "$net" = broker ]; then
+	proxy="http://${PARAM_PROXY_HOST:-192.168.5.2}:${PARAM_PROXY_PORT:-0}"
+	set -- -o "Acquire::http::Proxy=$proxy" -o "Acquire::https::Proxy=$proxy"
+fi
+echo "corral: installing $missing from the image's apt sources" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get "$@" -q update >&2 || refuse "apt-get update failed (see above)"
+# shellcheck disable=SC2086 # word splitting is the list
+apt-get "$@" -q install -y --no-install-recommends -- $missing >&2 || refuse "apt-get install failed (see above)"
