@@ -35,6 +35,10 @@ func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialL
 	if store == nil {
 		store = secret.Default()
 	}
+	// One read per item at a time, bounded by the interactive timeout, and
+	// a refusal remembered briefly: a Keychain "allow access" dialog is
+	// asked once, not once per retrying request.
+	store = secret.NewShared(store)
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.LookupEnv

@@ -77,7 +77,7 @@ func addToList(path, key string, entries []string, why, who string, now time.Tim
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("adding to %s of %s (nothing was written): %w", key, path, err)
 	}
-	unlock, err := lockFile(path + ".lock")
+	unlock, err := atomicfile.Lock(path + atomicfile.LockSuffix)
 	if err != nil {
 		return err
 	}
