@@ -8,12 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/corral-dev/corral/core/funnel"
 )
 
 // The broker's control socket: a Unix socket (mode 0600, in the 0700
@@ -144,25 +145,9 @@ func ListenControl(path string, h *Holder, logger *slog.Logger) (*Control, error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("broker control socket %s: a file that is not a socket is in the way", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("broker control socket %s: another process is listening there", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("broker control socket: removing stale socket %s: %w", path, err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := funnel.ListenSocket(path, "broker control socket")
 	if err != nil {
-		return nil, fmt.Errorf("broker control socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("broker control socket: securing %s: %w", path, err)
+		return nil, err
 	}
 	return &Control{ln: ln, h: h, logger: logger, uid: os.Getuid()}, nil
 }

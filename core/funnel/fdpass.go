@@ -29,6 +29,34 @@ var _ net.Listener = (*Listener)(nil)
 // maxFDs bounds the descriptors read from one message; guestconn.SendFD sends one.
 const maxFDs = 4
 
+// ListenSocket listens on the Unix socket path with mode 0600 (keep it in
+// a 0700 directory), for a broker's private sockets: a stale socket at
+// path is replaced; a live one (another broker of the same box) or any
+// other file there is an error. what starts every error message.
+func ListenSocket(path, what string) (*net.UnixListener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s on %s: a file that is not a socket is in the way", what, path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s on %s: another process is listening there", what, path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("%s: removing stale socket %s: %w", what, path, err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", what, path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("%s: securing %s: %w", what, path, err)
+	}
+	return ln, nil
+}
+
 // Listen listens on the Unix socket path (mode 0600; keep it in a 0700
 // directory: whoever can connect can hand the broker connections). A stale
 // socket at path is replaced; a live one or any other file there is an
@@ -37,26 +65,9 @@ func Listen(path string, logger *slog.Logger) (*Listener, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("listening for guest connections on %s: a file that is not a socket is in the way", path)
-		}
-		// A live listener (another broker of the same box) keeps its socket.
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("listening for guest connections on %s: another process is listening there", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("listening for guest connections: removing stale socket %s: %w", path, err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := ListenSocket(path, "listening for guest connections")
 	if err != nil {
-		return nil, fmt.Errorf("listening for guest connections on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("listening for guest connections: securing %s: %w", path, err)
+		return nil, err
 	}
 	l := &Listener{ln: ln, logger: logger, conns: make(chan net.Conn), done: make(chan struct{})}
 	l.wg.Add(1)
