@@ -177,6 +177,15 @@ func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string,
 	// the terminal, wait for the answer instead of secret.DefaultTimeout.
 	actx, cancel := secret.Interactive(ctx, tty)
 	defer cancel()
+	// The items the broker reads are read once here too, with a person at
+	// the terminal: the Keychain asks now (and "Always Allow" covers the
+	// broker, the same program), not when the broker reads in the
+	// background and the agent's request fails after a few seconds.
+	if tty && in.Brokered != nil && len(in.Brokered.Keychain) > 0 && in.Secrets != nil {
+		if err := secret.Preflight(actx, in.Secrets, in.Brokered.Keychain); err != nil {
+			s.Logger.Warn("reading the keychain items the broker uses", "box", m.Name, "err", err)
+		}
+	}
 	return launchenv.Assemble(actx, in)
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/secret"
 )
 
 // The broker's control socket: a Unix socket (mode 0600, in the 0700
@@ -36,10 +37,11 @@ type controlRequest struct {
 }
 
 type controlReply struct {
-	Wants  []string `json:"wants,omitempty"`
-	Token  string   `json:"token,omitempty"`
-	Routes []Route  `json:"routes,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	Wants    []string     `json:"wants,omitempty"`
+	Token    string       `json:"token,omitempty"`
+	Routes   []Route      `json:"routes,omitempty"`
+	Keychain []secret.Ref `json:"keychain,omitempty"`
+	Error    string       `json:"error,omitempty"`
 }
 
 const (
@@ -85,7 +87,7 @@ func Ask(ctx context.Context, path, session string, getenv func(string) (string,
 	if err != nil {
 		return Served{}, err
 	}
-	s := Served{Token: rep.Token, Routes: rep.Routes}
+	s := Served{Token: rep.Token, Routes: rep.Routes, Keychain: rep.Keychain}
 	if err := s.check(); err != nil {
 		return Served{}, fmt.Errorf("the answer of the box's broker on %s: %w", path, err)
 	}
@@ -208,7 +210,7 @@ func (c *Control) serve(uc *net.UnixConn) {
 			if err != nil {
 				rep.Error = err.Error()
 			} else {
-				rep.Token, rep.Routes = s.Token, s.Routes
+				rep.Token, rep.Routes, rep.Keychain = s.Token, s.Routes, s.Keychain
 			}
 		default:
 			rep.Error = fmt.Sprintf("unknown op %q", truncateText(req.Op, 32))

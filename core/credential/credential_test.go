@@ -210,3 +210,46 @@ func TestHolderAndControl(t *testing.T) {
 		t.Errorf("a supply for a credential already served is ignored: %v", err)
 	}
 }
+
+// TestKeychainRefsForPreflight: the broker tells sessions which keychain
+// items it reads (refs, never values), through the control socket, so a
+// session at a terminal can read them first; an item whose host variable
+// the broker has is not read, so not listed.
+func TestKeychainRefsForPreflight(t *testing.T) {
+	c := config.Config{Network: ptr("broker"),
+		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "corral", Account: "anthropic"}}}
+	for _, tt := range []struct {
+		name string
+		env  func(string) (string, bool)
+		want []secret.Ref
+	}{
+		{"from the keychain", env(), []secret.Ref{{Service: "corral", Account: "anthropic"}}},
+		{"from the broker's environment", env("ANTHROPIC_API_KEY", "sk-env"), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := NewHolder(Plan(c), HolderConfig{Getenv: tt.env, Store: &secret.Memory{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sock := filepath.Join(t.TempDir(), "b.ctl")
+			ctl, err := ListenControl(sock, h, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); ctl.Serve(ctx) }()
+			defer func() { cancel(); <-done }()
+			s, err := Ask(context.Background(), sock, "s1", env())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.Keychain, tt.want) {
+				t.Errorf("keychain refs %+v, want %+v", s.Keychain, tt.want)
+			}
+		})
+	}
+	if err := (Served{Keychain: []secret.Ref{{Service: "a\nb"}}}).check(); err == nil {
+		t.Error("a keychain ref with a line break passed the check")
+	}
+}

@@ -23,6 +23,11 @@ type Holder struct {
 	mu      sync.Mutex
 	served  map[string]Route
 	pending []pendingSpec
+	// keychain are the items the broker reads (refs, never values): a
+	// session with a terminal reads them once first (secret.Preflight), so
+	// the Keychain's "allow access" question is asked while a person is
+	// there, not by the broker in the background.
+	keychain []secret.Ref
 }
 
 // pendingSpec is a credential that waits for a session to supply a source.
@@ -79,6 +84,9 @@ func NewHolder(specs []Spec, cfg HolderConfig) (*Holder, error) {
 		c.RootCAs = pool
 		creds = append(creds, c)
 		h.served[s.Name] = route(s, src)
+		if src.Keychain != nil && c.Secret != nil && (src.HostVar == "" || !hostVarSet(cfg, src.HostVar)) {
+			h.keychain = append(h.keychain, secret.Ref{Service: src.Keychain.Service, Account: src.Keychain.Account})
+		}
 	}
 	ec := cfg.Egress
 	ec.Credentials = creds
@@ -106,6 +114,14 @@ func source(s Spec, cfg HolderConfig) (egress.Credential, Source, bool) {
 		}
 	}
 	return egress.Credential{}, Source{}, false
+}
+
+func hostVarSet(cfg HolderConfig, name string) bool {
+	if cfg.Getenv == nil {
+		return false
+	}
+	v, ok := cfg.Getenv(name)
+	return ok && v != ""
 }
 
 func route(s Spec, src Source) Route {
@@ -193,7 +209,7 @@ func (h *Holder) Answer(session string, supply map[string]string) (Served, error
 		}
 	}
 	h.pending = rest
-	out := Served{}
+	out := Served{Keychain: append([]secret.Ref(nil), h.keychain...)}
 	for _, n := range sortedNames(h.served) {
 		out.Routes = append(out.Routes, h.served[n])
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/core/secret"
 	"regexp"
 	"slices"
 	"sort"
@@ -31,6 +32,9 @@ type Route struct {
 type Served struct {
 	Token  string
 	Routes []Route
+	// Keychain are the keychain items the broker reads, for a session's
+	// secret.Preflight (refs only).
+	Keychain []secret.Ref
 }
 
 var varNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`) })
@@ -47,6 +51,14 @@ func (s Served) check() error {
 	}
 	if len(s.Routes) > 64 {
 		errs = append(errs, fmt.Errorf("%d routes", len(s.Routes)))
+	}
+	if len(s.Keychain) > 64 {
+		errs = append(errs, fmt.Errorf("%d keychain items", len(s.Keychain)))
+	}
+	for _, k := range s.Keychain {
+		if k.Service == "" || len(k.Service) > 256 || len(k.Account) > 256 || strings.ContainsAny(k.Service+k.Account, "\x00\r\n") {
+			errs = append(errs, fmt.Errorf("keychain item %q: not a service and account", truncateText(k.Service, 64)))
+		}
 	}
 	for _, r := range s.Routes {
 		if !egress.ValidCredentialName(r.Name) {
