@@ -446,7 +446,7 @@ func TestSuspendRefusesOtherInput(t *testing.T) {
 // runRequire runs provision/05-require.sh with PATH holding only stubs of
 // the given programs and an apt-get that logs its argv (and fails when
 // aptFails), and returns the apt-get log, stderr and the error.
-func runRequire(t *testing.T, have []string, network string, aptFails bool) (string, string, error) {
+func runRequire(t *testing.T, have []string, network string, aptFails bool, aptEtc ...string) (string, string, error) {
 	t.Helper()
 	var script string
 	for _, s := range Provision() {
@@ -473,7 +473,16 @@ func runRequire(t *testing.T, have []string, network string, aptFails bool) (str
 		t.Fatal(err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", script)
-	cmd.Env = []string{"PATH=" + bin, "PARAM_NETWORK=" + network, "PARAM_PROXY_HOST=192.168.5.4", "PARAM_PROXY_PORT=4242"}
+	etc := t.TempDir() // no apt sources unless the caller gives an /etc/apt
+	if len(aptEtc) > 0 {
+		etc = aptEtc[0]
+	}
+	for _, p := range []string{"grep", "printf", "true"} {
+		if real, err := exec.LookPath(p); err == nil {
+			_ = os.Symlink(real, filepath.Join(bin, p))
+		}
+	}
+	cmd.Env = []string{"PATH=" + bin, "PARAM_NETWORK=" + network, "PARAM_PROXY_HOST=192.168.5.4", "PARAM_PROXY_PORT=4242", "CORRAL_APT_ETC=" + etc}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -524,5 +533,29 @@ func TestProvisionRequires(t *testing.T) {
 		if tc.network == "offline" && apt != "" {
 			t.Errorf("offline box ran apt-get: %q", apt)
 		}
+	}
+	// A package source inside the image (file: URIs only, as the offline
+	// test image has): an offline box installs from it, and no mode sends
+	// apt through the broker for it.
+	etc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(etc, "sources.list.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "sources.list.d", "corral-local.list"), []byte("deb [trusted=yes] file:/var/lib/corral/local-debs ./\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, network := range []string{"offline", "broker"} {
+		apt, stderr, err := runRequire(t, noNftTmux, network, false, etc)
+		want := "-q update\n-q install -y --no-install-recommends -- nftables tmux" + ca + "\n"
+		if err != nil || apt != want {
+			t.Errorf("%s with a local source: apt %q, want %q (err %v, stderr %q)", network, apt, want, err, stderr)
+		}
+	}
+	// One network source among them: offline refuses again.
+	if err := os.WriteFile(filepath.Join(etc, "sources.list"), []byte("deb http://mirror.example.test/debian bookworm main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if apt, stderr, err := runRequire(t, noNftTmux, "offline", false, etc); err == nil || apt != "" || !strings.Contains(stderr, "an offline box cannot install them") {
+		t.Errorf("offline with a network source: apt %q, err %v, stderr %q", apt, err, stderr)
 	}
 }

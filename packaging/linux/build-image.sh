@@ -20,7 +20,7 @@
 # Development knobs: KEEP_DEBOOTSTRAP=DIR keeps a pristine copy of the debootstrap tree in DIR and starts from
 # it on the next run (saves the download; a stale tree is yours to delete); KEEP_WORK=1 keeps the work dir.
 #
-# The guest never reaches the network by itself: cloud-init reads NoCloud (Lima's cidata) only, apt has no sources,
+# The guest never reaches the network by itself: cloud-init reads NoCloud (Lima's cidata) only, apt has only a file: source,
 # the timers that phone home are masked, DNS points at Lima's 192.168.5.3 and names resolve from /etc/hosts only.
 # The Debian mirror is read from this machine's apt sources at run time (env MIRROR overrides it).
 set -euo pipefail
@@ -59,7 +59,7 @@ if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$SCRIPT_HASH" ] && [ -f "
 	exit 0
 fi
 
-for tool in debootstrap mkfs.ext4 qemu-img chroot $([ "$CLAUDE_CODE" = skip ] && [ "$AGENTS" = skip ] || echo npm); do
+for tool in debootstrap dpkg-scanpackages mkfs.ext4 qemu-img chroot $([ "$CLAUDE_CODE" = skip ] && [ "$AGENTS" = skip ] || echo npm); do
 	command -v "$tool" >/dev/null || {
 		log "$tool not found: run packaging/linux/setup-lima.sh first"
 		exit 1
@@ -111,10 +111,14 @@ include=(
 	systemd-sysv udev dbus libpam-systemd kmod netbase procps iproute2 isc-dhcp-client
 	initramfs-tools
 	cloud-init python3-cffi-backend python3-minimal
-	openssh-server sudo nftables iptables sshfs fuse3
+	openssh-server sudo iptables sshfs fuse3
 	curl git ca-certificates
-	tmux
 )
+# nftables and tmux are deliberately not installed: their packages (with what they need) go into a package
+# source inside the image (/var/lib/corral/local-debs, a file: apt source), so that every golden build from this
+# image proves that guest/provision/05-require.sh installs what corral's guest scripts run when an image lacks it,
+# with no network (nothing is downloaded at test time).
+local_debs=(nftables tmux)
 if [ -n "${KEEP_DEBOOTSTRAP:-}" ] && [ -x "$KEEP_DEBOOTSTRAP/usr/bin/systemctl" ]; then
 	log "copying debootstrap tree from $KEEP_DEBOOTSTRAP"
 	cp -a "$KEEP_DEBOOTSTRAP" "$ROOT"
@@ -159,6 +163,21 @@ if ! chroot "$ROOT" /bin/sh -euc '
 	log "installing the kernel failed (log above)"
 	exit 1
 fi
+# The local package source (see local_debs above): downloaded while the chroot still has the mirror, indexed
+# here (dpkg-scanpackages), named by the only apt source the guest keeps.
+if ! chroot "$ROOT" /bin/sh -euc '
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get clean
+	apt-get -q install -y --no-install-recommends --download-only "$@"
+	mkdir -p /var/lib/corral/local-debs
+	mv /var/cache/apt/archives/*.deb /var/lib/corral/local-debs/
+' sh "${local_debs[@]}" >"$WORK/local-debs.log" 2>&1; then
+	tail -n 20 "$WORK/local-debs.log" >&2
+	log "downloading ${local_debs[*]} for the image's package source failed (log above)"
+	exit 1
+fi
+(cd "$ROOT/var/lib/corral/local-debs" && dpkg-scanpackages --multiversion . /dev/null >Packages 2>/dev/null)
+log "local package source: $(find "$ROOT/var/lib/corral/local-debs" -name '*.deb' | wc -l) packages for ${local_debs[*]}"
 KVER=$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -n1)
 case "$had_kernel" in
 *"install ok installed"*) chroot "$ROOT" update-initramfs -u -k "$KVER" >/dev/null ;; # tree from KEEP_DEBOOTSTRAP
@@ -225,9 +244,10 @@ chroot "$ROOT" /bin/bash -euc '
 		systemctl mask "$u" >/dev/null 2>&1
 	done
 	systemctl enable systemd-networkd ssh >/dev/null 2>&1
-	# No apt sources inside the guest at all.
+	# No apt sources inside the guest but the local package source (file:, no network).
 	: >/etc/apt/sources.list
 	rm -f /etc/apt/sources.list.d/*
+	echo "deb [trusted=yes] file:/var/lib/corral/local-debs ./" >/etc/apt/sources.list.d/corral-local.list
 	# Identity is generated per instance: empty machine-id, no ssh host keys (sshd regenerates them on boot).
 	: >/etc/machine-id
 	rm -f /var/lib/dbus/machine-id /etc/ssh/ssh_host_*
