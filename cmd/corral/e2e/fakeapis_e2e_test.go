@@ -115,7 +115,7 @@ func (f *fakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"promptTokenCount": 5, "candidatesTokenCount": 7, "totalTokenCount": 12}
 	answer := func(text string) map[string]any {
 		return map[string]any{"candidates": []any{map[string]any{
-			"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
 			"finishReason": "STOP", "index": 0}}, "usageMetadata": usage, "modelVersion": "gemini-e2e"}
 	}
 	switch {
