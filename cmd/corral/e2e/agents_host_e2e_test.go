@@ -331,17 +331,27 @@ func TestAgentCLIsThroughBroker(t *testing.T) {
 		}
 		checkKeys(t, gem.all(), ":streamGenerateContent", "X-Goog-Api-Key", geminiKey)
 	})
-	t.Run("the audit log counts the uses", func(t *testing.T) {
-		stop()
+	t.Run("after a flood of bogus requests the audit log counts the uses", func(t *testing.T) {
+		const flood = 70000
+		start := time.Now()
+		statuses := floodCredentialRoutes(addr, flood)
+		t.Logf("%d bogus credential requests in %s: statuses %v", flood, time.Since(start).Round(time.Millisecond), statuses)
+		if statuses[403] != flood {
+			t.Errorf("statuses %v, want %d refused with 403", statuses, flood)
+		}
+		stop() // the broker writes its counts when it stops
 		evs, err := audit.Read(l.AuditLog(), audit.Filter{Box: name})
 		must(t, err)
-		uses, _ := audit.CredentialUses(evs)
+		uses, refused := audit.CredentialUses(evs)
 		got := map[string]int{}
 		for _, u := range uses {
 			got[u.Credential] = u.Uses
 		}
-		if got["openai"] < 1 || got["gemini"] < 1 {
-			t.Errorf("credential uses in the audit log: %v", got)
+		if got["openai"] < 1 || got["gemini"] < 1 || refused != flood {
+			t.Errorf("credential uses in the audit log: %v, %d refused (want %d)", got, refused, flood)
+		}
+		if len(evs) > 100 {
+			t.Errorf("%d audit events for the box: the refusals were not aggregated", len(evs))
 		}
 		for _, f := range []string{l.AuditLog(), l.EgressLog(name)} {
 			b, _ := os.ReadFile(f)
