@@ -263,9 +263,7 @@ func TestClaudeBrokered(t *testing.T) {
 	// credentials, and Codex's and Gemini's keys configured under their
 	// agent key's names, so `corral codex` and `corral gemini` in this
 	// claude box get their base URLs too (agentCredentials).
-	trusted := fmt.Sprintf(`sudo = true
-golden = false
-
+	trusted := fmt.Sprintf(`
 [credentials.anthropic]
 upstream = "https://127.0.0.1:%s"
 header = "x-api-key"
@@ -278,7 +276,9 @@ header = "basic"
 env_from_host = "E2E_GIT_TOKEN"
 ca = %q
 `, apiPort, ca.pemPath, gitPort, ca.pemPath)
-	trusted = agentCredentials(oaiPort, gemPort, ca.pemPath) + trusted
+	// Top-level keys first: agentCredentials starts with network and
+	// agent, then its tables.
+	trusted = "sudo = true\ngolden = false\n" + agentCredentials(oaiPort, gemPort, ca.pemPath) + trusted
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
 	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"), []byte(trusted), 0o600))
 	defer x.corral("rm", "-f")
