@@ -19,6 +19,10 @@ upstream = "https://git.example.test"
 header = "basic"
 env_from_host = "GH_TOKEN"
 ca = "/etc/ssl/private-ca.pem"`, nil},
+		{`[credentials.gemini]
+upstream = "https://gemini.example.test"
+header = "x-goog-api-key"
+env_from_host = "GEMINI_KEY"`, nil},
 		{`[credentials.Bad]
 upstream = "http://x.test"
 header = "cookie"`, []string{"credentials.Bad: not a credential name", "credentials.Bad.upstream", "credentials.Bad.header", "credentials.Bad: no secret source"}},

@@ -63,6 +63,48 @@ func TestPlanPerAgent(t *testing.T) {
 	}
 }
 
+// Another agent's key configured under its name in a claude box is that
+// agent's key: every session gets the agent's base URL variable and a
+// placeholder in its key variable, and the variables are withheld (so
+// `corral codex` and `corral gemini` in a claude box use the broker).
+func TestConfiguredAgentKeysInAClaudeBox(t *testing.T) {
+	c := config.Config{Network: ptr("broker"), Agent: ptr("claude"), Credentials: map[string]config.Credential{
+		"openai": {Upstream: "https://127.0.0.1:8443/v1", Header: "authorization", EnvFromHost: "E2E_OPENAI_KEY"},
+		"gemini": {Upstream: "https://127.0.0.1:8444", Header: "x-goog-api-key", EnvFromHost: "E2E_GEMINI_KEY"},
+	}}
+	specs := Plan(c)
+	h, err := NewHolder(specs, HolderConfig{Getenv: env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := h.Wants(); !slices.Equal(w, []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "E2E_GEMINI_KEY", "E2E_OPENAI_KEY"}) {
+		t.Errorf("wants %v", w)
+	}
+	s, err := h.Answer("s1", map[string]string{"E2E_OPENAI_KEY": "sk-o", "E2E_GEMINI_KEY": "g-k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, v := range s.SessionVars("http://b") {
+		vars[v.Name] = v.Value
+	}
+	want := map[string]string{
+		"OPENAI_BASE_URL": "http://b/corral/credential/" + s.Token + "/openai", "OPENAI_API_KEY": Placeholder,
+		"GOOGLE_GEMINI_BASE_URL": "http://b/corral/credential/" + s.Token + "/gemini", "GEMINI_API_KEY": Placeholder,
+	}
+	for k, v := range want {
+		if vars[k] != v {
+			t.Errorf("%s = %q, want %q", k, vars[k], v)
+		}
+	}
+	if len(vars) != len(want) {
+		t.Errorf("session vars %v", vars)
+	}
+	if w := s.Withheld(); !slices.Equal(w, []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"}) {
+		t.Errorf("withheld %v", w)
+	}
+}
+
 // The implicit key's sources follow launchenv's stage order per variable.
 func TestPlanSources(t *testing.T) {
 	c := config.Config{Network: ptr("broker"),

@@ -10,7 +10,8 @@
 # the main package is not needed. An image that already carries them (the
 # offline test image, packaging/linux/build-image.sh) installs nothing.
 # /usr/local/bin/codex is the wrapper: ripgrep first in PATH (as the launcher
-# does) and approvals off (the box is the boundary).
+# does), approvals off (the box is the boundary), and the session's
+# OPENAI_BASE_URL and OPENAI_API_KEY in the places Codex reads.
 set -eu
 
 dir=/usr/local/lib/corral-agents/codex
@@ -36,7 +37,17 @@ fi
 cat >/usr/local/bin/codex <<'WRAP'
 #!/bin/sh
 # corral: Codex with approvals and its own sandbox off; the box is the boundary.
+# Codex (0.171) takes its API's base only from its config (openai_base_url),
+# not from OPENAI_BASE_URL, and an API key from CODEX_API_KEY, not
+# OPENAI_API_KEY: the session's variables (under the box's broker, its
+# route and a placeholder) are handed to it here.
 export PATH="/usr/local/lib/corral-agents/codex/codex-path:$PATH"
+if [ -n "${OPENAI_API_KEY:-}" ] && [ -z "${CODEX_API_KEY:-}" ]; then
+	export CODEX_API_KEY="$OPENAI_API_KEY"
+fi
+if [ -n "${OPENAI_BASE_URL:-}" ]; then
+	set -- -c "openai_base_url=\"$OPENAI_BASE_URL\"" "$@"
+fi
 exec /usr/local/lib/corral-agents/codex/bin/codex --dangerously-bypass-approvals-and-sandbox "$@"
 WRAP
 chmod 0755 /usr/local/bin/codex

@@ -26,9 +26,20 @@ if [ ! -x "$base/node/bin/node" ] || [ ! -f "$base/gemini/bundle/gemini.js" ]; t
 	tar --no-same-owner -xzf "$2" -C "$base/gemini" --strip-components=1 package/
 	chmod -R a+rX,go-w "$base/gemini"
 fi
+# With GOOGLE_GEMINI_BASE_URL set and no auth type chosen, Gemini CLI (0.61)
+# picks the "gateway" type, which its own check then refuses ("Invalid auth
+# method selected"): under the box's broker the wrapper names the API-key
+# type in the lowest settings layer (system defaults), which the user's own
+# choice overrides. Gemini CLI reads that file only when no directory above
+# it is group- or world-writable.
+printf '{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n' >"$base/gemini-brokered.json"
+chmod 0644 "$base/gemini-brokered.json"
 cat >/usr/local/bin/gemini <<'WRAP'
 #!/bin/sh
 # corral: Gemini CLI on its pinned Node, approvals off; the box is the boundary.
+if [ -n "${GOOGLE_GEMINI_BASE_URL:-}" ] && [ -z "${GEMINI_CLI_SYSTEM_DEFAULTS_PATH:-}" ]; then
+	export GEMINI_CLI_SYSTEM_DEFAULTS_PATH=/usr/local/lib/corral-agents/gemini-brokered.json
+fi
 exec /usr/local/lib/corral-agents/node/bin/node /usr/local/lib/corral-agents/gemini/bundle/gemini.js --yolo "$@"
 WRAP
 chmod 0755 /usr/local/bin/gemini

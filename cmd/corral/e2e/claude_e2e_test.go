@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,6 +23,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -187,30 +190,65 @@ for top, dirs, files in os.walk("/"):
 print("HITS", len(hits)); [print(h) for h in hits]
 `
 
-// TestClaudeBrokered runs the real Claude Code (from the pinned npm
-// package in the test image) in a broker-mode box whose API key and git
-// token only the broker holds, against a fake Messages API and a fake git
-// host on host loopback behind TLS with a test CA. One VM; about 4 to 6
-// minutes under TCG (boot, the session, a root scan of the guest, stop).
+// claudeRoute is a credential route of TestClaudeBrokered's box, with the
+// token its broker issued to one session (ANTHROPIC_BASE_URL as the guest
+// sees it), set once that test has it: another box's test
+// (otherBoxRefusesRoute) checks that its own broker refuses it.
+var claudeRoute string
+
+// routeRe is a brokered base URL as a session gets it.
+var routeRe = regexp.MustCompile(`^http://[0-9.]+:[0-9]+/corral/credential/([0-9a-f]{64})/([a-z0-9_-]+)$`)
+
+// keyVars are host variables that could hand a box's broker an agent key
+// by another way than the test means: none is in `corral up`'s
+// environment.
+var keyVars = []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
+
+func withoutKeys(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keyVars, name) && !strings.HasPrefix(name, "E2E_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestClaudeBrokered runs the real Claude Code, Codex and Gemini CLI (from
+// the pinned npm packages in the test image) in a broker-mode box whose
+// API keys and git token only the broker holds, against fake model APIs
+// and a fake git host on host loopback behind TLS with a test CA. The box
+// starts from an environment without any key; the first session that has
+// them hands them to the broker over its control socket. One VM; about 6
+// to 10 minutes under TCG (boot, the sessions, a root scan of the guest,
+// stop).
 func TestClaudeBrokered(t *testing.T) {
 	base := setup(t)
 	proj := filepath.Join(filepath.Dir(base.project), "projc")
 	must(t, os.MkdirAll(proj, 0o755))
-	x := &h{t: t, bin: base.bin, home: base.home, project: proj, env: base.env}
+	x := &h{t: t, bin: base.bin, home: base.home, project: proj, env: withoutKeys(base.env)}
 	var cfg struct{ Box string }
 	must(t, json.Unmarshal([]byte(x.ok("config", "show", "--json")), &cfg))
 	x.box = cfg.Box
 
 	rnd := make([]byte, 16)
-	rand.Read(rnd)
-	key := "sk-ant-e2e-" + hex.EncodeToString(rnd)
-	rand.Read(rnd)
-	token := "ghp_e2e" + hex.EncodeToString(rnd)
+	secretOf := func(prefix string) string {
+		rand.Read(rnd)
+		return prefix + hex.EncodeToString(rnd)
+	}
+	key := secretOf("sk-ant-e2e-")
+	token := secretOf("ghp_e2e")
+	openaiKey := secretOf("sk-proj-e2e-")
+	geminiKey := secretOf("AIza-e2e-")
+	secrets := map[string]string{"key": key, "token": token, "openai key": openaiKey, "gemini key": geminiKey}
 
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	api := &fakeAnthropic{}
 	apiPort := ca.serveTLS(t, api)
+	oai, gem := &fakeOpenAI{}, &fakeGemini{}
+	oaiPort, gemPort := ca.serveTLS(t, oai), ca.serveTLS(t, gem)
 	gitRoot := filepath.Join(dir, "git")
 	must(t, os.MkdirAll(gitRoot, 0o755))
 	runGit(t, dir, "init", "-q", "--bare", "-b", "main", filepath.Join(gitRoot, "repo.git"))
@@ -221,11 +259,11 @@ func TestClaudeBrokered(t *testing.T) {
 	runGit(t, seed, "push", "-q", "origin", "HEAD:main")
 	gitPort := gitServer(t, ca, gitRoot, token)
 
-	trusted := fmt.Sprintf(`network = "broker"
-agent = "claude"
-sudo = true
-golden = false
-
+	// The trusted layer: Claude's key and a git token as configured
+	// credentials, and Codex's and Gemini's keys configured under their
+	// agent key's names, so `corral codex` and `corral gemini` in this
+	// claude box get their base URLs too (agentCredentials).
+	trusted := fmt.Sprintf(`
 [credentials.anthropic]
 upstream = "https://127.0.0.1:%s"
 header = "x-api-key"
@@ -238,40 +276,55 @@ header = "basic"
 env_from_host = "E2E_GIT_TOKEN"
 ca = %q
 `, apiPort, ca.pemPath, gitPort, ca.pemPath)
+	// Top-level keys first: agentCredentials starts with network and
+	// agent, then its tables.
+	trusted = "sudo = true\ngolden = false\n" + agentCredentials(oaiPort, gemPort, ca.pemPath) + trusted
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
 	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"), []byte(trusted), 0o600))
 	defer x.corral("rm", "-f")
-	// The broker reads env_from_host credentials from the environment of
-	// the command that starts it; ANTHROPIC_API_KEY is set too, to prove
-	// the session withholds it.
-	secrets := []string{"E2E_ANTHROPIC_KEY=" + key, "E2E_GIT_TOKEN=" + token, "ANTHROPIC_API_KEY=" + key}
-	up := func(args ...string) (string, string, int) { return x.corralEnv(secrets, args...) }
-	if o, e, code := up("up"); code != 0 {
-		t.Fatalf("corral up: %d\n%s\n%s", code, o, e)
+	// The keys are only in the environment of the sessions that supply
+	// them; ANTHROPIC_API_KEY is there too, to prove the session withholds
+	// it.
+	withKeys := []string{"E2E_ANTHROPIC_KEY=" + key, "E2E_GIT_TOKEN=" + token, "E2E_OPENAI_KEY=" + openaiKey,
+		"E2E_GEMINI_KEY=" + geminiKey, "ANTHROPIC_API_KEY=" + key}
+	x.ok("up") // from an environment without any key
+	var meta struct {
+		BrokerPort int    `json:"broker_port"`
+		VMType     string `json:"vm_type"`
 	}
+	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
+	must(t, err)
+	must(t, json.Unmarshal(b, &meta))
 
 	if _, _, code := x.corral("run", "--", "test", "-x", "/usr/local/bin/claude-real"); code != 0 {
 		t.Fatalf("the test image has no Claude Code (/usr/local/bin/claude-real)\nhint: rebuild it with packaging/linux/build-image.sh (it installs the package pinned in core/pins/npm.txt)")
 	}
-	t.Run("claude -p answers through the broker", func(t *testing.T) {
+	t.Run("a session gets no route while the broker lacks the key", func(t *testing.T) {
 		x.t = t
-		out, errOut, code := up("claude", "--", "-p", "say hello")
+		out, _, code := x.corral("run", "--", "printenv", "ANTHROPIC_BASE_URL")
+		if code == 0 {
+			t.Errorf("a session got ANTHROPIC_BASE_URL=%q before any session supplied the key", out)
+		}
+	})
+	t.Run("claude -p answers through the broker with the key a session supplied", func(t *testing.T) {
+		x.t = t
+		out, errOut, code := x.corralEnv(withKeys, "claude", "--", "-p", "say hello")
 		if code != 0 || !strings.Contains(out, fakeAnswer) {
 			t.Fatalf("corral claude -p: exit %d\nstdout: %q\nstderr: %s", code, out, errOut)
 		}
-		var sawKey bool
-		for _, r := range api.all() {
-			t.Logf("fake API got %s %s x-api-key=%t authorization=%t beta=%q", r.Method, r.Path,
-				r.Header.Get("X-Api-Key") != "", r.Header.Get("Authorization") != "", r.Header.Get("Anthropic-Beta"))
-			if r.Path == "/v1/messages" && r.Header.Get("X-Api-Key") == key {
-				sawKey = true
-			}
-			if v := r.Header.Get("X-Api-Key"); v != "" && v != key {
-				t.Errorf("the fake API got x-api-key %q, not the real key", v)
-			}
-		}
-		if !sawKey {
+		if n := anthropicUses(t, api.all(), key); n == 0 {
 			t.Error("the fake API never saw the real key on POST /v1/messages")
+		}
+	})
+	t.Run("a later session without the key uses what the broker holds", func(t *testing.T) {
+		x.t = t
+		before := anthropicUses(t, api.all(), key)
+		out, errOut, code := x.corral("claude", "--", "-p", "say hello")
+		if code != 0 || !strings.Contains(out, fakeAnswer) {
+			t.Fatalf("corral claude -p without the key: exit %d\nstdout: %q\nstderr: %s", code, out, errOut)
+		}
+		if anthropicUses(t, api.all(), key) <= before {
+			t.Error("the fake API saw no new request with the real key")
 		}
 	})
 	t.Run("time to the first answer byte", func(t *testing.T) {
@@ -284,7 +337,7 @@ ca = %q
 		var ds []time.Duration
 		for i := 0; i < 3; i++ {
 			cmd := exec.Command(x.bin, "-C", x.project, "claude", "--", "-p", "say hello")
-			cmd.Env = append(append([]string{}, x.env...), secrets...)
+			cmd.Env = append([]string{}, x.env...)
 			pr, pw, err := os.Pipe()
 			must(t, err)
 			cmd.Stdout = pw
@@ -318,28 +371,45 @@ ca = %q
 		if !strings.Contains(got, "Claude Code") {
 			t.Errorf("claude --version = %q", got)
 		}
-		env := x.ok("run", "--", "env")
-		if strings.Contains(env, key) || strings.Contains(env, token) {
-			t.Error("a secret is in the session environment")
+		env := x.okEnv(withKeys, "run", "--", "env")
+		for name, s := range secrets {
+			if strings.Contains(env, s) {
+				t.Errorf("the %s is in the session environment", name)
+			}
 		}
-		if !strings.Contains(env, "ANTHROPIC_API_KEY=corral-brokered-placeholder") || !strings.Contains(env, "/corral/credential/anthropic\n") {
-			t.Errorf("no placeholder or base URL in the session environment:\n%s", env)
+		vars := map[string]string{}
+		for _, line := range strings.Split(env, "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				vars[k] = v
+			}
 		}
-		if !strings.Contains(env, "/corral/credential/gitfake/.insteadOf") {
+		for baseVar, name := range map[string]string{"ANTHROPIC_BASE_URL": "anthropic", "OPENAI_BASE_URL": "openai", "GOOGLE_GEMINI_BASE_URL": "gemini"} {
+			if m := routeRe.FindStringSubmatch(vars[baseVar]); m == nil || m[2] != name {
+				t.Errorf("%s = %q, want the broker's %s route with a token", baseVar, vars[baseVar], name)
+			}
+		}
+		for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"} {
+			if vars[v] != "corral-brokered-placeholder" {
+				t.Errorf("%s = %q, want the placeholder", v, vars[v])
+			}
+		}
+		if !regexp.MustCompile(`/corral/credential/[0-9a-f]{64}/gitfake/\.insteadOf`).MatchString(env) {
 			t.Errorf("no git insteadOf in the session environment:\n%s", env)
 		}
 	})
-	t.Run("a box process's own credential headers are replaced", func(t *testing.T) {
+	t.Run("a box process's own credential headers are replaced; no token, a wrong one or a foreign Host is refused", func(t *testing.T) {
 		x.t = t
-		var meta struct {
-			BrokerPort int `json:"broker_port"`
+		route := strings.TrimSpace(x.ok("run", "--", "printenv", "ANTHROPIC_BASE_URL"))
+		m := routeRe.FindStringSubmatch(route)
+		if m == nil || m[2] != "anthropic" {
+			t.Fatalf("ANTHROPIC_BASE_URL = %q", route)
 		}
-		b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-		must(t, err)
-		must(t, json.Unmarshal(b, &meta))
-		base := fmt.Sprintf("http://192.168.5.4:%d/corral/credential/anthropic", meta.BrokerPort)
+		claudeRoute = route
+		curl := func(args ...string) string {
+			return x.ok(append([]string{"run", "--", "curl", "-sS", "--noproxy", "*", "--max-time", "30"}, args...)...)
+		}
 		n := len(api.all())
-		out := x.ok("run", "--", "curl", "-sS", "--max-time", "30", "-H", "x-api-key: box-fake", "-H", "Authorization: Bearer box-fake", base+"/v1/models")
+		out := curl("-H", "x-api-key: box-fake", "-H", "Authorization: Bearer box-fake", route+"/v1/models")
 		reqs := api.all()
 		if len(reqs) != n+1 {
 			t.Fatalf("the fake API got %d new requests (box said %q)", len(reqs)-n, out)
@@ -347,6 +417,31 @@ ca = %q
 		r := reqs[n]
 		if r.Header.Get("X-Api-Key") != key || r.Header.Get("Authorization") != "" {
 			t.Errorf("forwarded x-api-key real=%t, authorization %q", r.Header.Get("X-Api-Key") == key, r.Header.Get("Authorization"))
+		}
+		tok := m[1]
+		wrong := []byte(tok) // one hex digit changed
+		if wrong[10] == '0' {
+			wrong[10] = '1'
+		} else {
+			wrong[10] = '0'
+		}
+		broker := strings.SplitN(route, "/corral/credential/", 2)[0]
+		for _, tc := range []struct {
+			name string
+			args []string
+		}{
+			{"no token", []string{broker + "/corral/credential/anthropic/v1/models"}},
+			{"a wrong token", []string{strings.Replace(route, tok, string(wrong), 1) + "/v1/models"}},
+			{"a foreign Host", []string{"-H", "Host: evil.example.test", route + "/v1/models"}},
+		} {
+			n := len(api.all())
+			status := curl(append([]string{"-o", "/dev/null", "-w", "%{http_code}", "-H", "x-api-key: box-fake"}, tc.args...)...)
+			if status != "403" {
+				t.Errorf("%s: status %q, want 403", tc.name, status)
+			}
+			if got := len(api.all()) - n; got != 0 {
+				t.Errorf("%s: the fake API got %d requests", tc.name, got)
+			}
 		}
 	})
 	t.Run("git clone, commit and push through the broker", func(t *testing.T) {
@@ -368,32 +463,136 @@ echo PUSHED`, gitPort)
 			t.Errorf("the host repository's main is %q, want the box's commit", b)
 		}
 	})
+	t.Run("codex exec answers through the broker", func(t *testing.T) {
+		x.t = t
+		// Codex first tries a WebSocket; the broker relays it as a plain
+		// GET, the fake answers 404, and Codex falls back to HTTP after
+		// about 6 s of retries (fakeOpenAI).
+		out, errOut, code := x.corral("codex", "--", "exec", "--skip-git-repo-check", "say hello")
+		if code != 0 || !strings.Contains(out, fakeCodexAnswer) {
+			t.Fatalf("corral codex -- exec: exit %d\nstdout: %q\nstderr: %s", code, out, lastLines(errOut, 40))
+		}
+		checkKeys(t, oai.all(), "/v1/responses", "Authorization", "Bearer "+openaiKey)
+	})
+	t.Run("gemini -p answers through the broker", func(t *testing.T) {
+		x.t = t
+		// --skip-trust: headless Gemini CLI refuses an untrusted folder
+		// (and would downgrade --yolo there).
+		out, errOut, code := x.corral("gemini", "--", "--skip-trust", "-p", "say hello")
+		if code != 0 || !strings.Contains(out, fakeGeminiAnswer) {
+			t.Fatalf("corral gemini -- -p: exit %d\nstdout: %q\nstderr: %s", code, out, lastLines(errOut, 40))
+		}
+		checkKeys(t, gem.all(), ":streamGenerateContent", "X-Goog-Api-Key", geminiKey)
+	})
 	t.Run("the broker logged credential lines", func(t *testing.T) {
 		x.t = t
 		b, err := os.ReadFile(filepath.Join(x.home, "logs", "egress-"+x.box+".jsonl"))
 		must(t, err)
 		log := string(b)
-		for _, want := range []string{`"kind":"credential","name":"anthropic"`, `"kind":"credential","name":"gitfake"`, `"status":200`} {
-			if !strings.Contains(log, want) {
+		for _, name := range []string{"anthropic", "gitfake", "openai", "gemini"} {
+			if want := `"kind":"credential","name":"` + name + `"`; !strings.Contains(log, want) {
 				t.Errorf("egress log lacks %s", want)
 			}
 		}
-		if strings.Contains(log, key) || strings.Contains(log, token) {
-			t.Error("the egress log holds a secret")
+		if !strings.Contains(log, `"status":200`) {
+			t.Error("egress log has no credential line with status 200")
+		}
+		for name, s := range secrets {
+			if strings.Contains(log, s) {
+				t.Errorf("the egress log holds the %s", name)
+			}
+		}
+		if claudeRoute != "" && strings.Contains(log, routeRe.FindStringSubmatch(claudeRoute)[1]) {
+			t.Error("the egress log holds a route token")
 		}
 	})
 	t.Run("no secret anywhere in the guest", func(t *testing.T) {
 		x.t = t
-		for name, s := range map[string]string{"key": key, "token": token} {
+		for name, s := range secrets {
 			out := x.ok("run", "--", "sudo", "python3", "-c", scanScript, hex.EncodeToString([]byte(s)), proj)
 			if !strings.HasPrefix(out, "HITS 0\n") {
 				t.Errorf("the %s is in the guest:\n%s", name, out)
 			}
 		}
 	})
+	t.Run("a credential used, the log flooded, the audit still shows the use", func(t *testing.T) {
+		x.t = t
+		self := fmt.Sprintf("127.0.0.1:%d", meta.BrokerPort)
+		if meta.VMType == "qemu" && claudeRoute != "" {
+			// Under the host funnel the routes answer only the box's own
+			// connections: the route with its token, from the host's
+			// loopback and naming the broker, is refused.
+			_, path, _ := strings.Cut(strings.TrimPrefix(claudeRoute, "http://"), "/")
+			if code := credRequest(self, "/"+path+"/v1/models", self); code != http.StatusForbidden {
+				t.Errorf("the route with its token from the host's loopback: status %d, want 403", code)
+			}
+		}
+		const flood = 70000
+		start := time.Now()
+		statuses := floodCredentialRoutes(self, flood)
+		t.Logf("%d bogus credential requests in %s: statuses %v (0: no answer)", flood, time.Since(start).Round(time.Millisecond), statuses)
+		for code, n := range statuses {
+			if code != http.StatusForbidden && code != 0 {
+				t.Errorf("%d bogus requests got status %d, want 403", n, code)
+			}
+		}
+		if statuses[0] > flood/100 {
+			t.Errorf("%d of %d bogus requests got no answer", statuses[0], flood)
+		}
+		refused := statuses[http.StatusForbidden]
+		x.ok("stop") // the broker writes its counts when it stops
+		type egressJSON struct {
+			Credentials []struct {
+				Credential string `json:"credential"`
+				Uses       int    `json:"uses"`
+			} `json:"credentials"`
+			Refused int `json:"credential_refused"`
+		}
+		var eg egressJSON
+		uses := map[string]int{}
+		for deadline := time.Now().Add(2 * time.Minute); ; {
+			eg = egressJSON{}
+			must(t, json.Unmarshal([]byte(x.ok("egress", x.box, "--json")), &eg))
+			uses = map[string]int{}
+			for _, c := range eg.Credentials {
+				uses[c.Credential] = c.Uses
+			}
+			if uses["anthropic"] >= 1 && uses["gitfake"] >= 1 && eg.Refused >= refused {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("within 2m of the stop, corral egress --json shows uses %v and %d refused (want anthropic and gitfake used, >= %d refused)", uses, eg.Refused, refused)
+			}
+			time.Sleep(time.Second)
+		}
+		for _, name := range []string{"openai", "gemini"} {
+			if uses[name] < 1 {
+				t.Errorf("corral egress --json shows no use of %s: %v", name, uses)
+			}
+		}
+		audit := x.ok("audit", "--box", x.box)
+		for _, name := range []string{"anthropic", "gitfake"} {
+			found := false
+			for _, line := range strings.Split(audit, "\n") {
+				found = found || (strings.Contains(line, "credential-use") && strings.Contains(line, "credential="+name))
+			}
+			if !found {
+				t.Errorf("corral audit lists no credential-use of %s", name)
+			}
+		}
+		if n := strings.Count(audit, "\n"); n > 2000 {
+			t.Errorf("corral audit has %d lines for the box: the flood was not aggregated", n)
+		}
+		raw, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+		for name, s := range secrets {
+			if strings.Contains(string(raw), s) {
+				t.Errorf("the audit log holds the %s", name)
+			}
+		}
+	})
 	t.Run("no secret in the box's disk after stop", func(t *testing.T) {
 		x.t = t
-		x.ok("stop")
+		x.ok("stop") // a no-op after the flood's stop
 		disks, _ := filepath.Glob(filepath.Join(x.home, "lima", x.box, "*disk*"))
 		if len(disks) == 0 {
 			t.Fatal("no disk image found")
@@ -401,7 +600,7 @@ echo PUSHED`, gitPort)
 		for _, d := range disks {
 			b, err := os.ReadFile(d)
 			must(t, err)
-			for name, s := range map[string]string{"key": key, "token": token} {
+			for name, s := range secrets {
 				if n := strings.Count(string(b), s); n != 0 {
 					t.Errorf("%s holds the %s %d times", d, name, n)
 				}
@@ -409,4 +608,104 @@ echo PUSHED`, gitPort)
 			t.Logf("%s: %d MB scanned, 0 hits", filepath.Base(d), len(b)>>20)
 		}
 	})
+}
+
+// anthropicUses counts the fake Messages API's turns that carried the real
+// key, and fails the test on any other x-api-key value.
+func anthropicUses(t *testing.T, reqs []fakeReq, key string) int {
+	n := 0
+	for _, r := range reqs {
+		if r.Path == "/v1/messages" && r.Header.Get("X-Api-Key") == key {
+			n++
+		}
+		if v := r.Header.Get("X-Api-Key"); v != "" && v != key {
+			t.Errorf("the fake API got x-api-key %q, not the real key", v)
+		}
+	}
+	return n
+}
+
+// credRequest sends one origin-form request to a broker at addr, as a box
+// would, and returns the status (0 when the broker did not answer).
+func credRequest(addr, target, host string) int {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nX-Api-Key: corral-brokered-placeholder\r\n\r\n", target, host)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// floodCredentialRoutes sends n bogus credential requests (no token, a
+// wrong token, a foreign Host) to the broker at addr from the host's
+// loopback, eight at a time, and counts the statuses (0: no answer). The
+// broker closes the connection after a refusal, so each request is a
+// connection of its own.
+func floodCredentialRoutes(addr string, n int) map[int]int {
+	bogus := []struct{ target, host string }{
+		{"/corral/credential/anthropic/v1/messages", addr},
+		{"/corral/credential/" + strings.Repeat("e", 64) + "/anthropic/v1/messages", addr},
+		{"/corral/credential/" + strings.Repeat("f", 64) + "/gitfake/repo.git/info/refs", "evil.example.test"},
+	}
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			mine := map[int]int{}
+			for i := w; i < n; i += 8 {
+				b := bogus[i%len(bogus)]
+				mine[credRequest(addr, b.target, b.host)]++
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range mine {
+				statuses[k] += v
+			}
+		})
+	}
+	wg.Wait()
+	return statuses
+}
+
+// otherBoxRefusesRoute checks, from inside x's box (another box than
+// TestClaudeBrokered's, running in broker mode), that x's broker refuses
+// the route token TestClaudeBrokered's broker issued (claudeRoute): the
+// same path on x's own broker answers 403, and the first box's broker
+// address does not answer with a credential. TestHostFunnel calls it.
+func otherBoxRefusesRoute(t *testing.T, x *h) {
+	if claudeRoute == "" {
+		t.Skip("no route of another box: TestClaudeBrokered did not run or did not get that far")
+	}
+	var meta struct {
+		BrokerPort int    `json:"broker_port"`
+		Network    string `json:"network"`
+	}
+	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
+	must(t, err)
+	must(t, json.Unmarshal(b, &meta))
+	if meta.Network != "broker" {
+		t.Skipf("box %s is not in broker mode (%q): it has no credential routes", x.box, meta.Network)
+	}
+	host, path, _ := strings.Cut(strings.TrimPrefix(claudeRoute, "http://"), "/")
+	guestHost, _, _ := net.SplitHostPort(host)
+	own := fmt.Sprintf("http://%s:%d/%s/v1/models", guestHost, meta.BrokerPort, path)
+	curl := []string{"run", "--", "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "*", "--max-time", "20",
+		"-H", "x-api-key: corral-brokered-placeholder"}
+	if status := x.ok(append(curl, own)...); status != "403" {
+		t.Errorf("box %s's broker answered another box's route token with %q, want 403", x.box, status)
+	}
+	// The first box's broker address: unreachable from this box (curl
+	// fails) or refused, never answered.
+	out, _, code := x.corral(append(curl, claudeRoute+"/v1/models")...)
+	if code == 0 && out != "403" && out != "000" {
+		t.Errorf("from box %s, the other box's route answered %q", x.box, out)
+	}
 }
