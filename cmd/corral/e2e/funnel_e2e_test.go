@@ -320,6 +320,10 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 			t.Errorf("%d guest-conn processes alive", n)
 		}
 	})
+	t.Run("this box's broker refuses another box's credential route", func(t *testing.T) {
+		x.t = t
+		otherBoxRefusesRoute(t, x)
+	})
 	t.Run("with the git shadow opt-out the guard reverts a hostile .git/config and reports it", func(t *testing.T) {
 		x.t = t
 		gitGuardOptOut(t, x)
