@@ -169,6 +169,18 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Errorf("box not cloned from a golden image: %q", meta.Golden)
 		}
 	})
+	t.Run("the provision installed what the image lacks, from the image's own package source", func(t *testing.T) {
+		x.t = t
+		// The test image leaves nftables and tmux out and carries them in a
+		// file: package source (packaging/linux/build-image.sh): the golden
+		// build's guest/provision/05-require.sh installed them, offline.
+		got := x.ok("run", "--", "sh", "-c", `dpkg-query -W -f='${Package} ${Status}\n' nftables tmux; ls /var/lib/corral/local-debs | grep -c '[.]deb$'; command -v nft tmux`)
+		for _, want := range []string{"nftables install ok installed", "tmux install ok installed", "/usr/sbin/nft", "/usr/bin/tmux"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("the box lacks %q:\n%s", want, got)
+			}
+		}
+	})
 	t.Run("run reads the project mount", func(t *testing.T) {
 		x.t = t
 		if got := x.ok("run", "--", "cat", "README.txt"); got != "hello from the host\n" {
