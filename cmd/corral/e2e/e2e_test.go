@@ -37,6 +37,7 @@ func setup(t *testing.T) *h {
 	if bin == "" || image == "" || home == "" {
 		t.Fatal("CORRAL_BIN, CORRAL_E2E_IMAGE and CORRAL_HOME must be set")
 	}
+	diag.root(t) // failure diagnostics (diagnose_e2e_test.go)
 	base, _ := os.Getwd()
 	project := filepath.Join(base, "proj")
 	must(t, os.MkdirAll(project, 0o755))
@@ -91,6 +92,7 @@ func (x *h) corral(args ...string) (string, string, int) {
 
 func (x *h) corralEnv(extra []string, args ...string) (string, string, int) {
 	x.t.Helper()
+	diag.command(x, args) // before an rm: the box is still there to diagnose
 	cmd := exec.Command(x.bin, append([]string{"-C", x.project}, args...)...)
 	cmd.Env = append(append([]string{}, x.env...), extra...)
 	var out, errOut bytes.Buffer
