@@ -40,7 +40,7 @@ test-race: ## unit tests with the race detector, every package
 # suite's time is one TCG VM on one core, so the second core does it),
 # followed in that second lane by core/lima's e2e test (the Lima client on
 # 1.2.2, whose output its testdata records; one boot) and the make targets
-# of E2E_ALONGSIDE (test-all: test-race), niced. The second lane's output
+# of E2E_ALONGSIDE (test-all: test-race fuzz-short), niced. The second lane's output
 # is printed after the suite's.
 LIMA2_PREFIX ?= /usr/local/lib/lima-2.2.0
 E2E_SMOKE    ?= ^(TestRenderValidates|TestBoxLifecycle)$$/^(up_from_a_golden_clone|run_reads_the_project_mount|run_writes_back_to_the_host|ls_shows_it_running_with_host_memory|rm_leaves_nothing_behind)$$
@@ -69,8 +69,10 @@ bench-e2e: build ## the e2e measurements (session overhead, claude first answer 
 # After packaging/linux/test-deps.sh the desktop stack (D-Bus, keyring,
 # notification daemon, Xvfb) is installed, so its tests must run, not skip.
 test-all: export CORRAL_REQUIRE_DESKTOP := 1
-test-all: E2E_ALONGSIDE := test-race
-test-all: lint test fuzz-short test-e2e ## everything CI runs (test-race runs alongside the e2e suite)
+# test-race and fuzz-short run in test-e2e's second lane, alongside the
+# suite: about 4 and 2 CPU-minutes that cost no wall time there.
+test-all: E2E_ALONGSIDE := test-race fuzz-short
+test-all: lint test test-e2e ## everything CI runs (test-race and fuzz-short alongside the e2e suite)
 
 lint: vet shellcheck shfmt deptest darwin-check docs-check ## go vet, shellcheck, shfmt, dependency test, darwin type check, docs drift
 
