@@ -12,7 +12,7 @@ GUEST_BIN ?= $(dir $(BIN))corral-guest-conn
 PREFIX  ?= /usr/local
 GO      ?= go
 
-.PHONY: help build test test-e2e bench-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz fuzz-short docs docs-check clean
+.PHONY: help build test test-race test-e2e test-e2e-lima bench-e2e test-all lint vet shellcheck shfmt deptest darwin-check fuzz fuzz-short docs docs-check clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -24,24 +24,44 @@ build: ## build bin/corral and bin/corral-guest-conn
 test: ## unit and integration tests (no VMs)
 	$(GO) test -count=1 ./...
 
+# In test-all it runs in test-e2e's second lane (E2E_ALONGSIDE), after the
+# smoke run: the suite keeps one core busy with one TCG VM for most of an
+# hour, so the race run costs no wall time there; nice keeps the suite's VM
+# ahead of it. All packages: about 4 CPU-minutes (docs/BENCHMARKS.md).
+test-race: ## unit tests with the race detector, every package
+	$(GO) test -race -count=1 ./...
+
 # The whole suite runs against Lima 2.2.0 (what Homebrew gives Mac users), a
 # smoke run against Lima 1.2.2 (the declared minimum): render + validate, a
 # box from a golden clone, run, ls, rm (one boot). Each run builds
 # its own golden image: Lima 2.1 renamed the instance's disk files, so an
 # instance made by one version is not handed to the other. The smoke run
 # goes alongside the suite (its own namespace, home and VM; most of the
-# suite's time is one TCG VM on one core, so the second core does it), and
-# its output is printed after the suite's.
+# suite's time is one TCG VM on one core, so the second core does it),
+# followed in that second lane by core/lima's e2e test (the Lima client on
+# 1.2.2, whose output its testdata records; one boot) and the make targets
+# of E2E_ALONGSIDE (test-all: test-race fuzz-short), niced. The second lane's output
+# is printed after the suite's.
 LIMA2_PREFIX ?= /usr/local/lib/lima-2.2.0
 E2E_SMOKE    ?= ^(TestRenderValidates|TestBoxLifecycle)$$/^(up_from_a_golden_clone|run_reads_the_project_mount|run_writes_back_to_the_host|ls_shows_it_running_with_host_memory|rm_leaves_nothing_behind)$$
+E2E_ALONGSIDE ?=
 
-test-e2e: build ## end-to-end tests on real Lima VMs: all on Lima 2.2.0, a smoke run on 1.2.2 alongside (needs packaging/linux/test-deps.sh)
-	@smoke=$$(mktemp /tmp/corral-e2e-smoke.XXXXXX); \
-	CORRAL_E2E_RUN='$(E2E_SMOKE)' packaging/ci/e2e.sh >"$$smoke" 2>&1 & spid=$$!; \
+test-e2e: build ## end-to-end tests on real Lima VMs: all on Lima 2.2.0; alongside, a smoke run and core/lima's e2e on 1.2.2 (needs packaging/linux/test-deps.sh)
+	@side=$$(mktemp /tmp/corral-e2e-side.XXXXXX); \
+	{ CORRAL_E2E_CLIENT=1 CORRAL_E2E_RUN='$(E2E_SMOKE)' packaging/ci/e2e.sh; s=$$?; \
+	  for t in $(E2E_ALONGSIDE); do \
+	    echo "=== make $$t (alongside the suite) ==="; start=$$(date +%s); \
+	    nice -n 10 $(MAKE) --no-print-directory $$t || s=1; \
+	    echo "=== make $$t: $$(( $$(date +%s) - start )) s ==="; \
+	  done; exit $$s; } >"$$side" 2>&1 & spid=$$!; \
 	CORRAL_E2E_LIMA='$(LIMA2_PREFIX)' packaging/ci/e2e.sh; rc=$$?; \
 	wait $$spid; src=$$?; \
-	echo "=== the Lima 1.2.2 smoke run (alongside the suite): exit $$src ==="; cat "$$smoke"; rm -f "$$smoke"; \
+	echo "=== the second lane (alongside the suite): Lima 1.2.2 smoke run, core/lima e2e $(E2E_ALONGSIDE): exit $$src ==="; \
+	cat "$$side"; rm -f "$$side"; \
 	[ $$rc -eq 0 ] && [ $$src -eq 0 ]
+
+test-e2e-lima: ## core/lima's e2e test alone (the Lima client on a real VM; CORRAL_E2E_LIMA=PREFIX for another limactl)
+	CORRAL_E2E_CLIENT=1 CORRAL_E2E_RUN='^$$' packaging/ci/e2e.sh
 
 bench-e2e: build ## the e2e measurements (session overhead, claude first answer byte) on Lima 2.2.0; tables in docs/BENCHMARKS.md
 	CORRAL_E2E_BENCH=1 CORRAL_E2E_LIMA='$(LIMA2_PREFIX)' CORRAL_E2E_RUN='^(TestBoxLifecycle|TestClaudeBrokered)$$/^(up_from_a_golden_clone|benchmark.*|claude_-p_answers.*|time_to_the_first_answer_byte)$$' packaging/ci/e2e.sh
@@ -49,7 +69,10 @@ bench-e2e: build ## the e2e measurements (session overhead, claude first answer 
 # After packaging/linux/test-deps.sh the desktop stack (D-Bus, keyring,
 # notification daemon, Xvfb) is installed, so its tests must run, not skip.
 test-all: export CORRAL_REQUIRE_DESKTOP := 1
-test-all: lint test fuzz-short test-e2e ## everything CI runs
+# test-race and fuzz-short run in test-e2e's second lane, alongside the
+# suite: about 4 and 2 CPU-minutes that cost no wall time there.
+test-all: E2E_ALONGSIDE := test-race fuzz-short
+test-all: lint test test-e2e ## everything CI runs (test-race and fuzz-short alongside the e2e suite)
 
 lint: vet shellcheck shfmt deptest darwin-check docs-check ## go vet, shellcheck, shfmt, dependency test, darwin type check, docs drift
 

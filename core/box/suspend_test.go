@@ -155,6 +155,14 @@ func (g *suspendRig) qmpAnswer(execute string, args map[string]any) []string {
 	return []string{`{"return": {}}`}
 }
 
+// seen returns copies of what the fake guest and QMP server recorded: the
+// server records from its own goroutine, so reads take g.mu too.
+func (g *suspendRig) seen() (guest, qmp, tags []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.guest), slices.Clone(g.qmp), slices.Clone(g.tags)
+}
+
 func (g *suspendRig) calls() string {
 	g.f.mu.Lock()
 	defer g.f.mu.Unlock()
@@ -183,11 +191,12 @@ func TestSaveThenUpResumes(t *testing.T) {
 	if err := g.s.Save(ctx, g.box, audit.KindSave); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"prepare"}; !slices.Equal(g.guest, want) {
-		t.Errorf("guest ran %v, want %v", g.guest, want)
+	guest, qmp, _ := g.seen()
+	if want := []string{"prepare"}; !slices.Equal(guest, want) {
+		t.Errorf("guest ran %v, want %v", guest, want)
 	}
-	if want := []string{"qmp_capabilities", "stop", "savevm corral-suspend", "qmp_capabilities", "quit"}; !slices.Equal(g.qmp, want) {
-		t.Errorf("qmp %v, want %v", g.qmp, want)
+	if want := []string{"qmp_capabilities", "stop", "savevm corral-suspend", "qmp_capabilities", "quit"}; !slices.Equal(qmp, want) {
+		t.Errorf("qmp %v, want %v", qmp, want)
 	}
 	if !strings.Contains(g.calls(), "stop --force "+g.box) {
 		t.Errorf("no forced stop:\n%s", g.calls())
@@ -222,11 +231,12 @@ func TestSaveThenUpResumes(t *testing.T) {
 	if m.Saved != nil || g.meta().Saved != nil {
 		t.Errorf("still saved after the resume")
 	}
-	if !slices.Equal(g.guest, []string{"resume"}) {
-		t.Errorf("guest ran %v", g.guest)
+	guest, qmp, tags := g.seen()
+	if !slices.Equal(guest, []string{"resume"}) {
+		t.Errorf("guest ran %v", guest)
 	}
-	if !slices.Contains(g.qmp, "delvm corral-suspend") || len(g.tags) != 0 {
-		t.Errorf("saved state not deleted: qmp %v, tags %v", g.qmp, g.tags)
+	if !slices.Contains(qmp, "delvm corral-suspend") || len(tags) != 0 {
+		t.Errorf("saved state not deleted: qmp %v, tags %v", qmp, tags)
 	}
 	if !strings.Contains(progress.String(), "resumed box") {
 		t.Errorf("progress %q", progress.String())
@@ -251,8 +261,8 @@ func TestSaveRefusedWhenBusy(t *testing.T) {
 	if !errors.Is(err, ErrBoxBusy) || !strings.Contains(err.Error(), "node(812)") || !strings.Contains(hint.Of(err), "corral stop "+g.box) {
 		t.Fatalf("err = %v (hint %q)", err, hint.Of(err))
 	}
-	if len(g.qmp) != 0 || g.meta().Saved != nil || strings.Contains(g.calls(), "stop") {
-		t.Errorf("a refused save changed something: qmp %v, calls %s", g.qmp, g.calls())
+	if _, qmp, _ := g.seen(); len(qmp) != 0 || g.meta().Saved != nil || strings.Contains(g.calls(), "stop") {
+		t.Errorf("a refused save changed something: qmp %v, calls %s", qmp, g.calls())
 	}
 
 	// A live host session refuses it without asking the box.
@@ -282,8 +292,8 @@ func TestSaveFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Migration is disabled") {
 		t.Fatalf("savevm error: %v", err)
 	}
-	if !slices.Equal(g.guest, []string{"prepare", "resume"}) || !slices.Contains(g.qmp, "cont") {
-		t.Errorf("after a failed savevm: guest %v, qmp %v", g.guest, g.qmp)
+	if guest, qmp, _ := g.seen(); !slices.Equal(guest, []string{"prepare", "resume"}) || !slices.Contains(qmp, "cont") {
+		t.Errorf("after a failed savevm: guest %v, qmp %v", guest, qmp)
 	}
 	if g.meta().Saved != nil || strings.Contains(g.calls(), "stop") {
 		t.Errorf("a failed save stopped or marked the box: %s", g.calls())
@@ -354,8 +364,8 @@ func TestResumeFallback(t *testing.T) {
 		if at != len(order) {
 			t.Errorf("calls, want %v in order:\n%s", order, calls)
 		}
-		if g.meta().Saved != nil || len(g.tags) != 0 {
-			t.Errorf("saved state kept: %v %v", g.meta().Saved, g.tags)
+		if _, _, tags := g.seen(); g.meta().Saved != nil || len(tags) != 0 {
+			t.Errorf("saved state kept: %v %v", g.meta().Saved, tags)
 		}
 	})
 	t.Run("stop", func(t *testing.T) {
@@ -364,7 +374,7 @@ func TestResumeFallback(t *testing.T) {
 		if err := g.s.Stop(context.Background(), g.box, ""); err != nil {
 			t.Fatal(err)
 		}
-		if g.meta().Saved != nil || len(g.tags) != 0 {
+		if _, _, tags := g.seen(); g.meta().Saved != nil || len(tags) != 0 {
 			t.Errorf("stop kept the saved state")
 		}
 	})

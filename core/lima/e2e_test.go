@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/untrusted"
 )
 
 // TestE2ELifecycle boots a real VM from the image of packaging/linux/build-image.sh:
@@ -26,8 +28,9 @@ import (
 //	CORRAL_E2E_DIR=DIR             default /tmp/ce2e (short: unix socket paths in LIMA_HOME must stay < 104 bytes)
 //	CORRAL_E2E_USER=NAME           when root: run limactl as this user (default corral-e2e, create-test-user.sh)
 //
-// It does not isolate the network itself: run it inside a network namespace with only loopback
-// (`unshare -n sh -c 'ip link set lo up; exec go test -tags e2e ...'`).
+// It does not isolate the network itself: run it inside a network namespace with only loopback.
+// `make test-e2e` runs it that way after the Lima 1.2.2 smoke run, as the unprivileged test user
+// (packaging/ci/e2e.sh with CORRAL_E2E_CLIENT=1); `make test-e2e-lima` runs it alone.
 func TestE2ELifecycle(t *testing.T) {
 	if os.Getenv("CORRAL_E2E") != "1" {
 		t.Skip("set CORRAL_E2E=1 to boot a real Lima VM")
@@ -89,6 +92,14 @@ func TestE2ELifecycle(t *testing.T) {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
+	// Registered after the delete, so it runs before it: on failure, the
+	// guest console and the host agent's logs, which explain most VM
+	// failures (packaging/ci/e2e.sh deletes the directory after the run).
+	t.Cleanup(func() {
+		if t.Failed() {
+			logInstanceTails(t, filepath.Join(home, name))
+		}
+	})
 	start := time.Now()
 	if err := c.Start(ctx, name, 10*time.Minute); err != nil {
 		t.Fatal(err)
@@ -135,6 +146,27 @@ func TestE2ELifecycle(t *testing.T) {
 	}
 	if _, err := c.Get(ctx, name); !errors.Is(err, ErrNotFound) {
 		t.Errorf("after delete: Get err = %v, want ErrNotFound", err)
+	}
+}
+
+// logInstanceTails logs the last lines of the console and host-agent logs
+// in an instance directory, escaped for display (the guest writes the
+// console log).
+func logInstanceTails(t *testing.T, dir string) {
+	t.Helper()
+	serial, _ := filepath.Glob(filepath.Join(dir, "serial*.log"))
+	for _, p := range append(serial, filepath.Join(dir, "ha.stdout.log"), filepath.Join(dir, "ha.stderr.log")) {
+		b, err := untrusted.ReadTail(p, 64<<10)
+		if err != nil {
+			t.Logf("%s: %v", p, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		lines = lines[max(0, len(lines)-60):]
+		for i, l := range lines {
+			lines[i] = display.Text(strings.TrimRight(l, "\r"), 400)
+		}
+		t.Logf("%s (last %d lines):\n%s", p, len(lines), strings.Join(lines, "\n"))
 	}
 }
 

@@ -37,6 +37,7 @@ func setup(t *testing.T) *h {
 	if bin == "" || image == "" || home == "" {
 		t.Fatal("CORRAL_BIN, CORRAL_E2E_IMAGE and CORRAL_HOME must be set")
 	}
+	diag.root(t) // failure diagnostics (diagnose_e2e_test.go)
 	base, _ := os.Getwd()
 	project := filepath.Join(base, "proj")
 	must(t, os.MkdirAll(project, 0o755))
@@ -91,6 +92,7 @@ func (x *h) corral(args ...string) (string, string, int) {
 
 func (x *h) corralEnv(extra []string, args ...string) (string, string, int) {
 	x.t.Helper()
+	diag.command(x, args) // before an rm: the box is still there to diagnose
 	cmd := exec.Command(x.bin, append([]string{"-C", x.project}, args...)...)
 	cmd.Env = append(append([]string{}, x.env...), extra...)
 	var out, errOut bytes.Buffer
@@ -231,12 +233,13 @@ func TestBoxLifecycle(t *testing.T) {
 		// value while the session runs, then prints the variable.
 		script := argvCount("E2E_SECRET") + `
 echo "value=$E2E_SECRET"`
-		// The host side: scan the argv of this user's processes while the
-		// session runs.
-		done := make(chan string, 1)
+		// The host side: scan the argv of this user's processes from
+		// before the session starts until it has ended (the window is the
+		// session's whole life, however slow the host).
+		stop, done := make(chan struct{}), make(chan string, 1)
 		go func() {
 			seen := ""
-			for i := 0; i < 40; i++ {
+			for {
 				ents, _ := os.ReadDir("/proc")
 				for _, e := range ents {
 					b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -244,11 +247,16 @@ echo "value=$E2E_SECRET"`
 						seen = string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 					}
 				}
-				time.Sleep(50 * time.Millisecond)
+				select {
+				case <-stop:
+					done <- seen
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
 			}
-			done <- seen
 		}()
 		out, errOut, code := x.corralEnv([]string{"E2E_SECRET=" + secret}, "run", "--", "sh", "-c", script)
+		close(stop)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
