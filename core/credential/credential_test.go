@@ -195,15 +195,7 @@ func TestHolderAndControl(t *testing.T) {
 	if !slices.Equal(h.Served(), []string{"git"}) || !slices.Equal(h.Wants(), []string{"OPENAI_API_KEY"}) {
 		t.Fatalf("served %v wants %v", h.Served(), h.Wants())
 	}
-	sock := filepath.Join(t.TempDir(), "b.ctl")
-	ctl, err := ListenControl(sock, h, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); ctl.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	sock := serveControl(t, h)
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v", fi, err)
 	}
@@ -273,15 +265,7 @@ func TestKeychainRefsForPreflight(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sock := filepath.Join(t.TempDir(), "b.ctl")
-			ctl, err := ListenControl(sock, h, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); ctl.Serve(ctx) }()
-			defer func() { cancel(); <-done }()
+			sock := serveControl(t, h)
 			s, err := Ask(context.Background(), sock, "s1", env())
 			if err != nil {
 				t.Fatal(err)
@@ -294,4 +278,20 @@ func TestKeychainRefsForPreflight(t *testing.T) {
 	if err := (Served{Keychain: []secret.Ref{{Service: "a\nb"}}}).check(); err == nil {
 		t.Error("a keychain ref with a line break passed the check")
 	}
+}
+
+// serveControl serves h's control socket until the test ends and returns
+// its path.
+func serveControl(t *testing.T, h *Holder) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "b.ctl")
+	ctl, err := ListenControl(sock, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return sock
 }
