@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -119,15 +120,39 @@ func FollowAll(ctx context.Context, path string, fn func(Entry)) error {
 	return follow(ctx, path, false, fn)
 }
 
-func follow(ctx context.Context, path string, atEnd bool, fn func(Entry)) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("following egress log %s: %w", path, err)
+// followWatch decides how Follow learns that a log grew on goos: through a
+// watch of the log's directory where one directory watch costs one
+// descriptor (inotify), or by polling alone. kqueue (macOS, the BSDs)
+// opens a descriptor for every file in a watched directory: the logs
+// directory holds every box's logs and their rotated copies, and the app
+// follows one log per box, so that would be boxes × files descriptors.
+// Polling one open file's size every followPollOnly costs a stat.
+func followWatch(goos string) (watchDir bool, poll time.Duration) {
+	if goos == "linux" {
+		return true, followPoll
 	}
-	defer w.Close()
-	dir := filepath.Dir(path)
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("following egress log %s: watching %s: %w", path, dir, err)
+	return false, followPollOnly
+}
+
+// followPollOnly is Follow's interval where it has no directory watch: a
+// denial reaches the app's notification within about half a second.
+const followPollOnly = 500 * time.Millisecond
+
+func follow(ctx context.Context, path string, atEnd bool, fn func(Entry)) error {
+	watchDir, every := followWatch(runtime.GOOS)
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if watchDir {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("following egress log %s: %w", path, err)
+		}
+		defer w.Close()
+		dir := filepath.Dir(path)
+		if err := w.Add(dir); err != nil {
+			return fmt.Errorf("following egress log %s: watching %s: %w", path, dir, err)
+		}
+		events, errs = w.Events, w.Errors
 	}
 	t := &tail{path: path, fn: fn}
 	defer t.close()
@@ -135,20 +160,20 @@ func follow(ctx context.Context, path string, atEnd bool, fn func(Entry)) error 
 	if !atEnd && t.f != nil {
 		t.drain()
 	}
-	tick := time.NewTicker(followPoll)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case ev, ok := <-events:
 			if !ok {
 				return nil
 			}
 			if filepath.Clean(ev.Name) == filepath.Clean(path) {
 				t.poll()
 			}
-		case err, ok := <-w.Errors:
+		case err, ok := <-errs:
 			if !ok {
 				return nil
 			}
