@@ -455,6 +455,12 @@ func (s *Server) isCredentialRequest(req *http.Request) bool {
 	return false
 }
 
+// selfConnect reports whether a CONNECT names the broker itself (as its box
+// reaches it) while it serves credential routes.
+func (s *Server) selfConnect(req *http.Request) bool {
+	return s.cfg.Credentials != nil && s.selfHost(req.RequestURI)
+}
+
 // selfHost reports whether host (a request's Host header) names the
 // broker as its box reaches it.
 func (s *Server) selfHost(host string) bool {

@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -153,4 +155,62 @@ func FuzzPathClass(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCredentialThroughSelfConnect: a client that tunnels everything
+// through its proxy (Gemini CLI) sends CONNECT to the broker's own address
+// and then its request inside: the same checks apply (token, Host), and a
+// CONNECT to the broker's address without credential routes is denied as
+// before.
+func TestCredentialThroughSelfConnect(t *testing.T) {
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	creds := []Credential{{Name: "a", Upstream: up.srv.URL, Header: HeaderAPIKey, Secret: staticSecret(realKey), RootCAs: up.pool()}}
+	p, _ := startCredProxy(t, creds)
+	const self = "192.168.5.4:4242"
+	tunnel := func(inner string) (int, int) {
+		c, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if _, err := io.WriteString(c, "CONNECT "+self+" HTTP/1.1\r\nHost: "+self+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			return resp.StatusCode, 0
+		}
+		if _, err := io.WriteString(c, inner); err != nil {
+			t.Fatal(err)
+		}
+		in, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, in.Body)
+		return resp.StatusCode, in.StatusCode
+	}
+	if outer, inner := tunnel("GET /corral/credential/" + p.tok + "/a/v1/x HTTP/1.1\r\nHost: " + self + "\r\n\r\n"); outer != 200 || inner != 200 {
+		t.Errorf("through a self CONNECT: %d then %d, want 200 then 200", outer, inner)
+	}
+	if _, inner := tunnel("GET /corral/credential/" + strings.Repeat("0", TokenLen) + "/a/v1/x HTTP/1.1\r\nHost: " + self + "\r\n\r\n"); inner != 403 {
+		t.Errorf("a wrong token through a self CONNECT: %d, want 403", inner)
+	}
+	if _, inner := tunnel("GET /corral/credential/" + p.tok + "/a/v1/x HTTP/1.1\r\nHost: attacker.example:4242\r\n\r\n"); inner != 403 {
+		t.Errorf("a foreign Host through a self CONNECT: %d, want 403", inner)
+	}
+	if n := len(up.all()); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
+	}
+	// No credential routes: a CONNECT to that address is an ordinary,
+	// denied one.
+	plain := startProxy(t, nil, nil, func(c *Config) { c.SelfAddrs = []string{self} })
+	resp, _ := rawRequest(t, plain.addr, "CONNECT "+self+" HTTP/1.1\r\nHost: "+self+"\r\n\r\n")
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a self CONNECT without credential routes: %d, want 403", resp.StatusCode)
+	}
 }

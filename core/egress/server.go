@@ -618,6 +618,18 @@ func (s *Server) serve(nc net.Conn, bound bool) {
 		c.served.Store(true)
 		cr.lim.n = noLimit
 		nc.SetReadDeadline(time.Time{}) //nolint:errcheck
+		if req.Method == http.MethodConnect && s.selfConnect(req) {
+			// A client that sends everything through its proxy with CONNECT
+			// (Gemini CLI's undici ProxyAgent, even for http://) reaches
+			// the broker's own credential routes by tunnelling to the
+			// broker itself: the tunnel is this same connection, served
+			// on (same binding, same checks, Host included).
+			if _, err := io.WriteString(nc, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+				nc.Close()
+				return
+			}
+			continue
+		}
 		if req.Method == http.MethodConnect {
 			s.handleConnect(c, cr.br, req, release)
 			return
