@@ -596,7 +596,7 @@ func methodClass(m string) string {
 // pathSegRe is a path segment a path class may keep: short, lowercase,
 // no digits but a version number, nothing that could be an ID or a secret.
 var pathSegRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(v[0-9]{1,2}(alpha|beta)?[0-9]?|[a-z][a-z_-]{0,23})$`)
+	return regexp.MustCompile(`^(v[0-9]{1,2}((alpha|beta)[0-9]?)?|[a-z][a-z_-]{0,23})$`)
 })
 
 // PathClass names what a credential request did without its path's

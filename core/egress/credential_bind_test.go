@@ -130,6 +130,9 @@ func TestPathClass(t *testing.T) {
 		{"/owner/repo.git/git-upload-pack", "", "git-upload-pack"},
 		{"/sk-ant-secret123/x", "", "/…"},
 		{"/", "", "/"},
+		{"/v000/x", "", "/…"},
+		{"/v1beta1/models", "", "/v1beta1/models"},
+		{"/v1beta/models", "", "/v1beta/models"},
 	} {
 		if got := PathClass(tc.rest, tc.query); got != tc.want {
 			t.Errorf("PathClass(%q, %q) = %q, want %q", tc.rest, tc.query, got, tc.want)
