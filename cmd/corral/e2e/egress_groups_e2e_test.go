@@ -151,16 +151,18 @@ func learnThenEnforce(t *testing.T, x *h, proxy string) {
 	if !strings.Contains(string(trusted), `"localhost:`+learned.port+`"`) {
 		t.Errorf("the trusted layer lacks the learned host:\n%s", trusted)
 	}
-	// The broker reloads within about a second of the write: poll for the
-	// answer with a deadline, never a fixed sleep.
-	got := get(learned)
-	for deadline := time.Now().Add(30 * time.Second); got != "200" && time.Now().Before(deadline); got = get(learned) {
+	// The broker reloads within about a second of the write, and learning
+	// ends with it: poll until another host is denied (the reload is in
+	// force), with a deadline, never a fixed sleep; then the applied host
+	// must still answer.
+	got := get(other)
+	for deadline := time.Now().Add(30 * time.Second); got != "403" && time.Now().Before(deadline); got = get(other) {
 	}
-	if got != "200" {
-		t.Errorf("the applied host after learning: HTTP %q, want 200", got)
-	}
-	if got := get(other); got != "403" {
+	if got != "403" {
 		t.Errorf("another host after learning: HTTP %q, want 403", got)
+	}
+	if got := get(learned); got != "200" {
+		t.Errorf("the applied host after learning: HTTP %q, want 200", got)
 	}
 }
 
