@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -158,14 +157,7 @@ for i in range(n):
         ok += 1
     s.close()
 print(n, ok, time.monotonic() - t)`, n, port)
-	brokerPID := func() int {
-		b, _ := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-		var m struct {
-			BrokerPID int `json:"broker_pid"`
-		}
-		_ = json.Unmarshal(b, &m)
-		return m.BrokerPID
-	}()
+	brokerPID := x.meta(t).BrokerPID
 	before := procCPU(brokerPID)
 	out := x.ok("run", "--", "python3", "-c", script)
 	after := procCPU(brokerPID)

@@ -294,13 +294,7 @@ ca = %q
 	withKeys := []string{"E2E_ANTHROPIC_KEY=" + key, "E2E_GIT_TOKEN=" + token, "E2E_OPENAI_KEY=" + openaiKey,
 		"E2E_GEMINI_KEY=" + geminiKey, "ANTHROPIC_API_KEY=" + key}
 	x.ok("up") // from an environment without any key
-	var meta struct {
-		BrokerPort int    `json:"broker_port"`
-		VMType     string `json:"vm_type"`
-	}
-	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-	must(t, err)
-	must(t, json.Unmarshal(b, &meta))
+	meta := x.meta(t)
 
 	if _, _, code := x.corral("run", "--", "test", "-x", "/usr/local/bin/claude-real"); code != 0 {
 		t.Fatalf("the test image has no Claude Code (/usr/local/bin/claude-real)\nhint: rebuild it with packaging/linux/build-image.sh (it installs the package pinned in core/pins/npm.txt)")
@@ -694,13 +688,7 @@ func otherBoxRefusesRoute(t *testing.T, x *h) {
 	if claudeRoute == "" {
 		t.Skip("no route of another box: TestClaudeBrokered did not run or did not get that far")
 	}
-	var meta struct {
-		BrokerPort int    `json:"broker_port"`
-		Network    string `json:"network"`
-	}
-	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-	must(t, err)
-	must(t, json.Unmarshal(b, &meta))
+	meta := x.meta(t)
 	if meta.Network != "broker" {
 		t.Skipf("box %s is not in broker mode (%q): it has no credential routes", x.box, meta.Network)
 	}

@@ -161,12 +161,7 @@ func TestBoxLifecycle(t *testing.T) {
 	t.Run("up from a golden clone", func(t *testing.T) {
 		x.t = t
 		x.ok("up")
-		var meta struct {
-			Golden string `json:"golden"`
-		}
-		b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-		must(t, err)
-		must(t, json.Unmarshal(b, &meta))
+		meta := x.meta(t)
 		if !strings.HasPrefix(meta.Golden, "golden-") {
 			t.Errorf("box not cloned from a golden image: %q", meta.Golden)
 		}
@@ -425,4 +420,25 @@ echo "value=$E2E_SECRET"`
 			}
 		}
 	})
+}
+
+// boxMeta is the part of a box's metadata (core/box Meta, in
+// ~/.corral/boxes/BOX.json) the tests read.
+type boxMeta struct {
+	BrokerPort int             `json:"broker_port"`
+	BrokerPID  int             `json:"broker_pid"`
+	Network    string          `json:"network"`
+	VMType     string          `json:"vm_type"`
+	Golden     string          `json:"golden"`
+	Saved      json.RawMessage `json:"saved"`
+}
+
+// meta reads x's box metadata, failing t when it cannot.
+func (x *h) meta(t *testing.T) boxMeta {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
+	must(t, err)
+	var m boxMeta
+	must(t, json.Unmarshal(b, &m))
+	return m
 }

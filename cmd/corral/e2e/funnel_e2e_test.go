@@ -154,13 +154,7 @@ func TestHostFunnel(t *testing.T) {
 	srv := startHostServer(t)
 
 	x.ok("up")
-	var meta struct {
-		BrokerPort int    `json:"broker_port"`
-		Network    string `json:"network"`
-	}
-	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-	must(t, err)
-	must(t, json.Unmarshal(b, &meta))
+	meta := x.meta(t)
 	if meta.Network != "broker" {
 		t.Fatalf("box network %q, want broker", meta.Network)
 	}

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -67,12 +66,7 @@ func suspendResume(t *testing.T, x *h) {
 	if err != nil || abs(time.Now().Unix()-guestNow) > 30 {
 		t.Errorf("guest clock %d, host %d (%v): not stepped after the resume", guestNow, time.Now().Unix(), err)
 	}
-	var meta struct {
-		Saved json.RawMessage `json:"saved"`
-	}
-	b, err := os.ReadFile(filepath.Join(x.home, "boxes", x.box+".json"))
-	must(t, err)
-	must(t, json.Unmarshal(b, &meta))
+	meta := x.meta(t)
 	if len(meta.Saved) != 0 {
 		t.Errorf("metadata still says saved: %s", meta.Saved)
 	}
