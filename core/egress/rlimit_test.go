@@ -73,27 +73,7 @@ func TestTunnelsAtFileLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 2,000 connections")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CORRAL_EGRESS_TEST_CHILD=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // only if still running
-		<-exited
-	})
-	var addr string
-	var limit int
-	if _, err := fmt.Fscan(bufio.NewReader(out), &addr, &limit); err != nil {
-		t.Fatal(err)
-	}
-	go func() { exited <- cmd.Wait() }()
+	addr, limit, cmd, exited := startBrokerChild(t)
 	if limit != TunnelCap(1024) {
 		t.Fatalf("child tunnel cap %d, want %d", limit, TunnelCap(1024))
 	}
@@ -186,10 +166,11 @@ func TestTunnelsAtFileLimit(t *testing.T) {
 }
 
 // startBrokerChild starts the test binary as a broker child (see
-// TestMain) and returns its address, tunnel cap and process id.
-func startBrokerChild(t *testing.T) (addr string, limit, pid int) {
+// TestMain) and returns its address, tunnel cap, process and the channel
+// that receives its exit (put back by whoever takes it, for the cleanup).
+func startBrokerChild(t *testing.T) (addr string, limit int, cmd *exec.Cmd, exited chan error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CORRAL_EGRESS_TEST_CHILD=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -199,14 +180,17 @@ func startBrokerChild(t *testing.T) (addr string, limit, pid int) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited = make(chan error, 1)
 	t.Cleanup(func() {
 		cmd.Process.Kill() //nolint:errcheck // only if still running
-		cmd.Wait()         //nolint:errcheck
+		<-exited
 	})
-	if _, err := fmt.Fscan(bufio.NewReader(out), &addr, &limit); err != nil {
+	_, err = fmt.Fscan(bufio.NewReader(out), &addr, &limit)
+	go func() { exited <- cmd.Wait() }() // after the read: Wait closes the pipe
+	if err != nil {
 		t.Fatal(err)
 	}
-	return addr, limit, cmd.Process.Pid
+	return addr, limit, cmd, exited
 }
 
 // openFDs counts the descriptors process pid holds.
@@ -229,7 +213,8 @@ func TestFloodAtFileLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 2,000 connections")
 	}
-	addr, limit, pid := startBrokerChild(t)
+	addr, limit, cmd, _ := startBrokerChild(t)
+	pid := cmd.Process.Pid
 	echo := "allowed.test:" + portOf(t, echoServer(t))
 	base := openFDs(t, pid)
 
