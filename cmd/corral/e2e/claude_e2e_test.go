@@ -327,6 +327,10 @@ ca = %q
 			t.Error("the fake API saw no new request with the real key")
 		}
 	})
+	t.Run("corral claude in a terminal runs in a detachable session, attached again", func(t *testing.T) {
+		x.t = t
+		claudeDetached(t, x)
+	})
 	t.Run("time to the first answer byte", func(t *testing.T) {
 		x.t = t
 		benchOnly(t)

@@ -157,6 +157,7 @@ func TestRenderValidates(t *testing.T) {
 func TestBoxLifecycle(t *testing.T) {
 	x := setup(t)
 	defer x.corral("rm", "-f")
+	writeLifecycleProject(t, x)
 
 	t.Run("up from a golden clone", func(t *testing.T) {
 		x.t = t
@@ -191,6 +192,10 @@ func TestBoxLifecycle(t *testing.T) {
 		if err != nil || string(b) != "written in the box\n" {
 			t.Errorf("host sees %q, %v", b, err)
 		}
+	})
+	t.Run("hide and box_dirs, for the box user and guest root", func(t *testing.T) {
+		x.t = t
+		hiddenAndBoxDirs(t, x)
 	})
 	t.Run("arguments arrive as given", func(t *testing.T) {
 		x.t = t
@@ -389,6 +394,14 @@ echo "value=$E2E_SECRET"`
 		if got := x.ok("run", "--", "sh", "-c", "cat ~/marker"); got != "keep\n" {
 			t.Errorf("after restore ~/marker = %q", got)
 		}
+	})
+	t.Run("snapshots = auto kept the newest two and the manual one", func(t *testing.T) {
+		x.t = t
+		autoSnapshots(t, x)
+	})
+	t.Run("drift after a config change, then rebuild: an offline box with a read-only project", func(t *testing.T) {
+		x.t = t
+		driftThenRebuildOffline(t, x)
 	})
 	t.Run("stop closes corral's ssh master", func(t *testing.T) {
 		x.t = t
