@@ -400,3 +400,88 @@ func claudeDetached(t *testing.T, x *h) {
 	// stop the box.
 	x.corral("run", "--", "tmux", "-L", "corral", "kill-session", "-t", "claude")
 }
+
+// appStopsIdle runs the real menu-bar app while the box is running and
+// idle past its idle_stop, waits for "Stop idle boxes (1)", clicks it and
+// waits until the VM is gone (Lima's qemu.pid removed), reading nothing
+// through corral meanwhile (a corral command would sweep first). The
+// app's own timer sweeps a minute after it starts: the click comes first.
+func appStopsIdle(t *testing.T, x *h) {
+	addr := desktoptest.StartBus(t)
+	conn := desktoptest.Conn(t, addr)
+	w, err := desktoptest.StartWatcher(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(x.bin, "app")
+	cmd.Env = append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var id string
+	select {
+	case id = <-w.Registered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the app never registered its tray item")
+	}
+	var item *desktoptest.Item
+	if !desktoptest.WaitFor(10*time.Second, func() bool {
+		item, err = desktoptest.OpenItem(w.Conn(), id[:strings.Index(id, "/")], "/StatusNotifierItem")
+		return err == nil
+	}) {
+		t.Fatalf("opening the tray item: %v", err)
+	}
+	var stopIdle *desktoptest.MenuNode
+	var dump string
+	if !desktoptest.WaitFor(45*time.Second, func() bool {
+		_, root, err := item.Layout()
+		if err != nil {
+			return false
+		}
+		dump = root.Dump()
+		stopIdle = root.Find("Stop idle boxes (1)")
+		return stopIdle != nil && stopIdle.Enabled()
+	}) {
+		t.Fatalf("no enabled Stop idle boxes (1):\n%s", dump)
+	}
+	if err := item.Click(stopIdle.ID); err != nil {
+		t.Fatal(err)
+	}
+	pid := filepath.Join(x.home, "lima", x.box, "qemu.pid")
+	waitFor(t, "the box's VM to stop after Stop idle boxes", 2*time.Minute, func() bool {
+		_, err := os.Stat(pid)
+		return os.IsNotExist(err)
+	})
+}
+
+// cliSweepsIdle: every corral command stops idle boxes first; here ls
+// stops a box idle past its idle_stop (followed by up, no rebuild). The
+// box is left stopped.
+func cliSweepsIdle(t *testing.T, x *h) {
+	trusted := filepath.Join(x.home, "projects", x.box+".toml")
+	must(t, os.MkdirAll(filepath.Dir(trusted), 0o700))
+	b, _ := os.ReadFile(trusted)
+	must(t, os.WriteFile(trusted, append(b, []byte("\nidle_stop = \"2s\"\n")...), 0o600))
+	x.ok("up") // picks up the new idle_stop
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		stopped := false
+		for _, e := range x.ls() {
+			stopped = stopped || (e.Name == x.box && e.State == "Stopped")
+		}
+		if stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idle box not stopped by the commands' sweep within 2m of idle_stop = 2s: %+v", x.ls())
+		}
+	}
+	audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+	found := false
+	for _, l := range strings.Split(string(audit), "\n") {
+		found = found || (strings.Contains(l, `"kind":"idle-stop"`) && strings.Contains(l, `"`+x.box+`"`))
+	}
+	if !found {
+		t.Errorf("no idle-stop of box %s in the audit log", x.box)
+	}
+}
