@@ -388,7 +388,7 @@ func claudeDetached(t *testing.T, x *h) {
 	waitFor(t, "corral claude to open the box's claude session", 3*time.Minute, listed)
 	waitFor(t, "Claude Code's screen in the terminal", 3*time.Minute, func() bool { return strings.Contains(out.String(), "Claude") })
 	kill()
-	time.Sleep(time.Second)
+	x.waitDetached(t, "claude")
 	if !listed() {
 		t.Fatalf("the claude session did not outlive its terminal: %+v", x.sessions(t))
 	}
