@@ -31,7 +31,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 // newBox makes a state dir and a project with corralToml as its
 // .corral.toml ("" for none), and records its box as `corral up` would.
-func newBox(t *testing.T, corralToml string) (paths.Layout, string) {
+func newBox(t testing.TB, corralToml string) (paths.Layout, string) {
 	t.Helper()
 	root := t.TempDir()
 	l := paths.Layout{Home: filepath.Join(root, "h")}

@@ -245,15 +245,31 @@ func capText(s string) string {
 }
 
 func (l *DecisionLog) write(e Entry) {
-	var v any = e
+	var err error
 	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 {
-		// Pre-encoded: the deny path is hot and reflection is not free.
-		v = json.RawMessage(appendDecisionJSON(make([]byte, 0, 192), e))
+		// Pre-encoded: the deny path is hot and reflection is not free,
+		// nor is json.Marshal checking a RawMessage again.
+		line := appendDecisionJSON(make([]byte, 0, 192), e)
+		if ea, ok := l.out.(encodedAppender); ok {
+			err = ea.AppendEncoded(line)
+		} else {
+			err = l.out.Append(json.RawMessage(line))
+		}
+	} else {
+		err = l.out.Append(e)
 	}
-	if err := l.out.Append(v); err != nil {
+	if err != nil {
 		l.logger.Warn("writing egress decision log", "err", err)
 	}
 }
+
+// encodedAppender appends a line its caller encoded; *jsonl.Writer
+// implements it.
+type encodedAppender interface {
+	AppendEncoded(line []byte) error
+}
+
+var _ encodedAppender = (*jsonl.Writer)(nil)
 
 // plainJSON reports whether s needs no escaping in a JSON string.
 func plainJSON(s string) bool {

@@ -137,6 +137,8 @@ type Server struct {
 	// pipes are the splice pipes of tunnels, counted in the budget.
 	pipes    *pipePool
 	shutting atomic.Bool
+	// workers run connection handlers and tunnel directions.
+	workers *workers
 
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
@@ -203,6 +205,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.fdBudget = int(min(soft, 1<<20)) - fdReserve/2
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.workers = newWorkers(s.ctx.Done())
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -348,10 +351,10 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener, bound bool)
 			c.Close()
 			continue
 		}
-		go func() {
+		s.workers.run(func() {
 			defer s.wg.Done()
 			s.serve(c, bound)
-		}()
+		})
 	}
 }
 

@@ -66,10 +66,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 func (s *Server) tunnel(client, up net.Conn) {
 	t := &tunnelState{idle: s.cfg.IdleTimeout, conns: [2]net.Conn{client, up}, copy: s.copyChunk}
 	done := make(chan struct{})
-	go func() {
+	s.workers.run(func() {
 		t.pipe(0) // client -> upstream
 		close(done)
-	}()
+	})
 	t.pipe(1) // upstream -> client
 	<-done
 	client.Close()

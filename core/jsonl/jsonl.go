@@ -14,7 +14,9 @@
 // lock the writer checks that its descriptor still refers to the file at
 // path (another process may have rotated it) and reopens if not, and it
 // re-checks the size before rotating, so two writers that both saw a full
-// file rotate only once.
+// file rotate only once. A busy writer keeps its shared lock across the
+// appends of up to 50 ms (a lease), so that most lines cost one write(2);
+// a rotation waits for the leases to end (see appendFast).
 //
 // Every file is opened as a regular file only, without blocking
 // (untrusted.OpenFile): a FIFO or a device in the log's place is an error
@@ -92,7 +94,18 @@ type Writer struct {
 
 	fi   os.FileInfo // identity of f, cached for the fast path
 	fiOf *os.File    // the *os.File fi describes
+
+	// The lease (see appendFast): while leased, this writer holds the
+	// shared lock and f is the file at path, which is size bytes long as
+	// far as this writer knows.
+	leased     bool
+	size       int64
+	leaseTimer *time.Timer
 }
+
+// leaseFor is how long a writer keeps the shared lock across its appends
+// (see appendFast): the longest a rotation waits for a busy writer.
+const leaseFor = 50 * time.Millisecond
 
 // RotatedSuffix is appended to path to name the single rotated generation.
 const RotatedSuffix = ".1"
@@ -148,8 +161,26 @@ func (w *Writer) Append(v any) error {
 		return fmt.Errorf("encoding line for %s: %w", w.path, err)
 	}
 	// json.Marshal never emits a raw newline, so the line is one line.
-	b = append(b, '\n')
+	return w.appendLine(append(b, '\n'))
+}
 
+// AppendEncoded appends line, one JSON value its caller encoded (valid
+// JSON, as json.Marshal would write it), followed by a newline, as Append
+// does; it spares a hot path marshalling the value a second time. A line
+// with a raw newline or carriage return is refused, so that one call is
+// never more than one line. line may be reused once it returns.
+func (w *Writer) AppendEncoded(line []byte) error {
+	if bytes.ContainsAny(line, "\n\r") || len(line) == 0 {
+		return fmt.Errorf("appending to %s: an encoded line must be one non-empty line", w.path)
+	}
+	b := make([]byte, len(line)+1)
+	copy(b, line)
+	b[len(line)] = '\n'
+	return w.appendLine(b)
+}
+
+// appendLine appends b, one line with its newline.
+func (w *Writer) appendLine(b []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
@@ -158,6 +189,7 @@ func (w *Writer) Append(v any) error {
 	if done, err := w.appendFast(b); done {
 		return err
 	}
+	w.endLeaseLocked() // the exclusive lock replaces it, and is dropped after
 	if err := flock(w.lock, unix.LOCK_EX); err != nil {
 		return fmt.Errorf("locking %s: %w", w.path, err)
 	}
@@ -312,6 +344,7 @@ func (w *Writer) Close() error {
 	if w.f == nil {
 		return nil
 	}
+	w.endLeaseLocked()
 	err := errors.Join(w.f.Close(), w.lock.Close())
 	w.f, w.lock = nil, nil
 	if err != nil {
@@ -473,40 +506,36 @@ func Recover(line []byte) []byte {
 	return nil
 }
 
-// appendFast writes a line under the shared lock when the path still names
-// this writer's file and the line does not reach MaxBytes. O_APPEND places
-// the line whole after every earlier one whatever other processes do, and
-// the shared lock keeps rotation (exclusive) out between the stat and the
-// write: without it, a writer stalled there across two rotations wrote
-// into a file already dropped, and its line was lost although Append
-// returned nil. Anything else (rotation due, the file replaced, an error)
-// takes the exclusive path.
+// appendFast writes a line under the shared lock when the line does not
+// reach MaxBytes. O_APPEND places the line whole after every earlier one
+// whatever other processes do, and the shared lock keeps rotation
+// (exclusive) out between the check of the file and the write: without it,
+// a writer stalled there across two rotations wrote into a file already
+// dropped, and its line was lost although Append returned nil. A rotation
+// due, or an error, takes the exclusive path. Caller holds mu.
+//
+// The shared lock is leased: taken, and the file checked, by the first
+// append, then kept for the appends of the next leaseFor, which are one
+// write(2) each instead of flock, stat, write and unlock. While any writer
+// holds it no rotation can happen, so the file checked at the start of the
+// lease stays the one at path. The size this writer knows is short by what
+// other processes appended meanwhile; it is read again at every lease, so
+// when the file is full every writer sees it within leaseFor, stops
+// leasing and queues for the exclusive lock: a rotation waits at most
+// about one lease, and a rotation can come up to one lease late. A timer
+// ends the lease, so an idle writer never keeps the lock.
 func (w *Writer) appendFast(b []byte) (bool, error) {
-	if err := flock(w.lock, unix.LOCK_SH); err != nil {
+	if !w.leased && !w.beginLeaseLocked() {
 		return false, nil
 	}
-	defer flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
-	now, err := os.Stat(w.path)
-	if err != nil {
-		return false, nil
-	}
-	if w.fiOf != w.f {
-		fi, err := w.f.Stat()
-		if err != nil {
-			return false, nil
-		}
-		w.fi, w.fiOf = fi, w.f
-	}
-	if !os.SameFile(w.fi, now) {
-		return false, nil
-	}
-	if w.opt.MaxBytes > 0 && now.Size()+int64(len(b)) >= w.opt.MaxBytes {
+	if w.opt.MaxBytes > 0 && w.size+int64(len(b)) >= w.opt.MaxBytes {
 		return false, nil
 	}
 	if w.opt.beforeWrite != nil {
 		w.opt.beforeWrite()
 	}
 	n, err := w.f.Write(b)
+	w.size += int64(n)
 	if err == nil && n == len(b) {
 		return true, nil
 	}
@@ -517,4 +546,72 @@ func (w *Writer) appendFast(b []byte) (bool, error) {
 		w.terminate()
 	}
 	return true, fmt.Errorf("appending to %s: %w", w.path, err)
+}
+
+// beginLeaseLocked takes the shared lock, makes f the file at path
+// (another process may have rotated it: under the shared lock nobody can
+// again until it is dropped), reads its size, and arms the timer that
+// ends the lease. It reports whether all of that succeeded; if not, the
+// lock is not held. Caller holds mu.
+func (w *Writer) beginLeaseLocked() bool {
+	if err := flock(w.lock, unix.LOCK_SH); err != nil {
+		return false
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+		}
+	}()
+	now, err := os.Stat(w.path)
+	if err != nil {
+		return false
+	}
+	if w.fiOf != w.f {
+		fi, err := w.f.Stat()
+		if err != nil {
+			return false
+		}
+		w.fi, w.fiOf = fi, w.f
+	}
+	if !os.SameFile(w.fi, now) {
+		f, err := openData(w.path, w.opt.Mode)
+		if err != nil {
+			return false
+		}
+		fi, err := f.Stat()
+		if err != nil || !os.SameFile(fi, now) {
+			f.Close()
+			return false
+		}
+		w.f.Close()
+		w.f, w.fi, w.fiOf = f, fi, f
+	}
+	w.size = now.Size()
+	w.leased, ok = true, true
+	if w.leaseTimer == nil {
+		w.leaseTimer = time.AfterFunc(leaseFor, w.leaseRanOut)
+	} else {
+		w.leaseTimer.Reset(leaseFor)
+	}
+	return true
+}
+
+// leaseRanOut ends the lease when its time is up.
+func (w *Writer) leaseRanOut() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.endLeaseLocked()
+}
+
+// endLeaseLocked drops the leased lock, if held. Caller holds mu.
+func (w *Writer) endLeaseLocked() {
+	if !w.leased {
+		return
+	}
+	w.leased = false
+	if w.leaseTimer != nil {
+		w.leaseTimer.Stop()
+	}
+	flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
 }
