@@ -116,6 +116,9 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bo
 	if s.isCredentialRequest(req) {
 		return s.handleCredential(nc, br, req, bound)
 	}
+	if s.isBoxRequest(req) {
+		return s.handleBoxRequest(nc, br, req)
+	}
 	if req.URL.User != nil {
 		s.logDecision(authorityDecision(KindHTTP, req.URL.Host, &AuthorityError{Reason: ReasonUserinfo}))
 		s.writeError(nc, http.StatusBadRequest, "corral: userinfo in the request URL is not allowed\n")

@@ -47,6 +47,13 @@ type Entry struct {
 	// the hold was logged before, without it; so a held request that ends
 	// denied has two lines, and an instant denial one without HeldMS.
 	HeldMS int64 `json:"held_ms,omitempty"`
+	// Request lines (kind "request", see [RequestPath]) say what the box
+	// asked for (What, and Request: the entry or "port N"), why, and which
+	// process in the box says it asked (Who: the box's word, for display).
+	What    RequestWhat  `json:"what,omitempty"`
+	Request string       `json:"request,omitempty"`
+	Why     string       `json:"why,omitempty"`
+	Who     *Attribution `json:"who,omitempty"`
 }
 
 // Held is how long the request of a decision line waited in a hold; 0 when
@@ -62,10 +69,15 @@ func (e Entry) IsDecision() bool { return e.Kind == KindConnect || e.Kind == Kin
 // MarshalJSON writes decision lines with their fixed fields and session
 // markers with only theirs.
 func (e Entry) MarshalJSON() ([]byte, error) {
+	if e.Kind == KindRequest {
+		type plain Entry // no methods: no recursion
+		return json.Marshal(plain(e))
+	}
 	if e.IsDecision() {
 		type plain Entry // no methods: no recursion
 		p := plain(e)
 		p.Session = ""
+		p.What, p.Request, p.Why, p.Who = "", "", "", nil
 		if p.Count == 1 {
 			p.Count = 0
 		}
@@ -304,8 +316,8 @@ const DefaultLogMaxBytes = 16 << 20
 // egress log however many denials follow it (it moves to the ".kept" file).
 const Retention = 14 * 24 * time.Hour
 
-// KeepAllowed is the jsonl keep rule of the egress log: allowed decisions
-// and session markers younger than [Retention].
+// KeepAllowed is the jsonl keep rule of the egress log: allowed decisions,
+// session markers and box requests younger than [Retention].
 func KeepAllowed(line []byte, now time.Time) bool {
 	var e struct {
 		Time    time.Time `json:"time"`
@@ -315,7 +327,7 @@ func KeepAllowed(line []byte, now time.Time) bool {
 	if json.Unmarshal(line, &e) != nil {
 		return false
 	}
-	important := e.Allowed || e.Kind == KindSessionStart || e.Kind == KindSessionEnd
+	important := e.Allowed || e.Kind == KindSessionStart || e.Kind == KindSessionEnd || e.Kind == KindRequest
 	return important && now.Sub(e.Time) < Retention
 }
 

@@ -100,6 +100,9 @@ type Config struct {
 	// that sends it through its proxy setting), and so must the Host
 	// header of an origin-form one (DNS rebinding sends another name).
 	SelfAddrs []string
+	// Requests, when set, serves the request channel (see [RequestPath])
+	// and holds connections to hosts the box asked for.
+	Requests *RequestInbox
 }
 
 // Server is the egress proxy. Create it with [NewServer]; it is safe for
@@ -222,6 +225,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.Credentials != nil {
 		cfg.Credentials.policy = s.Policy
+	}
+	if cfg.Requests != nil {
+		cfg.Requests.setWake(s.broadcast)
 	}
 	p := cfg.Policy
 	if p == nil {
