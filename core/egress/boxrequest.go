@@ -460,9 +460,14 @@ func (s *Server) isBoxRequest(req *http.Request) bool {
 // connection may carry another request (never: each answer closes it).
 func (s *Server) handleBoxRequest(nc net.Conn, br *bufio.Reader, req *http.Request) bool {
 	in := s.cfg.Requests
+	read := false // the body was read: nothing is left to drain
 	answer := func(status int, msg string) bool {
 		s.writeError(nc, status, "corral: "+msg+"\n")
-		lingerClose(nc, br)
+		if read && br.Buffered() == 0 {
+			nc.Close()
+		} else {
+			lingerClose(nc, br)
+		}
 		return false
 	}
 	switch {
@@ -478,6 +483,7 @@ func (s *Server) handleBoxRequest(nc net.Conn, br *bufio.Reader, req *http.Reque
 	if err != nil {
 		return answer(http.StatusBadRequest, "request: reading the body failed")
 	}
+	read = len(body) <= MaxRequestBody
 	r, err := ParseBoxRequest(body)
 	if err != nil {
 		return answer(http.StatusBadRequest, err.Error())
@@ -495,8 +501,6 @@ func (s *Server) handleBoxRequest(nc net.Conn, br *bufio.Reader, req *http.Reque
 	if r.What == RequestPort {
 		what = "forwarding port " + strconv.Itoa(r.Port)
 	}
-	s.writeError(nc, http.StatusAccepted, "corral: asked the user for "+what+"; nothing is allowed until they answer"+
-		" (a connection to it waits up to "+in.cfg.Hold.String()+" for the answer)\n")
-	lingerClose(nc, br)
-	return false
+	return answer(http.StatusAccepted, "asked the user for "+what+"; nothing is allowed until they answer"+
+		" (a connection to it waits up to "+in.cfg.Hold.String()+" for the answer)")
 }
