@@ -52,7 +52,14 @@ func (d Denial) check() error {
 func requestKey(what egress.RequestWhat, req string) (string, error) {
 	switch what {
 	case egress.RequestEgress:
-		return Canonical(req)
+		e, err := egress.ParseAllowEntry(req)
+		if err != nil {
+			return "", fmt.Errorf("request %q: %w", req, err)
+		}
+		if e.IsRange() || e.Wild || e.AnyPort {
+			return "", fmt.Errorf("request %q: a box asks for one host (host or host:port), never a wildcard, any port or range", req)
+		}
+		return e.String(), nil
 	case egress.RequestPort:
 		n, ok := strings.CutPrefix(req, "port ")
 		p, err := strconv.Atoi(n)

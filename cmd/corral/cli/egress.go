@@ -153,6 +153,7 @@ func egressRun(opts *EgressOptions) error {
 	}
 	rules = approval.Allowed(rules)
 	requests := box.PendingRequests(l, name, projectDir)
+	asked := boxRequests(l, name, now, opts.IO.ErrOut)
 	var learningUntil time.Time
 	if lr, err := approval.ReadLearning(l, name); err == nil && lr.ActiveAt(now) {
 		learningUntil = lr.Until
@@ -191,7 +192,7 @@ func egressRun(opts *EgressOptions) error {
 		}
 		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules, "refused": refused,
 			"destinations": dests, "recent_denials": denials, "pending_requests": requests,
-			"credentials": creds, "credential_refused": credRefused}
+			"credentials": creds, "credential_refused": credRefused, "box_requests": boxRequestsJSON(asked)}
 		if session != "" {
 			out["session"] = session
 		}
@@ -210,6 +211,9 @@ func egressRun(opts *EgressOptions) error {
 		}
 		for _, q := range requests {
 			t.Row("request", safeText(q.Entry), "pending", safeText(q.File))
+		}
+		for _, r := range asked {
+			t.Row("box-request", safeText(r.Request), rfc3339(r.Time), safeText(r.Why), safeText(requestWho(r)))
 		}
 		for _, s := range summary {
 			t.Row("dest", verdict(s.Allowed), safeText(s.Host), s.Port, s.Count, rfc3339(s.LastSeen), s.Reason)
@@ -258,6 +262,7 @@ func egressRun(opts *EgressOptions) error {
 			fmt.Fprintf(w, "  %s\n", safeText(q.Entry))
 		}
 	}
+	printBoxRequests(w, name, asked, now)
 	if session != "" {
 		fmt.Fprintf(w, "\ndestinations in session %s:\n", safeText(session))
 	} else {
@@ -371,6 +376,10 @@ func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Locat
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	for _, e := range entries {
 		ts := e.Time.In(loc).Format(time.DateTime)
+		if e.Kind == egress.KindRequest {
+			fmt.Fprintf(tw, "%s\trequest\tfrom the box\t%s\t%q %s\n", ts, requestTarget(e), display.Text(e.Why, 0), requestWho(e))
+			continue
+		}
 		if !e.IsDecision() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ts, e.Kind, safeText(e.Session))
 			continue
