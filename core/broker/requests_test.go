@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -212,5 +213,42 @@ func TestBoxRequestChannelRefuses(t *testing.T) {
 	s, _ := approval.Open(l, name)
 	if all, err := s.All(); err != nil || len(all) != 0 {
 		t.Fatalf("requests granted something: %+v %v", all, err)
+	}
+}
+
+// A client that names its session in its proxy credentials (the box's
+// proxy settings in a corral session) gets it on its decision lines.
+func TestDecisionNamesSession(t *testing.T) {
+	l, name := newBox(t, "")
+	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0"})
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	auth := base64.StdEncoding.EncodeToString([]byte("session-ab12cd:x"))
+	if _, err := io.WriteString(c, "CONNECT denied.example.test:443 HTTP/1.1\r\nHost: denied.example.test:443\r\nProxy-Authorization: Basic "+auth+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		entries, _ := egress.ReadLog(l.EgressLog(name), time.Time{})
+		for _, e := range entries {
+			if e.IsDecision() && e.Host == "denied.example.test" {
+				if e.Who == nil || e.Who.Session != "ab12cd" {
+					t.Fatalf("decision line: %+v who %+v", e, e.Who)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no decision line")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

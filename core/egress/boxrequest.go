@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -503,4 +504,34 @@ func (s *Server) handleBoxRequest(nc net.Conn, br *bufio.Reader, req *http.Reque
 	}
 	return answer(http.StatusAccepted, "asked the user for "+what+"; nothing is allowed until they answer"+
 		" (a connection to it waits up to "+in.cfg.Hold.String()+" for the answer)")
+}
+
+// ProxySession returns the session a client names in its proxy
+// credentials, as the box's proxy settings send them in a corral session
+// (guest/provision/40-network.sh: user "session-ID"), as an Attribution;
+// zero when there is none or it is not of that form. It is the client's
+// word: any process in the box can name any session, so it is logged and
+// shown, never decided on.
+func ProxySession(h http.Header) Attribution {
+	v := h.Get("Proxy-Authorization")
+	b64, ok := strings.CutPrefix(v, "Basic ")
+	if !ok || len(b64) > 256 {
+		return Attribution{}
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	if err != nil {
+		return Attribution{}
+	}
+	user, _, _ := strings.Cut(string(raw), ":")
+	id, ok := strings.CutPrefix(user, "session-")
+	if !ok || id == "" || len(id) > MaxWhoField {
+		return Attribution{}
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return Attribution{}
+		}
+	}
+	return Attribution{Session: id}
 }

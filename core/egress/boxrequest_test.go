@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"encoding/base64"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -223,5 +225,30 @@ func TestRequestInboxBucket(t *testing.T) {
 	now = now.Add(time.Hour)
 	if len(in.Pending()) != 0 {
 		t.Fatalf("after PendingFor: %+v", in.Pending())
+	}
+}
+
+func TestProxySession(t *testing.T) {
+	basic := func(s string) http.Header {
+		return http.Header{"Proxy-Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(s))}}
+	}
+	for _, c := range []struct {
+		h    http.Header
+		want string
+	}{
+		{basic("session-ab12cd:x"), "ab12cd"},
+		{basic("session-ab12cd"), "ab12cd"},
+		{basic("session-doctor-ab12:"), "doctor-ab12"},
+		{basic("session-:x"), ""},
+		{basic("session-a\x1bb:x"), ""},
+		{basic("session-" + strings.Repeat("a", 65) + ":x"), ""},
+		{basic("user:secret"), ""},
+		{http.Header{"Proxy-Authorization": {"Bearer session-ab"}}, ""},
+		{http.Header{"Proxy-Authorization": {"Basic !!!"}}, ""},
+		{http.Header{}, ""},
+	} {
+		if got := ProxySession(c.h); got.Session != c.want || got.Exe != "" || got.PID != 0 {
+			t.Errorf("ProxySession(%v) = %+v, want session %q", c.h, got, c.want)
+		}
 	}
 }

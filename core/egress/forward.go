@@ -138,7 +138,7 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bo
 		s.writeError(nc, http.StatusBadRequest, "corral: bad request target: "+err.Error()+"\n")
 		return false
 	}
-	t := s.admit(KindHTTP, auth)
+	t := s.admit(KindHTTP, auth, ProxySession(req.Header))
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
 		if req.ContentLength != 0 || br.Buffered() > 0 {

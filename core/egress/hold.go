@@ -76,9 +76,10 @@ func approvable(r Reason) bool { return r == ReasonHostNotAllowed || r == Reason
 // A request to a host the box asked for ([RequestInbox]) is held for the
 // inbox's Hold even when holding is off, and is refused as soon as the
 // user denies the box's request (the inbox settles it).
-func (s *Server) admit(kind Kind, auth Authority) target {
+func (s *Server) admit(kind Kind, auth Authority, who Attribution) target {
 	wake := s.changed() // before the check: a change after it is seen
 	t := s.checkOnce(kind, auth)
+	t.d.Who = who
 	s.logDecision(t.d)
 	hold := time.Duration(s.hold.Load())
 	// A connection to a host the box asked for (the request channel)
@@ -103,6 +104,7 @@ func (s *Server) admit(kind Kind, auth Authority) target {
 		now := time.Now()
 		t.d.Held = max(now.Sub(start), time.Millisecond)
 		t.d.Time = now
+		t.d.Who = who
 		s.logDecision(t.d)
 		return t
 	}

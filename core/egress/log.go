@@ -49,7 +49,9 @@ type Entry struct {
 	HeldMS int64 `json:"held_ms,omitempty"`
 	// Request lines (kind "request", see [RequestPath]) say what the box
 	// asked for (What, and Request: the entry or "port N"), why, and which
-	// process in the box says it asked (Who: the box's word, for display).
+	// process in the box says it asked. Who is also on a decision line
+	// whose client named its session ([ProxySession]). Who is the box's
+	// word, for display only.
 	What    RequestWhat  `json:"what,omitempty"`
 	Request string       `json:"request,omitempty"`
 	Why     string       `json:"why,omitempty"`
@@ -77,7 +79,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		type plain Entry // no methods: no recursion
 		p := plain(e)
 		p.Session = ""
-		p.What, p.Request, p.Why, p.Who = "", "", "", nil
+		p.What, p.Request, p.Why = "", "", ""
 		if p.Count == 1 {
 			p.Count = 0
 		}
@@ -210,6 +212,10 @@ func (l *DecisionLog) LogDecision(d Decision) {
 	if d.Held > 0 {
 		e.HeldMS = max(d.Held.Milliseconds(), 1)
 	}
+	if !d.Who.IsZero() {
+		who := d.Who
+		e.Who = &who
+	}
 	// The outcome of a hold is never folded into a count: there are at
 	// most MaxHeld at once, and each says how long it waited.
 	if !e.Allowed && e.HeldMS == 0 && l.pending != nil {
@@ -258,7 +264,7 @@ func capText(s string) string {
 
 func (l *DecisionLog) write(e Entry) {
 	var v any = e
-	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 {
+	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 && e.Who == nil {
 		// Pre-encoded: the deny path is hot and reflection is not free.
 		v = json.RawMessage(appendDecisionJSON(make([]byte, 0, 192), e))
 	}

@@ -856,7 +856,7 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		nc.Close()
 		return
 	}
-	t := s.admit(KindConnect, auth)
+	t := s.admit(KindConnect, auth, ProxySession(req.Header))
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
 		if br.Buffered() > 0 {
