@@ -472,7 +472,14 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 		fctx, fcancel := context.WithCancel(ctx)
 		report := func(e egress.Entry) {
 			if isNewDenial(e, since) {
-				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)})
+				d := DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)}
+				if e.Who != nil {
+					d.Who = e.Who.String()
+					if e.Who.Exe == "" {
+						d.Who = "session " + e.Who.Session
+					}
+				}
+				fn(name, d)
 			}
 			if e.Kind == egress.KindRequest && !e.Time.Before(since) {
 				r := boxRequest(e)

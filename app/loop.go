@@ -502,6 +502,10 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 			Title: fmt.Sprintf("%s was blocked from %s", display.Text(box, 0), host),
 			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", display.Text(box, 0), host, d.Port),
 		}
+		if d.Who != "" {
+			// The client's own word about itself: shown, never decided on.
+			n.Body = fmt.Sprintf("%s in the box %s tried to reach %s (port %d). Allow it?", display.Text(d.Who, 80), display.Text(box, 0), host, d.Port)
+		}
 		l.goDo(ctx, func(ctx context.Context) func() {
 			if err := l.opts.Notifier.Notify(ctx, n); err != nil {
 				l.log.Warn("posting notification", "err", err)

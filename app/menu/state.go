@@ -103,6 +103,9 @@ type DeniedHost struct {
 	// Asked is set when the line is not a denial but a request the box
 	// filed (WatchDenials reports both).
 	Asked *BoxRequest
+	// Who is what the client said about itself ("session ab12cd"; the
+	// box's word, shown through core/display), "" when nothing.
+	Who string
 }
 
 // BoxRequest is a request a program in the box filed with corral-request:

@@ -301,7 +301,7 @@ func egressRun(opts *EgressOptions) error {
 	fmt.Fprintf(w, "\nrecent denials:\n")
 	tw = newTable(w, true)
 	for _, e := range denials {
-		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e)+held(e))
+		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e)+held(e)+decisionWho(e))
 	}
 	if len(denials) == 0 {
 		tw.Row("  none")
@@ -388,7 +388,7 @@ func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Locat
 		if e.Allowed {
 			detail = e.IP
 		}
-		detail += held(e)
+		detail += held(e) + decisionWho(e)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ts, verdict(e.Allowed), e.Kind, hostPort(e.Host, e.Port), detail)
 	}
 	return tw.Flush()

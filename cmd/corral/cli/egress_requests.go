@@ -88,3 +88,15 @@ func printBoxRequests(w io.Writer, box string, rs []egress.Entry, now time.Time)
 	}
 	fmt.Fprintf(w, "answer: corral allow %s HOST [--once|--session|--for 1h] (a held connection proceeds), corral deny %s HOST, corral port %s PORT\n", box, box, box)
 }
+
+// decisionWho names who a decision line says made the request (" · from
+// session ab12cd"), or "": the client's own word, shown, never decided on.
+func decisionWho(e egress.Entry) string {
+	if e.Who == nil || e.Who.IsZero() {
+		return ""
+	}
+	if e.Who.Exe == "" && e.Who.PID == 0 && e.Who.Chain == "" {
+		return " · from session " + display.Text(e.Who.Session, 0)
+	}
+	return " · from " + display.Text(e.Who.String(), 80)
+}

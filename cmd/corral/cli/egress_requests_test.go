@@ -89,3 +89,26 @@ func TestEgressShowsBoxRequests(t *testing.T) {
 		t.Fatalf("after deny: %+v", got.BoxRequests)
 	}
 }
+
+// A decision whose client named its session says so, made safe.
+func TestEgressShowsDecisionSession(t *testing.T) {
+	e := setup(t, "")
+	l := paths.Layout{Home: e.home}
+	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := egress.NewDecisionLog(e.box, w, nil)
+	dl.LogDecision(egress.Decision{Time: fixedNow.Add(-time.Minute), Kind: egress.KindConnect, Host: "denied.example.test", Port: 443,
+		Reason: egress.ReasonHostNotAllowed, Who: egress.Attribution{Session: "ab12\x1b[2J"}})
+	dl.Close()
+	w.Close()
+	_, out, _ := runEgressAt(e, true, fixedNow, "--log")
+	if !strings.Contains(out, `host-not-allowed · from session ab12\x1b[2J`) || strings.Contains(out, "\x1b") {
+		t.Fatalf("log:\n%q", out)
+	}
+	_, out, _ = runEgressAt(e, true, fixedNow)
+	if !strings.Contains(out, `host-not-allowed · from session ab12\x1b[2J`) {
+		t.Fatalf("recent denials:\n%s", out)
+	}
+}
