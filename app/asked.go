@@ -125,6 +125,12 @@ func requestNotification(box string, r BoxRequest) notify.Notification {
 		who = display.Text(r.Who, 80)
 	}
 	why := "“" + display.Text(r.Why, 0) + "”"
+	if !r.IsPort && !menu.RequestAllowable(r) {
+		// Not one canonical host: nothing to allow, so no Allow action.
+		return notify.Notification{Kind: notify.KindInfo, Box: box,
+			Title: fmt.Sprintf("%s filed a request that cannot be allowed", display.Text(box, 0)),
+			Body:  fmt.Sprintf("%s in %s asked for %s: %s.", who, display.Text(box, 0), display.Text(r.Request, 0), why)}
+	}
 	if r.IsPort {
 		return notify.Notification{Kind: notify.KindInfo, Box: box,
 			Title: fmt.Sprintf("%s asks to forward %s", display.Text(box, 0), display.Text(r.Request, 0)),

@@ -72,6 +72,9 @@ func TestRequestNotification(t *testing.T) {
 			t.Errorf("unsafe rune in %q", s)
 		}
 	}
+	if w := requestNotification("web", BoxRequest{Request: "*.example.test", Why: "x"}); w.Kind != notify.KindInfo {
+		t.Errorf("a wildcard request offers Allow: %+v", w)
+	}
 	p := requestNotification("web", BoxRequest{Request: "port 3000", IsPort: true, Why: "dev"})
 	if p.Kind != notify.KindInfo || !strings.Contains(p.Body, "corral port web") {
 		t.Errorf("port request: %+v", p)

@@ -626,11 +626,14 @@ func askedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 			{Key: hk + "/why", Title: "“" + display.Text(r.Why, 2*lim.MaxTitle) + "”", Tooltip: tip, Disabled: true},
 			{Key: hk + "/who", Title: "asked by " + display.Text(r.Who, 2*lim.MaxTitle), Disabled: true, Hidden: r.Who == ""},
 		}
-		if r.IsPort {
+		switch {
+		case r.IsPort:
 			children = append(children, Item{Key: hk + "/port", Disabled: true,
 				Title: "To forward it: corral port " + display.Text(b.Name, 0) + " " + strings.TrimPrefix(display.Text(r.Request, 0), "port ")})
-		} else {
+		case RequestAllowable(r):
 			children = append(children, allowItems(hk, b.Name, r.Request)...)
+		default:
+			children = append(children, Item{Key: hk + "/malformed", Title: "Not one host: cannot be allowed", Disabled: true})
 		}
 		children = append(children, Item{Key: hk + "/deny", Title: "Deny", Tooltip: "Answer no: a connection held for it is refused",
 			Action: Action{Kind: ActDenyRequest, Box: b.Name, Host: r.Request}})
@@ -736,6 +739,18 @@ func Allowable(d DeniedHost) bool {
 	}
 	a, err := egress.ParseAuthority(net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), 0)
 	return err == nil && a.Host == d.Host
+}
+
+// RequestAllowable reports whether a box's request may be offered for
+// approval: it names one host in the canonical form of the one allow-list
+// grammar (no wildcard, any port or range), so what the user allows is
+// exactly what was asked for.
+func RequestAllowable(r BoxRequest) bool {
+	if r.IsPort {
+		return false
+	}
+	e, err := egress.ParseAllowEntry(r.Request)
+	return err == nil && !e.IsRange() && !e.Wild && !e.AnyPort && e.String() == r.Request
 }
 
 func hostPort(d DeniedHost) string {
