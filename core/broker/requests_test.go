@@ -252,3 +252,43 @@ func TestDecisionNamesSession(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A plain HTTP request (what the box's curl sends for http://) to a
+// requested host is held and released the same way.
+func TestBoxRequestHoldsPlainHTTP(t *testing.T) {
+	l, name := newBox(t, "")
+	port := brokertest.Upstream(t)
+	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
+	target := "asked.example.test:" + port
+	if code, body := fileRequest(t, addr, askFor(target, "tests")); code != http.StatusAccepted {
+		t.Fatalf("filing: %d %q", code, body)
+	}
+	type got struct {
+		code int
+		err  error
+	}
+	res := make(chan got, 1)
+	go func() {
+		tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr}), DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 20 * time.Second}).Get("http://" + target + "/")
+		if err != nil {
+			res <- got{0, err}
+			return
+		}
+		resp.Body.Close()
+		res <- got{resp.StatusCode, nil}
+	}()
+	time.Sleep(400 * time.Millisecond)
+	select {
+	case r := <-res:
+		t.Fatalf("held GET answered before the answer: %+v", r)
+	default:
+	}
+	if _, err := approval.Allow(l, name, target, approval.ScopeSession, audit.ActorApp); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.err != nil || r.code != http.StatusOK {
+		t.Fatalf("held GET after Allow: %+v", r)
+	}
+}

@@ -51,7 +51,9 @@ hosts, the egress config and the approvals from "corral allow", each with
 its source), every destination the box tried since --since (denied first,
 with counts and when last seen), the brokered credentials the box used
 (uses and last use, from the audit log; refused credential requests
-counted), and the latest denials.
+counted), the requests programs in the box filed with corral-request
+(the box's own words: what, why and which process; answer with corral
+allow or corral deny), and the latest denials.
 
 BOX defaults to the box of the current project (-C). --log prints the
 decision log itself, oldest first; when stdout is not a terminal, or with
