@@ -142,3 +142,16 @@ func requestNotification(box string, r BoxRequest) notify.Notification {
 		Title: fmt.Sprintf("%s asks to reach %s", display.Text(box, 0), target),
 		Body:  fmt.Sprintf("%s in %s asks for %s: %s. The reason is the box's own. Allow it?", who, display.Text(box, 0), target, why)}
 }
+
+// whoText is what a decision's client said about itself, for the menu and
+// notifications ("session ab12cd"): the box's word, shown through
+// core/display by the caller.
+func whoText(w egress.Attribution) string {
+	if w.Exe == "" && w.PID == 0 && w.Chain == "" {
+		if w.Session == "" {
+			return ""
+		}
+		return "session " + w.Session
+	}
+	return w.String()
+}

@@ -206,16 +206,24 @@ func (b *coreBackend) deniedHosts(name string, now time.Time) ([]DeniedHost, []e
 		return nil, nil
 	}
 	var asked []egress.Entry
+	type dest struct {
+		host string
+		port int
+	}
+	lastWho := map[dest]string{} // who the latest denial of a destination says it was
 	for _, e := range entries {
 		if e.Kind == egress.KindRequest || len(asked) > 0 && e.IsDecision() && e.Allowed {
 			asked = append(asked, e)
+		}
+		if e.IsDecision() && !e.Allowed && e.Who != nil {
+			lastWho[dest{e.Host, e.Port}] = whoText(*e.Who)
 		}
 	}
 	var hosts []DeniedHost
 	for _, h := range egress.Summarize(entries) {
 		if !h.Allowed {
 			hosts = append(hosts, DeniedHost{Host: h.Host, Port: h.Port, Count: h.Count, Last: h.LastSeen,
-				Malformed: malformed(h.Reason)})
+				Malformed: malformed(h.Reason), Who: lastWho[dest{h.Host, h.Port}]})
 		}
 	}
 	if b.denied == nil {
@@ -474,10 +482,7 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 			if isNewDenial(e, since) {
 				d := DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)}
 				if e.Who != nil {
-					d.Who = e.Who.String()
-					if e.Who.Exe == "" {
-						d.Who = "session " + e.Who.Session
-					}
+					d.Who = whoText(*e.Who)
 				}
 				fn(name, d)
 			}

@@ -84,7 +84,7 @@ func TestBuildNeverShowsUnsafeText(t *testing.T) {
 	for range 500 {
 		var ds []DeniedHost
 		for range 5 {
-			ds = append(ds, DeniedHost{Host: gen(), Port: r.IntN(3) * 443, Count: 1, Last: now, Malformed: r.IntN(2) == 0})
+			ds = append(ds, DeniedHost{Host: gen(), Port: r.IntN(3) * 443, Count: 1, Last: now, Malformed: r.IntN(2) == 0, Who: gen()})
 		}
 		var asked []BoxRequest
 		for range 3 {

@@ -583,8 +583,12 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 				Tooltip: "Allow " + display.Host(dom, 0) + " and all its subdomains, permanently",
 				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain}}
 		}
+		tip := display.Authority(hostPort(d), 0)
+		if d.Who != "" {
+			tip += " — last from " + display.Text(d.Who, 0) + " (the box's word)"
+		}
 		it.Children = append(it.Children, Item{
-			Key: hk, Title: title, Tooltip: display.Authority(hostPort(d), 0),
+			Key: hk, Title: title, Tooltip: tip,
 			Children: append(allowItems(hk, b.Name, d.Host), domain),
 		})
 	}
