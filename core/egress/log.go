@@ -264,7 +264,7 @@ func capText(s string) string {
 
 func (l *DecisionLog) write(e Entry) {
 	var v any = e
-	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 && e.Who == nil {
+	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 && sessionOnly(e.Who) {
 		// Pre-encoded: the deny path is hot and reflection is not free.
 		v = json.RawMessage(appendDecisionJSON(make([]byte, 0, 192), e))
 	}
@@ -302,7 +302,19 @@ func appendDecisionJSON(b []byte, e Entry) []byte {
 	b = strconv.AppendBool(b, e.Allowed)
 	b = append(b, `,"reason":"`...)
 	b = append(b, e.Reason...)
+	if e.Who != nil {
+		b = append(b, `","who":{"session":"`...)
+		b = append(b, e.Who.Session...)
+		return append(b, `"}}`...)
+	}
 	return append(b, `"}`...)
+}
+
+// sessionOnly reports whether who needs nothing but the fast encoding:
+// absent, or a plain session alone (what a session's proxy credentials
+// give every decision).
+func sessionOnly(who *Attribution) bool {
+	return who == nil || who.Exe == "" && who.PID == 0 && who.Chain == "" && who.Session != "" && plainJSON(who.Session)
 }
 
 // StartSession appends a session-start marker.
