@@ -83,6 +83,9 @@ type Backend interface {
 	// host is the domain (e.g. "example.test") and the rule covers it and
 	// all its subdomains.
 	Allow(ctx context.Context, box, host string, scope AllowScope) error
+	// Deny answers no to a request box filed (corral-request) for request
+	// (the entry, or "port N"); a connection held for it is refused.
+	Deny(ctx context.Context, box, request string) error
 	// Rebuild deletes and recreates box's VM; the app asks for a second
 	// click first.
 	Rebuild(ctx context.Context, box string) error
@@ -91,7 +94,8 @@ type Backend interface {
 	Pull(ctx context.Context, box string) error
 	EgressLogPath(box string) string
 	ConfigPath() string
-	// WatchDenials calls fn for each connection the egress proxy refuses,
+	// WatchDenials calls fn for each connection the egress proxy refuses
+	// and for each request the box files (DeniedHost.Asked set),
 	// until ctx is done, and then returns ctx.Err(). fn does not block for
 	// long. The app restarts WatchDenials after an error, after a pause.
 	WatchDenials(ctx context.Context, fn func(box string, d DeniedHost)) error

@@ -133,6 +133,9 @@ func (f *fileBackend) GuardGit(ctx context.Context) []app.GitRevert { return nil
 func (f *fileBackend) Allow(ctx context.Context, box, host string, scope app.AllowScope) error {
 	return f.record(call{Op: "allow", Box: box, Host: host, Scope: scope.String()})
 }
+func (f *fileBackend) Deny(ctx context.Context, box, request string) error {
+	return f.record(call{Op: "deny", Box: box, Host: request})
+}
 func (f *fileBackend) Rebuild(ctx context.Context, box string) error {
 	return f.record(call{Op: "rebuild", Box: box})
 }

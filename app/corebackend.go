@@ -183,36 +183,54 @@ type deniedCache struct {
 	mod   time.Time
 	read  time.Time
 	hosts []DeniedHost
+	// asked are the log's request lines and the allowed decisions after
+	// the first of them: what core/approval Pending needs.
+	asked []egress.Entry
 }
 
-// deniedHosts returns the box's denied hosts of the last 24 h.
-func (b *coreBackend) deniedHosts(name string, now time.Time) []DeniedHost {
+// deniedHosts returns the box's denied hosts of the last 24 h, and the
+// log lines its requests need (see deniedCache).
+func (b *coreBackend) deniedHosts(name string, now time.Time) ([]DeniedHost, []egress.Entry) {
 	path := b.svc.Layout.EgressLog(name)
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c, ok := b.denied[name]; ok && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) && now.Sub(c.read) < time.Minute {
-		return c.hosts
+		return c.hosts, c.asked
 	}
-	entries, err := egress.ReadLog(path, now.Add(-24*time.Hour))
+	entries, err := egress.ReadLog(path, now.Add(-approval.RequestTTL))
 	if err != nil {
-		return nil
+		return nil, nil
+	}
+	var asked []egress.Entry
+	type dest struct {
+		host string
+		port int
+	}
+	lastWho := map[dest]string{} // who the latest denial of a destination says it was
+	for _, e := range entries {
+		if e.Kind == egress.KindRequest || len(asked) > 0 && e.IsDecision() && e.Allowed {
+			asked = append(asked, e)
+		}
+		if e.IsDecision() && !e.Allowed && e.Who != nil {
+			lastWho[dest{e.Host, e.Port}] = whoText(*e.Who)
+		}
 	}
 	var hosts []DeniedHost
 	for _, h := range egress.Summarize(entries) {
 		if !h.Allowed {
 			hosts = append(hosts, DeniedHost{Host: h.Host, Port: h.Port, Count: h.Count, Last: h.LastSeen,
-				Malformed: malformed(h.Reason)})
+				Malformed: malformed(h.Reason), Who: lastWho[dest{h.Host, h.Port}]})
 		}
 	}
 	if b.denied == nil {
 		b.denied = map[string]deniedCache{}
 	}
-	b.denied[name] = deniedCache{size: fi.Size(), mod: fi.ModTime(), read: now, hosts: hosts}
-	return hosts
+	b.denied[name] = deniedCache{size: fi.Size(), mod: fi.ModTime(), read: now, hosts: hosts, asked: asked}
+	return hosts, asked
 }
 
 // credCache is the credential use of every box, read from the audit log at
@@ -313,7 +331,9 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		for _, p := range s.Ports {
 			v.Ports = append(v.Ports, p.Host)
 		}
-		v.Denied = b.deniedHosts(s.Name, now)
+		var asked []egress.Entry
+		v.Denied, asked = b.deniedHosts(s.Name, now)
+		v.Asked = b.askedRequests(s.Name, asked)
 		v.Credentials = b.credentialUses(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
 		v.Requests = len(box.PendingRequests(b.svc.Layout, s.Name, s.Project))
@@ -460,7 +480,15 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 		fctx, fcancel := context.WithCancel(ctx)
 		report := func(e egress.Entry) {
 			if isNewDenial(e, since) {
-				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)})
+				d := DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)}
+				if e.Who != nil {
+					d.Who = whoText(*e.Who)
+				}
+				fn(name, d)
+			}
+			if e.Kind == egress.KindRequest && !e.Time.Before(since) {
+				r := boxRequest(e)
+				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: 1, Last: e.Time, Asked: &r})
 			}
 		}
 		wg.Go(func() {

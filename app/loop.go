@@ -248,6 +248,8 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		l.boxOp(ctx, a.Box, "Pulling", "pull", l.b.Pull)
 	case menu.ActAllow:
 		l.allow(ctx, a.Box, a.Host, a.Scope)
+	case menu.ActDenyRequest:
+		l.deny(ctx, a.Box, a.Host)
 	case menu.ActStopIdle:
 		l.stopIdle(ctx, true)
 	case menu.ActOpenSession, menu.ActOpenShell, menu.ActOpenProject, menu.ActReviewRequests, menu.ActAttach:
@@ -430,6 +432,7 @@ func (l *loop) allow(ctx context.Context, box, host string, scope menu.AllowScop
 				l.log.Info("allowed host", "box", box, "host", host, "scope", scope.String())
 				l.cool.Reset(box, host)
 				l.forgetDenied(box, host, scope)
+				l.forgetAsked(box, host)
 			}
 			l.render()
 			l.refresh(ctx)
@@ -468,6 +471,10 @@ func (l *loop) notificationAction(ctx context.Context, a notify.ActionEvent) {
 // denied records a denial on the loop: merge it into the state, redraw,
 // notify (rate-limited per box and host) and refresh.
 func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
+	if d.Asked != nil {
+		l.asked(ctx, box, *d.Asked)
+		return
+	}
 	for i := range l.state.Boxes {
 		b := &l.state.Boxes[i]
 		if b.Name != box {
@@ -494,6 +501,10 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 			Box: box, Host: d.Host,
 			Title: fmt.Sprintf("%s was blocked from %s", display.Text(box, 0), host),
 			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", display.Text(box, 0), host, d.Port),
+		}
+		if d.Who != "" {
+			// The client's own word about itself: shown, never decided on.
+			n.Body = fmt.Sprintf("%s in the box %s tried to reach %s (port %d). Allow it?", display.Text(d.Who, 80), display.Text(box, 0), host, d.Port)
 		}
 		l.goDo(ctx, func(ctx context.Context) func() {
 			if err := l.opts.Notifier.Notify(ctx, n); err != nil {

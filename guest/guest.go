@@ -27,6 +27,9 @@ var gitCredential string
 //go:embed corral-repo.sh
 var repo string
 
+//go:embed corral-request.sh
+var request string
+
 //go:embed corral-git-shadow.sh
 var gitShadow string
 
@@ -110,6 +113,14 @@ func Repo() string { return repo }
 
 // RepoPath is where corral-repo is installed in the guest.
 const RepoPath = "/usr/local/bin/corral-repo"
+
+// Request returns corral-request, the box's end of the request channel
+// (core/egress RequestPath): a program in the box asks its user for a host
+// or a port, with a reason.
+func Request() string { return request }
+
+// RequestPath is where corral-request is installed in the guest.
+const RequestPath = "/usr/local/bin/corral-request"
 
 // GitShadow returns the script that mounts the git shadow (run by the
 // corral-git-shadow unit that provision/44-git-shadow.sh writes).

@@ -84,9 +84,14 @@ func TestBuildNeverShowsUnsafeText(t *testing.T) {
 	for range 500 {
 		var ds []DeniedHost
 		for range 5 {
-			ds = append(ds, DeniedHost{Host: gen(), Port: r.IntN(3) * 443, Count: 1, Last: now, Malformed: r.IntN(2) == 0})
+			ds = append(ds, DeniedHost{Host: gen(), Port: r.IntN(3) * 443, Count: 1, Last: now, Malformed: r.IntN(2) == 0, Who: gen()})
 		}
-		st := State{Boxes: []BoxView{{Name: gen(), State: StateRunning, Err: gen(), Denied: ds,
+		var asked []BoxRequest
+		for range 3 {
+			asked = append(asked, BoxRequest{Request: gen(), IsPort: r.IntN(4) == 0, Why: gen(), Who: gen(), Time: now})
+		}
+		asked = append(asked, BoxRequest{Request: "ok.example.test:8443", Why: gen(), Who: gen(), Time: now})
+		st := State{Boxes: []BoxView{{Name: gen(), State: StateRunning, Err: gen(), Denied: ds, Asked: asked,
 			Detached: []SessionView{{Name: gen(), Agent: gen(), Activity: now}}}},
 			Projects: []Project{{Name: gen(), Dir: "/p/" + gen()}},
 			Repos:    []Project{{Dir: "/r/" + gen()}}, Roots: []string{gen()}}
@@ -98,7 +103,8 @@ func TestBuildNeverShowsUnsafeText(t *testing.T) {
 				}
 			}
 			if it.Action.Kind == ActAllow && it.Action.Scope != AllowDomain {
-				if !Allowable(DeniedHost{Host: it.Action.Host, Port: 443}) && !Allowable(DeniedHost{Host: it.Action.Host, Port: 1}) {
+				if !Allowable(DeniedHost{Host: it.Action.Host, Port: 443}) && !Allowable(DeniedHost{Host: it.Action.Host, Port: 1}) &&
+					!RequestAllowable(BoxRequest{Request: it.Action.Host}) {
 					t.Fatalf("Allow offered for %q", it.Action.Host)
 				}
 			}

@@ -40,6 +40,7 @@ const (
 	ActOpenFolder                       // choose a folder, then open a Claude session in it
 	ActOpenPort                         // open http://localhost:Port/ in the browser (a port Box forwards)
 	ActToggleLogin                      // turn "Open at login" on or off (macOS login item)
+	ActDenyRequest                      // answer no to Box's request for Host (an entry or "port N")
 )
 
 // LoginState is the app's login item as the menu shows it.
@@ -317,6 +318,9 @@ func BoxTitle(b BoxView, maxName int) string {
 	if !b.LearningUntil.IsZero() {
 		s.WriteString(" · learning")
 	}
+	if n := len(b.Asked); n > 0 {
+		fmt.Fprintf(&s, " · %d asked", n)
+	}
 	if n := len(b.Denied); n > 0 {
 		fmt.Fprintf(&s, " · %d denied", n)
 	}
@@ -393,6 +397,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			startStop,
 			pullItem(k, b, ui),
 			requestsItem(k, b, lim),
+			askedItem(k, b, ui.Now, lim),
 			deniedItem(k, b, ui.Now, lim),
 			credentialsItem(k, b, ui.Now, lim),
 			Item{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
@@ -578,10 +583,65 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 				Tooltip: "Allow " + display.Host(dom, 0) + " and all its subdomains, permanently",
 				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain}}
 		}
+		tip := display.Authority(hostPort(d), 0)
+		if d.Who != "" {
+			tip += " — last from " + display.Text(d.Who, 0) + " (the box's word)"
+		}
 		it.Children = append(it.Children, Item{
-			Key: hk, Title: title, Tooltip: display.Authority(hostPort(d), 0),
+			Key: hk, Title: title, Tooltip: tip,
 			Children: append(allowItems(hk, b.Name, d.Host), domain),
 		})
+	}
+	return it
+}
+
+// askedItem is the box's inbox: the requests its programs filed with
+// corral-request, newest first, each with its reason and process (the
+// box's words) and the same Allow scopes as a denied host, and Deny.
+func askedItem(k string, b BoxView, now time.Time, lim Limits) Item {
+	it := Item{Key: k + "/asked", Title: "Requests from the box", Hidden: len(b.Asked) == 0}
+	if len(b.Asked) == 0 {
+		return it
+	}
+	rs := append([]BoxRequest(nil), b.Asked...)
+	sort.SliceStable(rs, func(i, j int) bool {
+		if !rs[i].Time.Equal(rs[j].Time) {
+			return rs[i].Time.After(rs[j].Time)
+		}
+		return rs[i].Request < rs[j].Request
+	})
+	it.Title = fmt.Sprintf("Requests from the box (%d)", len(rs))
+	if len(rs) > lim.MaxDenied {
+		it.Title = fmt.Sprintf("Requests from the box (%d, latest %d)", len(rs), lim.MaxDenied)
+		rs = rs[:lim.MaxDenied]
+	}
+	it.Tooltip = "Programs in the box asked for these (corral-request). The reason and the process are the box's own words; nothing is allowed until you answer."
+	for _, r := range rs {
+		target := display.Text(r.Request, lim.MaxTitle+8)
+		if !r.IsPort {
+			target = display.Authority(r.Request, lim.MaxTitle+8)
+		}
+		hk := k + "/asked/" + r.Request
+		tip := "“" + display.Text(r.Why, 0) + "”"
+		if r.Who != "" {
+			tip += " — asked by " + display.Text(r.Who, 0)
+		}
+		children := []Item{
+			{Key: hk + "/why", Title: "“" + display.Text(r.Why, 2*lim.MaxTitle) + "”", Tooltip: tip, Disabled: true},
+			{Key: hk + "/who", Title: "asked by " + display.Text(r.Who, 2*lim.MaxTitle), Disabled: true, Hidden: r.Who == ""},
+		}
+		switch {
+		case r.IsPort:
+			children = append(children, Item{Key: hk + "/port", Disabled: true,
+				Title: "To forward it: corral port " + display.Text(b.Name, 0) + " " + strings.TrimPrefix(display.Text(r.Request, 0), "port ")})
+		case RequestAllowable(r):
+			children = append(children, allowItems(hk, b.Name, r.Request)...)
+		default:
+			children = append(children, Item{Key: hk + "/malformed", Title: "Not one host: cannot be allowed", Disabled: true})
+		}
+		children = append(children, Item{Key: hk + "/deny", Title: "Deny", Tooltip: "Answer no: a connection held for it is refused",
+			Action: Action{Kind: ActDenyRequest, Box: b.Name, Host: r.Request}})
+		it.Children = append(it.Children, Item{Key: hk, Title: target + " · " + FormatWhen(r.Time, now), Tooltip: tip, Children: children})
 	}
 	return it
 }
@@ -683,6 +743,18 @@ func Allowable(d DeniedHost) bool {
 	}
 	a, err := egress.ParseAuthority(net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), 0)
 	return err == nil && a.Host == d.Host
+}
+
+// RequestAllowable reports whether a box's request may be offered for
+// approval: it names one host in the canonical form of the one allow-list
+// grammar (no wildcard, any port or range), so what the user allows is
+// exactly what was asked for.
+func RequestAllowable(r BoxRequest) bool {
+	if r.IsPort {
+		return false
+	}
+	e, err := egress.ParseAllowEntry(r.Request)
+	return err == nil && !e.IsRange() && !e.Wild && !e.AnyPort && e.String() == r.Request
 }
 
 func hostPort(d DeniedHost) string {

@@ -72,6 +72,9 @@ type BoxView struct {
 	Ports []int
 
 	Denied []DeniedHost // hosts the egress proxy refused, any order
+	// Asked are the requests programs in the box filed (corral-request)
+	// that wait for an answer, any order.
+	Asked []BoxRequest
 	// Credentials are the brokered credentials the box used (the broker's
 	// evidence in the audit log), any order.
 	Credentials []CredentialUse
@@ -97,6 +100,25 @@ type DeniedHost struct {
 	// was malformed-authority or userinfo): Host is then raw request text,
 	// and the menu and notifications offer no Allow for it.
 	Malformed bool
+	// Asked is set when the line is not a denial but a request the box
+	// filed (WatchDenials reports both).
+	Asked *BoxRequest
+	// Who is what the client said about itself ("session ab12cd"; the
+	// box's word, shown through core/display), "" when nothing.
+	Who string
+}
+
+// BoxRequest is a request a program in the box filed with corral-request:
+// a host (or host:port) or a forwarded port, with a reason and the process
+// that says it asked. Why and Who are the box's own words: the menu shows
+// them through core/display and decides nothing on them.
+type BoxRequest struct {
+	// Request is the canonical allow-list entry asked for, or "port N".
+	Request string
+	IsPort  bool
+	Why     string
+	Who     string // "node (pid 42, npm < bash, session tests)"; "" when unknown
+	Time    time.Time
 }
 
 // SessionView is a detachable session running in a box. Everything in it

@@ -138,6 +138,10 @@ type file struct {
 	Version   int        `json:"version"`
 	Box       string     `json:"box"`
 	Approvals []Approval `json:"approvals"`
+	// Denials are the user's answers "deny" to requests the box filed
+	// (boxrequest.go); a running broker refuses the connections it held
+	// for them.
+	Denials []Denial `json:"denials,omitempty"`
 }
 
 // Path is the approvals file of a box. It is derived from the trusted layer's
@@ -218,14 +222,26 @@ func (s *Store) remedy() string {
 // parse decodes and checks the content of the approvals file: what All
 // returns, and what update checks its new content with before writing it.
 func (s *Store) parse(b []byte) ([]Approval, error) {
+	f, err := s.parseFile(b)
+	return f.Approvals, err
+}
+
+// parseFile is parse with the whole file: approvals and denials.
+func (s *Store) parseFile(b []byte) (file, error) {
 	var f file
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, hint.New(fmt.Errorf("reading approvals of box %s (%s): %w", s.box, s.path, err), s.remedy())
+		return file{}, hint.New(fmt.Errorf("reading approvals of box %s (%s): %w", s.box, s.path, err), s.remedy())
 	}
 	if f.Version > fileVersion {
-		return nil, fmt.Errorf("reading approvals of box %s (%s): format version %d is newer than this corral understands (%d)", s.box, s.path, f.Version, fileVersion)
+		return file{}, fmt.Errorf("reading approvals of box %s (%s): format version %d is newer than this corral understands (%d)", s.box, s.path, f.Version, fileVersion)
 	}
 	var errs []error
+	for _, d := range f.Denials {
+		if err := d.check(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.path, err))
+			break
+		}
+	}
 	for _, a := range f.Approvals {
 		if _, err := Canonical(a.Entry); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.path, err))
@@ -236,9 +252,9 @@ func (s *Store) parse(b []byte) ([]Approval, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, hint.New(fmt.Errorf("reading approvals of box %s: %w", s.box, err), s.remedy())
+		return file{}, hint.New(fmt.Errorf("reading approvals of box %s: %w", s.box, err), s.remedy())
 	}
-	return f.Approvals, nil
+	return f, nil
 }
 
 // List returns the approvals in force at now, in the order they were
@@ -388,25 +404,36 @@ func (s *Store) ClearSession() error {
 // before it is written. The file is not written when fn changes nothing,
 // so a no-op does not wake the broker's watcher.
 func (s *Store) update(fn func([]Approval) ([]Approval, error)) error {
+	return s.updateFile(func(f *file) error {
+		next, err := fn(slices.Clone(f.Approvals))
+		f.Approvals = next
+		return err
+	})
+}
+
+// updateFile is update with the whole file (approvals and denials): fn
+// changes f in place.
+func (s *Store) updateFile(fn func(f *file) error) error {
 	err := atomicfile.Update(s.path, MaxFile, func(b []byte) ([]byte, error) {
-		var old []Approval
+		var old file
 		if b != nil {
 			var err error
-			if old, err = s.parse(b); err != nil {
+			if old, err = s.parseFile(b); err != nil {
 				return nil, err
 			}
 		}
-		next, err := fn(slices.Clone(old))
-		if err != nil {
+		f := file{Approvals: slices.Clone(old.Approvals), Denials: slices.Clone(old.Denials)}
+		if err := fn(&f); err != nil {
 			return nil, err
 		}
-		if b != nil && slices.Equal(old, next) {
+		if b != nil && slices.Equal(old.Approvals, f.Approvals) && slices.Equal(old.Denials, f.Denials) {
 			return b, nil
 		}
+		next := f.Approvals
 		if next == nil {
 			next = []Approval{}
 		}
-		out, err := json.MarshalIndent(file{Version: fileVersion, Box: s.box, Approvals: next}, "", "  ")
+		out, err := json.MarshalIndent(file{Version: fileVersion, Box: s.box, Approvals: next, Denials: f.Denials}, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("encoding approvals: %w", err)
 		}

@@ -164,6 +164,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 // refuses the session (fail closed: the session would otherwise carry the
 // keys the broker should hold, or base URLs nobody serves).
 func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string, in launchenv.Input, tty bool) (launchenv.Env, error) {
+	in.Session = id
 	if m.Network == config.NetworkBroker {
 		served, err := credential.Ask(ctx, s.Layout.BrokerControl(m.Name), id, in.Getenv)
 		if err != nil {

@@ -67,6 +67,9 @@ type Options struct {
 	// CredentialFlush is how often credential counts reach the audit log;
 	// 0: every minute.
 	CredentialFlush time.Duration
+	// RequestHold is how long a connection to a host the box asked for
+	// waits for the answer; 0: egress.RequestConfig's default.
+	RequestHold time.Duration
 }
 
 // Check reports the first problem of o's shape: the broker listens on a
@@ -184,10 +187,11 @@ func runBox(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	inbox := newInbox(decisionLog, o.RequestHold)
 	srv, err := egress.NewServer(egress.Config{Listen: o.Listen, Box: o.Box, Policy: policy,
 		Log: decisions, Resolver: o.Resolver, Logger: logger,
 		Credentials: creds.Broker(), SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome()),
-		Hold: bp.hold(), ConsumeOnce: bp.consumeOnce})
+		Hold: bp.hold(), ConsumeOnce: bp.consumeOnce, Requests: inbox})
 	if err != nil {
 		return err
 	}
@@ -207,6 +211,7 @@ func runBox(ctx context.Context, o Options) error {
 			srv.SetOnce(once)
 			srv.SetHold(bp.hold())
 			srv.SetPolicy(p)
+			bp.settleDenied(inbox)
 		}
 		return p, err
 	}

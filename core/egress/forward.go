@@ -116,6 +116,9 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bo
 	if s.isCredentialRequest(req) {
 		return s.handleCredential(nc, br, req, bound)
 	}
+	if s.isBoxRequest(req) {
+		return s.handleBoxRequest(nc, br, req)
+	}
 	if req.URL.User != nil {
 		s.logDecision(authorityDecision(KindHTTP, req.URL.Host, &AuthorityError{Reason: ReasonUserinfo}))
 		s.writeError(nc, http.StatusBadRequest, "corral: userinfo in the request URL is not allowed\n")
@@ -135,7 +138,7 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bo
 		s.writeError(nc, http.StatusBadRequest, "corral: bad request target: "+err.Error()+"\n")
 		return false
 	}
-	t := s.admit(KindHTTP, auth)
+	t := s.admit(KindHTTP, auth, ProxySession(req.Header))
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
 		if req.ContentLength != 0 || br.Buffered() > 0 {

@@ -72,11 +72,24 @@ func approvable(r Reason) bool { return r == ReasonHostNotAllowed || r == Reason
 // place. The outcome of a hold is logged again, with Decision.Held set to
 // the wait, whether it is allowed or denied, so that the log tells a
 // held-then-denied request from an instant denial.
-func (s *Server) admit(kind Kind, auth Authority) target {
+//
+// A request to a host the box asked for ([RequestInbox]) is held for the
+// inbox's Hold even when holding is off, and is refused as soon as the
+// user denies the box's request (the inbox settles it).
+func (s *Server) admit(kind Kind, auth Authority, who Attribution) target {
 	wake := s.changed() // before the check: a change after it is seen
 	t := s.checkOnce(kind, auth)
+	t.d.Who = who
 	s.logDecision(t.d)
 	hold := time.Duration(s.hold.Load())
+	// A connection to a host the box asked for (the request channel)
+	// waits for the user's answer even when hold_denied is off.
+	asked := ""
+	if !t.d.Allowed && approvable(t.d.Reason) && s.cfg.Requests != nil {
+		if asked = s.cfg.Requests.asked(kind, auth); asked != "" {
+			hold = max(hold, s.cfg.Requests.cfg.Hold)
+		}
+	}
 	if t.d.Allowed || !approvable(t.d.Reason) || hold <= 0 || s.shutting.Load() {
 		return t
 	}
@@ -91,6 +104,7 @@ func (s *Server) admit(kind Kind, auth Authority) target {
 		now := time.Now()
 		t.d.Held = max(now.Sub(start), time.Millisecond)
 		t.d.Time = now
+		t.d.Who = who
 		s.logDecision(t.d)
 		return t
 	}
@@ -109,7 +123,13 @@ func (s *Server) admit(kind Kind, auth Authority) target {
 		}
 		wake = s.changed()
 		if again := s.checkOnce(kind, auth); again.d.Allowed || !approvable(again.d.Reason) {
+			if asked != "" && again.d.Allowed {
+				s.cfg.Requests.done(asked) // answered with an approval
+			}
 			return outcome(again)
+		}
+		if asked != "" && !s.cfg.Requests.stillPending(asked) {
+			return outcome(t) // the user denied the request
 		}
 	}
 }

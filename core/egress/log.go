@@ -47,6 +47,15 @@ type Entry struct {
 	// the hold was logged before, without it; so a held request that ends
 	// denied has two lines, and an instant denial one without HeldMS.
 	HeldMS int64 `json:"held_ms,omitempty"`
+	// Request lines (kind "request", see [RequestPath]) say what the box
+	// asked for (What, and Request: the entry or "port N"), why, and which
+	// process in the box says it asked. Who is also on a decision line
+	// whose client named its session ([ProxySession]). Who is the box's
+	// word, for display only.
+	What    RequestWhat  `json:"what,omitempty"`
+	Request string       `json:"request,omitempty"`
+	Why     string       `json:"why,omitempty"`
+	Who     *Attribution `json:"who,omitempty"`
 }
 
 // Held is how long the request of a decision line waited in a hold; 0 when
@@ -62,10 +71,15 @@ func (e Entry) IsDecision() bool { return e.Kind == KindConnect || e.Kind == Kin
 // MarshalJSON writes decision lines with their fixed fields and session
 // markers with only theirs.
 func (e Entry) MarshalJSON() ([]byte, error) {
+	if e.Kind == KindRequest {
+		type plain Entry // no methods: no recursion
+		return json.Marshal(plain(e))
+	}
 	if e.IsDecision() {
 		type plain Entry // no methods: no recursion
 		p := plain(e)
 		p.Session = ""
+		p.What, p.Request, p.Why = "", "", ""
 		if p.Count == 1 {
 			p.Count = 0
 		}
@@ -198,6 +212,10 @@ func (l *DecisionLog) LogDecision(d Decision) {
 	if d.Held > 0 {
 		e.HeldMS = max(d.Held.Milliseconds(), 1)
 	}
+	if !d.Who.IsZero() {
+		who := d.Who
+		e.Who = &who
+	}
 	// The outcome of a hold is never folded into a count: there are at
 	// most MaxHeld at once, and each says how long it waited.
 	if !e.Allowed && e.HeldMS == 0 && l.pending != nil {
@@ -246,7 +264,7 @@ func capText(s string) string {
 
 func (l *DecisionLog) write(e Entry) {
 	var err error
-	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 {
+	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 && sessionOnly(e.Who) {
 		// Pre-encoded: the deny path is hot and reflection is not free,
 		// nor is json.Marshal checking a RawMessage again.
 		line := appendDecisionJSON(make([]byte, 0, 192), e)
@@ -300,7 +318,19 @@ func appendDecisionJSON(b []byte, e Entry) []byte {
 	b = strconv.AppendBool(b, e.Allowed)
 	b = append(b, `,"reason":"`...)
 	b = append(b, e.Reason...)
+	if e.Who != nil {
+		b = append(b, `","who":{"session":"`...)
+		b = append(b, e.Who.Session...)
+		return append(b, `"}}`...)
+	}
 	return append(b, `"}`...)
+}
+
+// sessionOnly reports whether who needs nothing but the fast encoding:
+// absent, or a plain session alone (what a session's proxy credentials
+// give every decision).
+func sessionOnly(who *Attribution) bool {
+	return who == nil || who.Exe == "" && who.PID == 0 && who.Chain == "" && who.Session != "" && plainJSON(who.Session)
 }
 
 // StartSession appends a session-start marker.
@@ -320,8 +350,8 @@ const DefaultLogMaxBytes = 16 << 20
 // egress log however many denials follow it (it moves to the ".kept" file).
 const Retention = 14 * 24 * time.Hour
 
-// KeepAllowed is the jsonl keep rule of the egress log: allowed decisions
-// and session markers younger than [Retention].
+// KeepAllowed is the jsonl keep rule of the egress log: allowed decisions,
+// session markers and box requests younger than [Retention].
 func KeepAllowed(line []byte, now time.Time) bool {
 	var e struct {
 		Time    time.Time `json:"time"`
@@ -331,7 +361,7 @@ func KeepAllowed(line []byte, now time.Time) bool {
 	if json.Unmarshal(line, &e) != nil {
 		return false
 	}
-	important := e.Allowed || e.Kind == KindSessionStart || e.Kind == KindSessionEnd
+	important := e.Allowed || e.Kind == KindSessionStart || e.Kind == KindSessionEnd || e.Kind == KindRequest
 	return important && now.Sub(e.Time) < Retention
 }
 

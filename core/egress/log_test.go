@@ -37,6 +37,14 @@ func TestDecisionJSONMatchesEncodingJSON(t *testing.T) {
 	if got := appendDecisionJSON(nil, e); string(got) != string(want) {
 		t.Fatalf("fast encoding\n got %s\nwant %s", got, want)
 	}
+	// With the session a client named (ProxySession), as every decision
+	// of a corral session has.
+	ws := e
+	ws.Who = &Attribution{Session: "ab12cd-3"}
+	wantWho, _ := json.Marshal(ws)
+	if got := appendDecisionJSON(nil, ws); !sessionOnly(ws.Who) || string(got) != string(wantWho) {
+		t.Fatalf("fast encoding with a session\n got %s\nwant %s", got, wantWho)
+	}
 	var m map[string]any
 	json.Unmarshal(want, &m) //nolint:errcheck
 	for _, k := range []string{"time", "box", "kind", "host", "port", "ip", "allowed", "reason"} {

@@ -62,6 +62,10 @@ type Decision struct {
 	// Held is how long the request waited in a hold (see [Config.Hold])
 	// before this decision; 0 when the decision was made at once.
 	Held time.Duration
+	// Who is what the client said about itself (the session in its proxy
+	// credentials, see [ProxySession]): the box's word, logged and shown,
+	// never decided on.
+	Who Attribution
 }
 
 // Decider decides whether a request may go out. [*Policy] implements it.

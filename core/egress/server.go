@@ -100,6 +100,9 @@ type Config struct {
 	// that sends it through its proxy setting), and so must the Host
 	// header of an origin-form one (DNS rebinding sends another name).
 	SelfAddrs []string
+	// Requests, when set, serves the request channel (see [RequestPath])
+	// and holds connections to hosts the box asked for.
+	Requests *RequestInbox
 }
 
 // Server is the egress proxy. Create it with [NewServer]; it is safe for
@@ -225,6 +228,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.Credentials != nil {
 		cfg.Credentials.policy = s.Policy
+	}
+	if cfg.Requests != nil {
+		cfg.Requests.setWake(s.broadcast)
 	}
 	p := cfg.Policy
 	if p == nil {
@@ -853,7 +859,7 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		nc.Close()
 		return
 	}
-	t := s.admit(KindConnect, auth)
+	t := s.admit(KindConnect, auth, ProxySession(req.Header))
 	if !t.d.Allowed {
 		s.writeDenied(nc, t)
 		if br.Buffered() > 0 {

@@ -29,7 +29,7 @@
 //     TokenVar), from the keychain (service "corral-git", account HOST),
 //     else gh or glab on the host. A host without a token refuses the
 //     session.
-//  8. box identity: CORRAL_BOX and CORRAL_PROJECT.
+//  8. box identity: CORRAL_BOX, CORRAL_PROJECT and CORRAL_SESSION.
 //  9. agent: the agent's own settings (agent.Agent Env, e.g. Gemini CLI's
 //     folder trust), each only when no stage above set the name.
 //
@@ -118,6 +118,7 @@ const (
 	// Box identity variables.
 	BoxVar     = "CORRAL_BOX"
 	ProjectVar = "CORRAL_PROJECT"
+	SessionVar = "CORRAL_SESSION"
 )
 
 // Terminal describes the terminal a session is attached to.
@@ -148,6 +149,10 @@ type Input struct {
 	// Box and Project are the box name and the project path (the same
 	// path in the box).
 	Box, Project string
+	// Session is the session's ID (CORRAL_SESSION): the guest's proxy
+	// settings carry it so the broker can say which session a connection
+	// came from (for display only; guest/provision/40-network.sh).
+	Session string
 	// Terminal is the session's terminal, or nil when it has none.
 	Terminal *Terminal
 	// Logger gets debug lines (names, never values); nil discards.
@@ -493,6 +498,9 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 	}
 	if in.Project != "" {
 		a.vars[ProjectVar] = Var{Name: ProjectVar, Source: StageBox, From: "corral", value: in.Project}
+	}
+	if in.Session != "" {
+		a.vars[SessionVar] = Var{Name: SessionVar, Source: StageBox, From: "corral", value: in.Session}
 	}
 
 	// 9. agent

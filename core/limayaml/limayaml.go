@@ -347,12 +347,13 @@ func Render(in Input) (Rendered, error) {
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RepoPath, Permissions: "755", Content: guest.Repo()})
+	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RequestPath, Permissions: "755", Content: guest.Request()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitShadowPath, Permissions: "755", Content: guest.GitShadow()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.UnitPath, Permissions: "755", Content: guest.Unit()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyNetworkPath, Permissions: "755", Content: guest.ApplyNetwork()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyProjectPath, Permissions: "755", Content: guest.ApplyProject()})
 	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.SuspendPath, Permissions: "755", Content: guest.Suspend()})
-	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.GitShadowPath,
+	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.RequestPath, guest.GitShadowPath,
 		guest.UnitPath, guest.ApplyNetworkPath, guest.ApplyProjectPath, guest.SuspendPath)
 	if install {
 		t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.AgentInstallPath, Permissions: "755", Content: a.Install})

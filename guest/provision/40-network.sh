@@ -24,6 +24,20 @@ export HTTP_PROXY=$proxy HTTPS_PROXY=$proxy http_proxy=$proxy https_proxy=$proxy
 export NO_PROXY=localhost,127.0.0.1,::1 no_proxy=localhost,127.0.0.1,::1
 export CLAUDE_CODE_PROXY_RESOLVES_HOSTS=1
 ENV
+	# A corral session's ID (CORRAL_SESSION, set by corral-launch from the
+	# host) rides in the proxy URL as its user name, so that the broker can
+	# say which session a connection came from. Display only: any process
+	# in the box can claim any session (docs/SECURITY.md).
+	cat >>/etc/profile.d/corral-proxy.sh <<'ENV'
+case ${CORRAL_SESSION:-} in
+'' | *[!A-Za-z0-9-]*) ;;
+*)
+	_corral_proxy="http://session-$CORRAL_SESSION:x@${HTTP_PROXY#http://}"
+	export HTTP_PROXY="$_corral_proxy" HTTPS_PROXY="$_corral_proxy" http_proxy="$_corral_proxy" https_proxy="$_corral_proxy"
+	unset _corral_proxy
+	;;
+esac
+ENV
 	sed -i '/^[Hh][Tt][Tt][Pp][Ss]*_[Pp][Rr][Oo][Xx][Yy]=/d; /^[Nn][Oo]_[Pp][Rr][Oo][Xx][Yy]=/d' /etc/environment
 	printf 'HTTP_PROXY=%s\nHTTPS_PROXY=%s\nhttp_proxy=%s\nhttps_proxy=%s\nNO_PROXY=localhost,127.0.0.1,::1\n' \
 		"$proxy" "$proxy" "$proxy" "$proxy" >>/etc/environment

@@ -51,7 +51,9 @@ hosts, the egress config and the approvals from "corral allow", each with
 its source), every destination the box tried since --since (denied first,
 with counts and when last seen), the brokered credentials the box used
 (uses and last use, from the audit log; refused credential requests
-counted), and the latest denials.
+counted), the requests programs in the box filed with corral-request
+(the box's own words: what, why and which process; answer with corral
+allow or corral deny), and the latest denials.
 
 BOX defaults to the box of the current project (-C). --log prints the
 decision log itself, oldest first; when stdout is not a terminal, or with
@@ -153,6 +155,7 @@ func egressRun(opts *EgressOptions) error {
 	}
 	rules = approval.Allowed(rules)
 	requests := box.PendingRequests(l, name, projectDir)
+	asked := boxRequests(l, name, now, opts.IO.ErrOut)
 	var learningUntil time.Time
 	if lr, err := approval.ReadLearning(l, name); err == nil && lr.ActiveAt(now) {
 		learningUntil = lr.Until
@@ -191,7 +194,7 @@ func egressRun(opts *EgressOptions) error {
 		}
 		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules, "refused": refused,
 			"destinations": dests, "recent_denials": denials, "pending_requests": requests,
-			"credentials": creds, "credential_refused": credRefused}
+			"credentials": creds, "credential_refused": credRefused, "box_requests": boxRequestsJSON(asked)}
 		if session != "" {
 			out["session"] = session
 		}
@@ -210,6 +213,9 @@ func egressRun(opts *EgressOptions) error {
 		}
 		for _, q := range requests {
 			t.Row("request", safeText(q.Entry), "pending", safeText(q.File))
+		}
+		for _, r := range asked {
+			t.Row("box-request", safeText(r.Request), rfc3339(r.Time), safeText(r.Why), safeText(requestWho(r)))
 		}
 		for _, s := range summary {
 			t.Row("dest", verdict(s.Allowed), safeText(s.Host), s.Port, s.Count, rfc3339(s.LastSeen), s.Reason)
@@ -258,6 +264,7 @@ func egressRun(opts *EgressOptions) error {
 			fmt.Fprintf(w, "  %s\n", safeText(q.Entry))
 		}
 	}
+	printBoxRequests(w, name, asked, now)
 	if session != "" {
 		fmt.Fprintf(w, "\ndestinations in session %s:\n", safeText(session))
 	} else {
@@ -296,7 +303,7 @@ func egressRun(opts *EgressOptions) error {
 	fmt.Fprintf(w, "\nrecent denials:\n")
 	tw = newTable(w, true)
 	for _, e := range denials {
-		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e)+held(e))
+		tw.Row("  "+e.Time.In(now.Location()).Format(time.DateTime), e.Kind, hostPort(e.Host, e.Port), string(e.Reason)+times(e)+held(e)+decisionWho(e))
 	}
 	if len(denials) == 0 {
 		tw.Row("  none")
@@ -371,6 +378,10 @@ func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Locat
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	for _, e := range entries {
 		ts := e.Time.In(loc).Format(time.DateTime)
+		if e.Kind == egress.KindRequest {
+			fmt.Fprintf(tw, "%s\trequest\tfrom the box\t%s\t%q %s\n", ts, requestTarget(e), display.Text(e.Why, 0), requestWho(e))
+			continue
+		}
 		if !e.IsDecision() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ts, e.Kind, safeText(e.Session))
 			continue
@@ -379,7 +390,7 @@ func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Locat
 		if e.Allowed {
 			detail = e.IP
 		}
-		detail += held(e)
+		detail += held(e) + decisionWho(e)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ts, verdict(e.Allowed), e.Kind, hostPort(e.Host, e.Port), detail)
 	}
 	return tw.Flush()
