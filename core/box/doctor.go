@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/agentstate"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
@@ -495,11 +496,11 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	var out []Check
 	st := s.StatusOf(m)
 	switch st.State {
-	case StateRunning:
+	case boxstate.Running:
 		out = append(out, pass("box "+box, "running"))
-	case StateStopped:
+	case boxstate.Stopped:
 		out = append(out, pass("box "+box, "stopped; the guest checks need it running (corral start "+box+")"))
-	case StateMissing:
+	case boxstate.Missing:
 		return append(out, fail("box "+box, "the Lima instance is gone", "corral rm "+box+" && corral up -C "+m.Project))
 	default:
 		return append(out, fail("box "+box, strings.ToLower(string(st.State)), "corral stop "+box+" && corral start "+box))
@@ -519,7 +520,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	out = append(out, agentStateCheck(m, opt.Resolved))
 	out = append(out, s.gitGuardCheck(m), nestedCheck(m))
 
-	if st.State != StateRunning {
+	if st.State != boxstate.Running {
 		return out
 	}
 	if m.Network == config.NetworkBroker {

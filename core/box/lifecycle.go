@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/hint"
@@ -478,12 +479,13 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 	}
 	s.CloseMaster(ctx, box)
 	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if st.Status == lima.StatusRunning || st.Status == lima.StatusBroken {
+	switch next, _ := m.lockedState(boxstate.FromLima(st.Status)).Next(boxstate.Stop); next {
+	case boxstate.Stopping: // its VM runs, or Lima's processes disagree
 		s.progress("stopping box %s", box)
 		if err := s.Lima.Stop(ctx, box, false); err != nil {
 			return fmt.Errorf("stopping box %s: %w", box, err)
 		}
-	} else if m.Saved != nil && st.Status == lima.StatusStopped {
+	case boxstate.Stopped:
 		// Stopping a saved box means: the next start boots.
 		s.progress("discarding the saved state of box %s", box)
 		if err := s.dropSaved(ctx, &m); err != nil {
@@ -530,7 +532,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	defer lock.Unlock()
 	m, merr := ReadMeta(s.Layout, box)
 	st, serr := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if serr == nil && st.Status != lima.StatusStopped && !force {
+	if serr == nil && !m.lockedState(boxstate.FromLima(st.Status)).Can(boxstate.Remove) && !force {
 		return hint.New(fmt.Errorf("box %s is %s", box, strings.ToLower(string(st.Status))), fmt.Sprintf("corral stop %s first, or corral rm -f %s", box, box))
 	}
 	s.CloseMaster(ctx, box)

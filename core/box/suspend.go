@@ -355,15 +355,3 @@ func (s *Service) guestSuspend(ctx context.Context, box, verb, stdin string) err
 	}
 	return fmt.Errorf("corral-suspend %s: %w", verb, err)
 }
-
-// StateSaved is how a stopped box whose VM state is saved is shown.
-const StateSaved State = "Saved"
-
-// Shown is the state `corral ls` and `corral info` show: StateSaved for a
-// stopped box with a saved VM state, else State.
-func (st Status) Shown() State {
-	if st.State == StateStopped && st.Saved != nil {
-		return StateSaved
-	}
-	return st.State
-}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
@@ -206,7 +207,7 @@ func TestSaveThenUpResumes(t *testing.T) {
 		t.Fatalf("metadata %+v", m.Saved)
 	}
 	st := g.s.StatusOf(m)
-	if st.State != StateStopped {
+	if st.State != boxstate.Stopped {
 		t.Errorf("state %s", st.State)
 	}
 	// The qemu wrapper resumes it.

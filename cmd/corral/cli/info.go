@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
@@ -61,7 +62,7 @@ func driftOf(s *box.Service, m box.Meta) string {
 
 // funnelProof is Info.Funnel for a box in layout l.
 func funnelProof(limaHome string, st box.Status) string {
-	if st.State != box.StateRunning || !funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
+	if st.State != boxstate.Running || !funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
 		return "not applicable"
 	}
 	if err := funnel.Verify(limaHome, st.Name, funnel.Want{VMType: st.VMType, Network: st.Network, BrokerPort: st.BrokerPort}); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
@@ -116,7 +117,7 @@ func portRun(opts *PortOptions) error {
 	if err != nil {
 		return err
 	}
-	if s.StatusOf(m).State != box.StateRunning {
+	if s.StatusOf(m).State != boxstate.Running {
 		fmt.Fprintf(opts.IO.Out, "box %s is not running: 127.0.0.1:%d forwards to its port %d from its next start (corral up)\n", name, p.Host, p.Guest)
 		return nil
 	}
