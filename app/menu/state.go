@@ -30,8 +30,8 @@ type State struct {
 
 // BoxView is one box (Lima instance) as the menu shows it.
 type BoxView struct {
-	Name    string // instance name, e.g. "web-3f2a1c"
-	Project string // project directory on the host; "" when unknown
+	Name    string         // instance name, e.g. "web-3f2a1c"
+	Project string         // project directory on the host; "" when unknown
 	State   boxstate.State // the box's state in core's machine (box.Status.Shown)
 
 	MemBytes    uint64 // current host memory charged to the VM; 0 when stopped or unknown
