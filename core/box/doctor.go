@@ -423,7 +423,7 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFac
 		if len(c.KeychainEnv) > 0 {
 			f.KeychainUsers = append(f.KeychainUsers, m.Name)
 		}
-		if c.VMType != nil && *c.VMType == "qemu" {
+		if deref(c.VMType) == config.VMTypeQEMU {
 			f.QemuUsers = append(f.QemuUsers, m.Name)
 		}
 		for _, ref := range keychainRefs(c) {
@@ -745,7 +745,7 @@ func agentStateCheck(m Meta, r Resolved) Check {
 	if r.Project.Box == m.Name && r.Loaded.Config.AgentState != nil {
 		mode = *r.Loaded.Config.AgentState
 	}
-	switch agentstate.Mode(mode) {
+	switch mode {
 	case agentstate.Seeded:
 		return pass(name, "per box, seeded from the host-owned template (never mounted into a box)")
 	case agentstate.Isolated:

@@ -69,7 +69,7 @@ func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 			s.touchActivity(st.Name)
 			continue
 		}
-		if st.IdleAction == IdleActionSave {
+		if st.IdleAction == config.IdleActionSave {
 			err := s.Save(ctx, st.Name, audit.KindIdleSave)
 			if err == nil {
 				stopped = append(stopped, st.Name)

@@ -103,7 +103,7 @@ func learnsNow(l paths.Layout, r Resolved, opt UpOptions) (bool, error) {
 	}
 	box := r.Project.Box
 	switch {
-	case c.Profile != nil && *c.Profile == "strict":
+	case deref(c.Profile) == config.ProfileStrict:
 		return false, hint.New(fmt.Errorf("box %s: the strict profile refuses learning (the broker would allow any public host)", box), `use profile = "default" for this box, or allow hosts with corral allow`)
 	case c.NetworkMode() != config.NetworkBroker:
 		return false, hint.New(fmt.Errorf("box %s: learning needs network = \"broker\" (this box is %q)", box, c.NetworkMode()),
@@ -209,7 +209,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
 	m.ProvisionError = ""
 	if rerr == nil {
-		if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
+		if err := s.provisionFailure(box, string(m.VMType), rendered); err != nil {
 			m.ProvisionError = err.Error()
 			_ = WriteMeta(s.Layout, m)
 			return m, err
@@ -225,7 +225,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, error) {
 	if m.ProvisionError != "" {
 		return m, hint.New(fmt.Errorf("box %s: %s", m.Name, m.ProvisionError),
-			provisionHint(lima.ConsoleLog(s.Layout.LimaHome(), m.Name, m.VMType)))
+			provisionHint(lima.ConsoleLog(s.Layout.LimaHome(), m.Name, string(m.VMType))))
 	}
 	before := m
 	s.followConfig(r, &m)
@@ -249,7 +249,7 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 // would refuse too, with the reason only in Lima's ha.stderr.log.
 func checkGitShadow(r Resolved) error {
 	c := r.Loaded.Config
-	if runtime.GOOS != "linux" || deref(c.VMType) != "qemu" || (c.GitShadow != nil && !*c.GitShadow) {
+	if runtime.GOOS != "linux" || deref(c.VMType) != config.VMTypeQEMU || (c.GitShadow != nil && !*c.GitShadow) {
 		return nil
 	}
 	d, err := gitshadow.Find(r.Project.Dir)
@@ -269,7 +269,7 @@ func checkGitShadow(r Resolved) error {
 func (s *Service) followConfig(r Resolved, m *Meta) {
 	c := r.Loaded.Config
 	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
-	m.IdleAction = IdleAction(deref(c.IdleAction))
+	m.IdleAction = deref(c.IdleAction)
 	// The host side of the git shadow follows at the next start (the qemu
 	// wrapper reads it); the guest's overlay follows the template.
 	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
@@ -294,14 +294,14 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	m := Meta{
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
 		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
-		IdleStop: c.IdleStop.String(), IdleAction: IdleAction(deref(c.IdleAction)), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
+		IdleStop: c.IdleStop.String(), IdleAction: deref(c.IdleAction), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
 		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err
 	}
-	if *c.AgentState == string(agentstate.Shared) {
+	if *c.AgentState == agentstate.Shared {
 		if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
 			return Meta{}, err
 		}
@@ -366,10 +366,10 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	s.progress("starting box %s (provisioning)", box)
 	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
-		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, m.VMType)))
+		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, string(m.VMType))))
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
-	if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
+	if err := s.provisionFailure(box, string(m.VMType), rendered); err != nil {
 		s.audit(audit.Event{Kind: audit.KindStart, Box: box, Fields: map[string]any{"provision_error": err.Error()}})
 		return m, err
 	}
@@ -398,8 +398,8 @@ func GoldenName(goldenYAML []byte) string {
 func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
 	c := g.Loaded.Config
-	net := string(config.NetworkOffline)
-	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
+	net := config.NetworkOffline
+	officialClaude := c.Agent != nil && *c.Agent == "claude" && deref(c.ClaudeInstall) != config.ClaudeInstallNPM
 	// An [agents.NAME] install step is the user's own script (pip, curl):
 	// it gets the network. Built-in steps install from pinned tarballs.
 	a, _, err := limayaml.AgentPins(c, r.Platform.Arch)
@@ -412,7 +412,7 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 		// so do nftables, tmux and the rest of what corral's guest scripts
 		// run, when a downloaded cloud image (no image key) lacks them
 		// (guest/provision/05-require.sh).
-		net = string(config.NetworkFull)
+		net = config.NetworkFull
 	}
 	c.Network = &net
 	// Sudo is granted or taken at every boot (guest/provision/41-sudo.sh),

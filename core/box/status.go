@@ -47,7 +47,7 @@ func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 		st.State = boxstate.FromLima(inst.Status)
 	}
 	if scan != nil && st.State == boxstate.Running {
-		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
+		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), string(m.VMType)); err == nil {
 			if u, err := hostmem.ForPID(pid); err == nil {
 				st.MemBytes, st.PeakBytes, st.MemSource = u.Bytes, u.PeakBytes, u.Source
 			}

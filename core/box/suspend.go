@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
@@ -67,15 +68,6 @@ type Saved struct {
 	At  time.Time `json:"at"`
 }
 
-// IdleAction is what the idle rule does to an idle box (idle_action).
-type IdleAction string
-
-// Idle actions.
-const (
-	IdleActionStop IdleAction = "stop"
-	IdleActionSave IdleAction = "save"
-)
-
 // ErrSaveUnsupported means the box's VM driver cannot save a box (vz).
 var ErrSaveUnsupported = errors.New("saving a box needs the qemu driver")
 
@@ -85,7 +77,7 @@ var ErrBoxBusy = errors.New("box is in use")
 
 // saveSupported refuses a box whose driver corral cannot save.
 func saveSupported(m Meta) error {
-	if m.VMType == "qemu" {
+	if m.VMType == config.VMTypeQEMU {
 		return nil
 	}
 	return hint.New(fmt.Errorf("saving box %s: %w (it runs on %s)", m.Name, ErrSaveUnsupported, m.VMType),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/boxstate"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
@@ -396,7 +397,7 @@ func TestSweepSaves(t *testing.T) {
 	for _, busyGuest := range []bool{false, true} {
 		g := newSuspendRig(t)
 		m := g.meta()
-		m.IdleAction, m.IdleStop, m.LastActivity = IdleActionSave, "1m", time.Now().Add(-time.Hour)
+		m.IdleAction, m.IdleStop, m.LastActivity = config.IdleActionSave, "1m", time.Now().Add(-time.Hour)
 		must(t, WriteMeta(g.s.Layout, m))
 		if busyGuest {
 			g.guestExit["prepare"] = 3

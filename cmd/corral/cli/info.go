@@ -172,8 +172,8 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("network", network)
 	t.Row("broker", broker)
 	t.Row("funnel", or(in.Funnel))
-	t.Row("vm type", or(st.VMType))
-	t.Row("mount type", or(st.MountType))
+	t.Row("vm type", or(string(st.VMType)))
+	t.Row("mount type", or(string(st.MountType)))
 	for _, m := range in.Mounts {
 		mode := "read-only"
 		if m.Writable {
