@@ -2,13 +2,11 @@ package cli
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
@@ -230,34 +228,10 @@ func approveRun(opts *ApproveOptions) error {
 	return nil
 }
 
-// approveWrite records the accepted entries in the audit log, then writes
-// them to the trusted layer, key by key, through the one writer
-// (config.Result.AddToTrusted: grant check, the whole config checked, the
-// file locked).
+// approveWrite writes the accepted entries through the one writer of the
+// trusted layer (box.WriteTrusted: the audit record first, then each key).
 func approveWrite(l paths.Layout, r box.Resolved, pending []judged, accepted map[string][]string, now time.Time) error {
-	var all []string
-	for _, key := range config.RequestKeys {
-		all = append(all, accepted[key]...)
-	}
-	// The audit record comes first: if it cannot be written, nothing is
-	// approved.
-	alog, err := audit.Open(l.AuditLog())
-	if err != nil {
-		return err
-	}
-	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: r.Project.Box, Actor: audit.ActorCLI,
-		Fields: map[string]any{"entries": all, "scope": "trusted", "request": r.Loaded.ProjectHash}})
-	if err = errors.Join(err, alog.Close()); err != nil {
-		return fmt.Errorf("approve: recording the approval in the audit log (nothing was approved): %w", err)
-	}
-	why := fmt.Sprintf("requested by %s (%s)", pending[0].Req.File, r.Loaded.ProjectHash)
-	for _, key := range config.RequestKeys {
-		if len(accepted[key]) == 0 {
-			continue
-		}
-		if err := r.Loaded.AddToTrusted(key, accepted[key], why, "corral approve", now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return box.WriteTrusted(l, r, box.Grant{Entries: accepted,
+		Why: fmt.Sprintf("requested by %s (%s)", pending[0].Req.File, r.Loaded.ProjectHash), Who: "corral approve",
+		Audit: map[string]any{"request": r.Loaded.ProjectHash}, Op: "approve", Done: "approved"}, now)
 }

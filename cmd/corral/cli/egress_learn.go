@@ -107,10 +107,8 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 		if err != nil {
 			return fmt.Errorf("egress learn --apply: the box's config must load first (nothing was applied): %w", err)
 		}
-		if err := recordLearnApply(l.AuditLog(), name, proposed); err != nil {
-			return err
-		}
-		if err := r.Loaded.AddToTrusted("egress", proposed, why, "corral egress learn", now); err != nil {
+		if err := box.WriteTrusted(l, r, box.Grant{Entries: map[string][]string{"egress": proposed}, Why: why, Who: "corral egress learn",
+			Audit: map[string]any{"learned": true}, Op: "egress learn", Done: "applied"}, now); err != nil {
 			return err
 		}
 		applied = true
@@ -187,21 +185,6 @@ func learnGrants(entries []string) (proposed []string, flagged, refused []config
 		}
 	}
 	return proposed, flagged, refused
-}
-
-// recordLearnApply writes the audit record of an applied proposal first:
-// if it cannot be written, nothing is applied.
-func recordLearnApply(path, name string, entries []string) error {
-	alog, err := audit.Open(path)
-	if err != nil {
-		return err
-	}
-	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: name, Actor: audit.ActorCLI,
-		Fields: map[string]any{"entries": entries, "scope": "trusted", "learned": true}})
-	if err = errors.Join(err, alog.Close()); err != nil {
-		return fmt.Errorf("egress learn: recording the approval in the audit log (nothing was applied): %w", err)
-	}
-	return nil
 }
 
 func sessionsText(ids []string) string {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
@@ -89,18 +88,9 @@ func portRun(opts *PortOptions) error {
 		if why := config.CheckPorts(append(c.Ports(), p), c.LowHostPorts != nil && *c.LowHostPorts); len(why) > 0 {
 			return hint.New(fmt.Errorf("box %s: port %s: %s", name, p, why[len(why)-1]), "see corral info "+name+" for the box's ports")
 		}
-		// The audit record comes first: if it cannot be written, nothing
-		// is added (as corral approve).
-		alog, err := audit.Open(l.AuditLog())
-		if err != nil {
-			return err
-		}
-		err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: name, Actor: audit.ActorCLI,
-			Fields: map[string]any{"key": "ports", "entries": []string{p.String()}, "scope": "trusted"}})
-		if err = errors.Join(err, alog.Close()); err != nil {
-			return fmt.Errorf("port: recording it in the audit log (nothing was added): %w", err)
-		}
-		if err := r.Loaded.AddToTrusted("ports", []string{p.String()}, "forwarded to the host's 127.0.0.1", "corral port", opts.now()); err != nil {
+		if err := box.WriteTrusted(l, r, box.Grant{Entries: map[string][]string{"ports": {p.String()}},
+			Why: "forwarded to the host's 127.0.0.1", Who: "corral port", Audit: map[string]any{"key": "ports"},
+			Op: "port", Done: "added"}, opts.now()); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "box %s: port %s added to %s\n", name, p, trusted)
