@@ -117,17 +117,11 @@ func approveRun(opts *ApproveOptions) error {
 	if err != nil {
 		return err
 	}
-	dir := f.Dir
-	if opts.Box != "" {
-		// A box that was created knows its project; a box not created yet
-		// is the current project's, if the name matches.
-		if m, err := box.ReadMeta(l, opts.Box); err == nil {
-			dir = m.Project
-		} else if cur, _ := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform}); cur.Project.Box != opts.Box {
-			return err
-		}
+	loc, err := box.Locate(l, opts.Box, f.Dir)
+	if err != nil {
+		return err
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: dir, Platform: f.Platform})
+	r, err := box.Resolve(l, box.ResolveOptions{Dir: loc.Project, Platform: f.Platform})
 	if r.Project.Box == "" {
 		return err
 	}

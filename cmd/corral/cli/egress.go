@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
-	"github.com/corral-dev/corral/core/project"
 	"github.com/spf13/cobra"
 )
 
@@ -338,24 +336,8 @@ func lastUse(t, now time.Time) string {
 // egressTarget names the box to show and its project directory: BOX from
 // its metadata, or the current project's box.
 func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string, err error) {
-	if opts.Box != "" {
-		if err := project.CheckName(opts.Box, l.LimaHome()); err != nil {
-			return "", "", err
-		}
-		m, err := box.ReadMeta(l, opts.Box)
-		if errors.Is(err, box.ErrNoMeta) {
-			return "", "", hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
-		}
-		if err != nil {
-			return "", "", err // a MetaError: its hint says what to do with the file
-		}
-		return m.Name, m.Project, nil
-	}
-	p, err := project.Resolve(opts.Factory.Dir, l.LimaHome())
-	if err != nil {
-		return "", "", err
-	}
-	return p.Box, p.Dir, nil
+	loc, err := box.Locate(l, opts.Box, opts.Factory.Dir)
+	return loc.Box, loc.Project, err
 }
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {

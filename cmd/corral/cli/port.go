@@ -63,15 +63,11 @@ func portRun(opts *PortOptions) error {
 	if err != nil {
 		return err
 	}
-	dir := f.Dir
-	if opts.Box != "" {
-		m, err := box.ReadMeta(l, opts.Box)
-		if err != nil {
-			return err
-		}
-		dir = m.Project
+	loc, err := box.Locate(l, opts.Box, f.Dir)
+	if err != nil {
+		return err
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: dir, Platform: f.Platform})
+	r, err := box.Resolve(l, box.ResolveOptions{Dir: loc.Project, Platform: f.Platform})
 	if err != nil {
 		return err
 	}
