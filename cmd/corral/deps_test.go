@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -160,4 +161,64 @@ func layerErrors(listing string) []string {
 		}
 	}
 	return errs
+}
+
+// TestArchitectureNamesEveryPackage: docs/ARCHITECTURE.md's package list
+// (the block under "## Packages": a line that does not start with a blank
+// begins with one or more packages, comma-separated, then its description)
+// names every package of the module and nothing that is not one, and every
+// package named in floors exists.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "## Packages\n")
+	if !ok {
+		t.Fatal("ARCHITECTURE.md has no Packages section")
+	}
+	if _, block, ok = strings.Cut(block, "```\n"); ok {
+		block, _, ok = strings.Cut(block, "```")
+	}
+	if !ok {
+		t.Fatal("the Packages section has no code block")
+	}
+	named := map[string]bool{}
+	for _, line := range strings.Split(block, "\n") {
+		if line == "" || line[0] == ' ' {
+			continue
+		}
+		// The first word, and each word after one that ends in a comma.
+		for _, w := range strings.Fields(line) {
+			p, more := strings.CutSuffix(w, ",")
+			named[p] = true
+			if !more {
+				break
+			}
+		}
+	}
+	out, err := exec.Command("go", "list", "-e", "-tags", "e2e", "-f", "{{.ImportPath}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	tree := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		p = strings.TrimPrefix(p, module)
+		tree[p] = true
+		if !named[p] {
+			t.Errorf("docs/ARCHITECTURE.md does not name %s: add it to the Packages list with the one rule it owns", p)
+		}
+	}
+	for p := range named {
+		if !tree[p] {
+			t.Errorf("docs/ARCHITECTURE.md names %s, which is not a package of the module", p)
+		}
+	}
+	for _, f := range floors {
+		for _, p := range f.packages {
+			if !tree[p] {
+				t.Errorf("floor %s names %s, which is not a package of the module", f.name, p)
+			}
+		}
+	}
 }
