@@ -114,3 +114,35 @@ func TestUpBusy(t *testing.T) {
 		}
 	}
 }
+
+var allEvents = []Event{Create, Provisioned, ProvisionFailed, Start, Stop, Save, Halted, SavedState, Break, Remove}
+
+// FuzzTransitions walks the machine with any sequence of events from
+// Missing: every state reached is a known one, and the rules the lifecycle
+// relies on hold on every path: a box whose VM is up (or whose processes
+// disagree) is never removed without force, never started again, and only
+// a running box is saved.
+func FuzzTransitions(f *testing.F) {
+	f.Add([]byte{0, 1, 4, 6, 3, 1, 5, 7, 3, 2, 4, 6, 9})
+	f.Fuzz(func(t *testing.T, seq []byte) {
+		s := Missing
+		for _, b := range seq {
+			e := allEvents[int(b)%len(allEvents)]
+			next, ok := s.Next(e)
+			if !ok {
+				continue
+			}
+			switch {
+			case !known(next):
+				t.Fatalf("%s --%s--> unknown state %q", s, e, next)
+			case e == Remove && (s.Up() || s == Broken):
+				t.Fatalf("%s is removed without force", s)
+			case e == Start && s.Up():
+				t.Fatalf("%s is started again", s)
+			case e == Save && s != Running:
+				t.Fatalf("%s is saved", s)
+			}
+			s = next
+		}
+	})
+}
