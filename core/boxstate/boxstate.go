@@ -66,8 +66,10 @@ var table = map[State]map[Event]State{
 	Missing: {Create: Provisioning, Remove: Missing},
 	// An interrupted create is recovered by the next up: it creates again.
 	Provisioning: {Provisioned: Running, ProvisionFailed: Failed, Create: Provisioning, Halted: Stopped, Break: Broken, Remove: Missing},
-	Failed:       {Start: Starting, Stop: Stopping, Create: Provisioning, Break: Broken},
-	Stopped:      {Start: Starting, Create: Provisioning, Remove: Missing},
+	// A failed box is refused by sessions and by up: stop it (then start
+	// provisions again) or rebuild it.
+	Failed:  {Stop: Stopping, Create: Provisioning, Break: Broken},
+	Stopped: {Start: Starting, Create: Provisioning, Remove: Missing},
 	// Stopping a saved box drops its saved state: the next start boots.
 	Saved:    {Start: Starting, Stop: Stopped, Create: Provisioning, Remove: Missing},
 	Starting: {Provisioned: Running, ProvisionFailed: Failed, Halted: Stopped, Break: Broken},

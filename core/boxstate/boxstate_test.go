@@ -14,7 +14,7 @@ func TestTransitions(t *testing.T) {
 		//            create        provisioned provision-failed start  stop      save      halted   saved break   remove
 		Missing:      {Provisioning, "", "", "", "", "", "", "", "", Missing},
 		Provisioning: {Provisioning, Running, Failed, "", "", "", Stopped, "", Broken, Missing},
-		Failed:       {Provisioning, "", "", Starting, Stopping, "", "", "", Broken, ""},
+		Failed:       {Provisioning, "", "", "", Stopping, "", "", "", Broken, ""},
 		Stopped:      {Provisioning, "", "", Starting, "", "", "", "", "", Missing},
 		Saved:        {Provisioning, "", "", Starting, Stopped, "", "", "", "", Missing},
 		Starting:     {"", Running, Failed, "", "", "", Stopped, "", Broken, ""},
