@@ -136,9 +136,9 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	// Fast path for a session on a running box: no limactl process at all
 	// (each costs tens of milliseconds of CPU); Lima's own pid files say it
 	// runs.
-	if exists && !m.Provisioning && m.Project == r.Project.Dir {
-		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && st.Status == lima.StatusRunning {
-			return s.upRunning(ctx, r, m)
+	if exists && m.Project == r.Project.Dir {
+		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && m.stateOf(boxstate.FromLima(st.Status)).Up() {
+			return s.upRunning(ctx, r, m) // Running, or Failed (which it refuses)
 		}
 	}
 	if _, err := s.Lima.CheckVersion(ctx); err != nil {
@@ -173,7 +173,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if m.Project != r.Project.Dir {
 		return Meta{}, hint.New(fmt.Errorf("box %s belongs to %s, not %s", box, m.Project, r.Project.Dir), fmt.Sprintf("use another name, or corral rm %s", box))
 	}
-	if inst.Status == lima.StatusRunning {
+	if m.stateOf(boxstate.FromLima(inst.Status)).Up() {
 		return s.upRunning(ctx, r, m)
 	}
 	s.followConfig(r, &m)
