@@ -87,8 +87,8 @@ shellcheck: ## shellcheck every shell script
 shfmt: ## shfmt -d (tabs, the default style) on every shell script
 	shfmt -d $$(git ls-files '*.sh' 2>/dev/null || find guest packaging -name '*.sh') .ci/run
 
-deptest: ## core and the CLI must not import systray or darwinkit; the darwin binary only darwinkit/objc and dispatch
-	$(GO) test -count=1 -run TestDependencies ./cmd/corral/cli/
+deptest: ## the layering test (each floor imports only its own and lower floors), ARCHITECTURE.md names every package, no systray or darwinkit in core and the CLI, the darwin binary only darwinkit/objc and dispatch
+	$(GO) test -count=1 -run 'TestDependencies|TestLayers|TestArchitecture' ./cmd/corral/
 
 darwin-check: ## type-check all packages for darwin (arm64, amd64), with a must-fail self-test
 	packaging/ci/darwin-check.sh

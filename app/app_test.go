@@ -26,6 +26,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
@@ -406,9 +407,9 @@ func click(t *testing.T, item *desktoptest.Item, n *desktoptest.MenuNode, what s
 }
 
 var (
-	web = menu.BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: menu.StateRunning,
+	web = menu.BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: boxstate.Running,
 		MemBytes: 1288490189, MemCapBytes: 4 << 30, Idle: 12 * time.Minute, IdleDue: true}
-	api = menu.BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: menu.StateStopped, MemCapBytes: 2 << 30}
+	api = menu.BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: boxstate.Stopped, MemCapBytes: 2 << 30}
 )
 
 func TestAppOverDBus(t *testing.T) {
@@ -519,7 +520,7 @@ func TestAppOverDBus(t *testing.T) {
 	})
 
 	t.Run("state change redraws", func(t *testing.T) {
-		st2 := app.State{Boxes: []menu.BoxView{{Name: "web-3f2a1c", Project: w1.Project, State: menu.StateStopped}, api}}
+		st2 := app.State{Boxes: []menu.BoxView{{Name: "web-3f2a1c", Project: w1.Project, State: boxstate.Stopped}, api}}
 		h.writeState(st2)
 		r := waitMenu(t, item, menu.Build(st2, menu.UI{Now: time.Now()}, menu.Limits{}).Text())
 		if r.Find("Stop idle boxes (0)") == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
@@ -55,7 +56,7 @@ const (
 // detached returns the last known detachable sessions of a box and
 // refreshes them off the caller's goroutine when stale.
 func (b *coreBackend) detached(s box.Status, now time.Time) []menu.SessionView {
-	if s.State != menu.StateRunning {
+	if s.State != boxstate.Running {
 		return nil
 	}
 	b.mu.Lock()
@@ -147,7 +148,7 @@ const commitCountTTL = time.Minute
 // newCommits returns the last known count of box's unpulled commits and
 // refreshes it off the caller's goroutine when stale.
 func (b *coreBackend) newCommits(s box.Status, now time.Time) int {
-	if s.State != menu.StateRunning {
+	if s.State != boxstate.Running {
 		return 0
 	}
 	b.mu.Lock()
@@ -323,7 +324,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 	for _, s := range list {
 		idleStop, _ := time.ParseDuration(s.IdleStop)
 		v := BoxView{
-			Name: s.Name, Project: s.Project, State: string(s.State),
+			Name: s.Name, Project: s.Project, State: s.Shown(),
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
 			LearningUntil: s.LearningUntil,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
 )
@@ -41,7 +42,7 @@ func idleOnce(b *testing.B, window time.Duration) {
 	}
 	var st app.State
 	for i := range 5 {
-		st.Boxes = append(st.Boxes, menu.BoxView{Name: fmt.Sprintf("box-%d", i), State: menu.StateRunning, MemBytes: 1 << 30,
+		st.Boxes = append(st.Boxes, menu.BoxView{Name: fmt.Sprintf("box-%d", i), State: boxstate.Running, MemBytes: 1 << 30,
 			Denied: []menu.DeniedHost{{Host: "a.example.test", Port: 443, Count: 1, Last: time.Now()}}})
 	}
 	h.writeState(st)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/app/menu"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/desktoptest"
 	coredt "github.com/corral-dev/corral/core/desktoptest"
 )
@@ -49,7 +50,7 @@ func TestMenuScreenshot(t *testing.T) {
 		t.Fatal("tray host never became the watcher")
 	}
 	now := time.Now()
-	web := menu.BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: menu.StateRunning,
+	web := menu.BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: boxstate.Running,
 		MemBytes: 1288490189, MemCapBytes: 4 << 30, Sessions: 1,
 		Detached: []menu.SessionView{
 			{Name: "claude", Agent: "claude", Attached: 1, Activity: now.Add(-5 * time.Second)},
@@ -61,8 +62,8 @@ func TestMenuScreenshot(t *testing.T) {
 		}}
 	h.writeState(app.State{
 		Boxes: []menu.BoxView{web,
-			{Name: "api-77aa01", State: menu.StateRunning, MemBytes: 3 << 29, MemCapBytes: 8 << 30, Sessions: 2},
-			{Name: "docs-site-with-a-rather-long-name-9c1d", State: menu.StateStopped, MemCapBytes: 2 << 30}},
+			{Name: "api-77aa01", State: boxstate.Running, MemBytes: 3 << 29, MemCapBytes: 8 << 30, Sessions: 2},
+			{Name: "docs-site-with-a-rather-long-name-9c1d", State: boxstate.Stopped, MemCapBytes: 2 << 30}},
 		Projects: []menu.Project{{Dir: "/home/u/src/web", Box: "web-3f2a1c", LastUsed: now}, {Dir: "/home/u/src/new-idea", LastUsed: now.Add(-time.Hour)}},
 		Repos:    []menu.Project{{Dir: "/home/u/src/cli"}, {Dir: "/home/u/src/docs-site"}},
 		Roots:    []string{"~/src"},

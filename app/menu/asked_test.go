@@ -1,6 +1,7 @@
 package menu
 
 import (
+	"github.com/corral-dev/corral/core/boxstate"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestAskedItem(t *testing.T) {
 		{Request: "registry.example.test", Why: "npm install\x1b[2J needs it\u202e", Who: "node (pid 42, npm < bash, session tests)", Time: now.Add(-2 * time.Minute)},
 		{Request: "port 3000", IsPort: true, Why: "dev server", Time: now.Add(-time.Minute)},
 	}
-	m := Build(State{Boxes: []BoxView{{Name: "web", State: StateRunning, Asked: asked}}}, UI{Now: now}, Limits{})
+	m := Build(State{Boxes: []BoxView{{Name: "web", State: boxstate.Running, Asked: asked}}}, UI{Now: now}, Limits{})
 	byKey := map[string]Item{}
 	walk(m, func(it Item) {
 		byKey[it.Key] = it
@@ -58,7 +59,7 @@ func TestAskedItem(t *testing.T) {
 		t.Error("a port request offers Allow")
 	}
 	// No requests: the entry keeps its slot, hidden.
-	m = Build(State{Boxes: []BoxView{{Name: "web", State: StateRunning}}}, UI{Now: now}, Limits{})
+	m = Build(State{Boxes: []BoxView{{Name: "web", State: boxstate.Running}}}, UI{Now: now}, Limits{})
 	walk(m, func(it Item) {
 		if it.Key == "box/web/asked" && !it.Hidden {
 			t.Error("empty inbox shown")

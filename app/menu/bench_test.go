@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/boxstate"
 )
 
 // BenchmarkBuild20Boxes is the menu rebuild the app does on every refresh
@@ -14,7 +16,7 @@ func BenchmarkBuild20Boxes(b *testing.B) {
 	var st State
 	for i := 0; i < 20; i++ {
 		bv := BoxView{Name: fmt.Sprintf("project-%02d-3f2a1c", i), Project: fmt.Sprintf("/home/u/src/project-%02d", i),
-			State: StateRunning, MemBytes: uint64(i+1) << 28, MemCapBytes: 4 << 30, Idle: time.Duration(i) * time.Minute}
+			State: boxstate.Running, MemBytes: uint64(i+1) << 28, MemCapBytes: 4 << 30, Idle: time.Duration(i) * time.Minute}
 		for j := 0; j < 8; j++ {
 			bv.Denied = append(bv.Denied, DeniedHost{Host: fmt.Sprintf("h%d.svc%d.example.test", j, i), Port: 443, Count: j + 1, Last: now.Add(-time.Duration(j) * time.Minute)})
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/display"
 )
 
@@ -34,7 +35,7 @@ func TestHostileDeniedHosts(t *testing.T) {
 		{Host: "gіthub.com", Port: 443, Count: 1, Last: now},                       // raw Unicode: not canonical
 		{Host: "ok.example.test", Port: 443, Count: 1, Last: now, Malformed: true}, // reason says malformed
 	}
-	m := Build(State{Boxes: []BoxView{{Name: "web", State: StateRunning, Denied: denied}}}, UI{}, Limits{MaxDenied: 20})
+	m := Build(State{Boxes: []BoxView{{Name: "web", State: boxstate.Running, Denied: denied}}}, UI{}, Limits{MaxDenied: 20})
 	allowed := map[string]bool{}
 	walk(m, func(it Item) {
 		for _, s := range []string{it.Title, it.Tooltip} {
@@ -91,7 +92,7 @@ func TestBuildNeverShowsUnsafeText(t *testing.T) {
 			asked = append(asked, BoxRequest{Request: gen(), IsPort: r.IntN(4) == 0, Why: gen(), Who: gen(), Time: now})
 		}
 		asked = append(asked, BoxRequest{Request: "ok.example.test:8443", Why: gen(), Who: gen(), Time: now})
-		st := State{Boxes: []BoxView{{Name: gen(), State: StateRunning, Err: gen(), Denied: ds, Asked: asked,
+		st := State{Boxes: []BoxView{{Name: gen(), State: boxstate.Running, Err: gen(), Denied: ds, Asked: asked,
 			Detached: []SessionView{{Name: gen(), Agent: gen(), Activity: now}}}},
 			Projects: []Project{{Name: gen(), Dir: "/p/" + gen()}},
 			Repos:    []Project{{Dir: "/r/" + gen()}}, Roots: []string{gen()}}

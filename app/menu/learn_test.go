@@ -4,11 +4,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/boxstate"
 )
 
 // A learning box says so in its title and tooltip; others do not.
 func TestBoxTitleLearning(t *testing.T) {
-	b := BoxView{Name: "web-3f2a1c", State: StateRunning, MemBytes: gib, MemCapBytes: 4 * gib, Sessions: 1, LearningUntil: now}
+	b := BoxView{Name: "web-3f2a1c", State: boxstate.Running, MemBytes: gib, MemCapBytes: 4 * gib, Sessions: 1, LearningUntil: now}
 	if got, want := BoxTitle(b, 40), "● web-3f2a1c  1 GiB / 4 GiB · 1 session · learning"; got != want {
 		t.Errorf("title %q, want %q", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 )
@@ -277,15 +278,15 @@ func sanitize(items []Item) {
 }
 
 // Dot is the state marker shown before a box name.
-func Dot(state string) string {
-	switch state {
-	case StateRunning:
+func Dot(state boxstate.State) string {
+	switch {
+	case state == boxstate.Running:
 		return "●"
-	case StateStopped:
+	case state == boxstate.Stopped || state == boxstate.Saved:
 		return "○"
-	case StateStarting, StateStopping:
+	case state.Busy():
 		return "◐"
-	default:
+	default: // Failed, Broken, Missing, and anything unknown
 		return "✕"
 	}
 }
@@ -298,14 +299,12 @@ func BoxTitle(b BoxView, maxName int) string {
 	s.WriteString(" ")
 	s.WriteString(Truncate(b.Name, maxName))
 	switch {
-	case b.Running() && b.MemCapBytes > 0:
+	case b.State == boxstate.Running && b.MemCapBytes > 0:
 		fmt.Fprintf(&s, "  %s / %s", FormatBytes(b.MemBytes), FormatBytes(b.MemCapBytes))
-	case b.Running():
+	case b.State == boxstate.Running:
 		fmt.Fprintf(&s, "  %s", FormatBytes(b.MemBytes))
-	case b.State == StateStopped:
-		s.WriteString("  stopped")
 	default:
-		s.WriteString("  " + strings.ToLower(b.State))
+		s.WriteString("  " + strings.ToLower(string(b.State)))
 	}
 	if b.Running() {
 		switch {
@@ -345,7 +344,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 	if !b.LearningUntil.IsZero() {
 		tip += " · learning until " + b.LearningUntil.Local().Format("15:04") + ": its broker allows public hosts off the allow-list (corral egress learn " + b.Name + ")"
 	}
-	broken := b.State == StateBroken
+	broken := b.State == boxstate.Broken
 
 	errItem := Item{Key: k + "/error", Disabled: true, Hidden: true}
 	if b.Err != "" {
@@ -360,8 +359,8 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 	}
 	if verb, ok := ui.Busy[b.Name]; ok {
 		startStop = Item{Key: k + "/busy", Title: verb + "…", Disabled: true}
-	} else if b.State == StateStarting || b.State == StateStopping {
-		startStop = Item{Key: k + "/busy", Title: b.State + "…", Disabled: true}
+	} else if b.State == boxstate.Starting || b.State == boxstate.Stopping {
+		startStop = Item{Key: k + "/busy", Title: string(b.State) + "…", Disabled: true}
 	}
 
 	rebuild := Item{Key: k + "/rebuild", Title: "Rebuild…", Tooltip: "Delete and recreate the VM (asks for a second click)",

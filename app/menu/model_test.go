@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/boxstate"
 )
 
 const gib = 1 << 30
@@ -12,9 +14,9 @@ const gib = 1 << 30
 var now = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 
 func TestBuildText(t *testing.T) {
-	web := BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: StateRunning,
+	web := BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: boxstate.Running,
 		MemBytes: 1288490189, PeakBytes: 2 * gib, MemCapBytes: 4 * gib, Idle: 12 * time.Minute, IdleDue: true}
-	api := BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: StateStopped, MemCapBytes: 2 * gib}
+	api := BoxView{Name: "api-77aa01", Project: "/home/u/src/api", State: boxstate.Stopped, MemCapBytes: 2 * gib}
 	tests := []struct {
 		name  string
 		state State
@@ -67,7 +69,7 @@ Quit corral
 		{
 			name: "denials, errors and busy",
 			state: State{Boxes: []BoxView{{
-				Name: "web-3f2a1c", State: StateRunning, MemBytes: 512 << 20, Sessions: 2, Err: "vm agent not responding",
+				Name: "web-3f2a1c", State: boxstate.Running, MemBytes: 512 << 20, Sessions: 2, Err: "vm agent not responding",
 				Denied: []DeniedHost{
 					{Host: "api.example.test", Port: 443, Count: 3, Last: now.Add(-2 * time.Minute)},
 					{Host: "10.0.0.7", Port: 22, Count: 1, Last: now.Add(-50 * time.Hour)},
@@ -112,7 +114,7 @@ Quit corral
 		},
 		{
 			name:  "snapshot error, broken box, rebuild armed, long name",
-			state: State{Boxes: []BoxView{{Name: "a-very-long-project-name-that-goes-on-and-on-1234ab", State: StateBroken}}},
+			state: State{Boxes: []BoxView{{Name: "a-very-long-project-name-that-goes-on-and-on-1234ab", State: boxstate.Broken}}},
 			ui:    UI{SnapshotErr: "open ~/.lima: permission denied", ConfirmRebuild: "a-very-long-project-name-that-goes-on-and-on-1234ab"},
 			lim:   Limits{MaxTitle: 20},
 			want: `⚠ cannot read box state: open ~/.lima: permission denied [disabled]
@@ -147,7 +149,7 @@ Quit corral
 func TestBuildManyBoxes(t *testing.T) {
 	var st State
 	for i := 0; i < 30; i++ {
-		st.Boxes = append(st.Boxes, BoxView{Name: fmt.Sprintf("box-%02d", 29-i), State: StateRunning, MemBytes: gib, IdleDue: true})
+		st.Boxes = append(st.Boxes, BoxView{Name: fmt.Sprintf("box-%02d", 29-i), State: boxstate.Running, MemBytes: gib, IdleDue: true})
 	}
 	m := Build(st, UI{}, Limits{MaxBoxes: 24})
 	boxes := m.Sections[1]
@@ -192,7 +194,7 @@ func TestShapeStableAcrossStates(t *testing.T) {
 	}
 	d := []DeniedHost{{Host: "a.example.test", Port: 443, Count: 1, Last: now}, {Host: "10.1.2.3", Port: 80, Count: 1, Last: now}}
 	var shapes []string
-	for _, st := range []string{StateRunning, StateStopped, StateBroken, StateStarting} {
+	for _, st := range boxstate.All {
 		for _, ui := range []UI{{}, {LastError: "x", ConfirmRebuild: "b", Busy: map[string]string{"b": "Starting"}}} {
 			for _, n := range []int{0, 3} {
 				m := Build(State{Boxes: []BoxView{{Name: "b", State: st, Denied: d, Err: "e", NewCommits: n}}}, ui, Limits{})
@@ -217,11 +219,11 @@ func TestPullItem(t *testing.T) {
 		title string // "" = hidden
 		off   bool
 	}{
-		{"nothing new", BoxView{Name: "web", State: StateRunning}, UI{}, "", false},
-		{"one", BoxView{Name: "web", State: StateRunning, NewCommits: 1}, UI{}, "Pull 1 new commit", false},
-		{"several", BoxView{Name: "web", State: StateRunning, NewCommits: 12}, UI{}, "Pull 12 new commits", false},
-		{"stopped box (count is stale)", BoxView{Name: "web", State: StateStopped, NewCommits: 4}, UI{}, "", false},
-		{"busy", BoxView{Name: "web", State: StateRunning, NewCommits: 2}, UI{Busy: map[string]string{"web": "Pulling"}}, "Pull 2 new commits", true},
+		{"nothing new", BoxView{Name: "web", State: boxstate.Running}, UI{}, "", false},
+		{"one", BoxView{Name: "web", State: boxstate.Running, NewCommits: 1}, UI{}, "Pull 1 new commit", false},
+		{"several", BoxView{Name: "web", State: boxstate.Running, NewCommits: 12}, UI{}, "Pull 12 new commits", false},
+		{"stopped box (count is stale)", BoxView{Name: "web", State: boxstate.Stopped, NewCommits: 4}, UI{}, "", false},
+		{"busy", BoxView{Name: "web", State: boxstate.Running, NewCommits: 2}, UI{Busy: map[string]string{"web": "Pulling"}}, "Pull 2 new commits", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,7 +249,7 @@ func TestPullItem(t *testing.T) {
 }
 
 func TestActionsAndKeys(t *testing.T) {
-	m := Build(State{Boxes: []BoxView{{Name: "web", State: StateRunning, Project: "/p/web",
+	m := Build(State{Boxes: []BoxView{{Name: "web", State: boxstate.Running, Project: "/p/web",
 		Denied: []DeniedHost{{Host: "cdn.example.test", Port: 443, Count: 1, Last: now}}}}}, UI{}, Limits{})
 	for key, want := range map[string]Action{
 		"box/web/stop":    {Kind: ActStop, Box: "web"},
@@ -315,10 +317,10 @@ func TestRequestsItem(t *testing.T) {
 		box   BoxView
 		title string // "" = hidden
 	}{
-		{"none", BoxView{Name: "web-3f2a1c", State: StateRunning}, ""},
-		{"one", BoxView{Name: "web-3f2a1c", State: StateStopped, Requests: 1}, "web-3f2a1c asks for 1 host — Review"},
-		{"three", BoxView{Name: "web-3f2a1c", State: StateRunning, Requests: 3}, "web-3f2a1c asks for 3 hosts — Review"},
-		{"a hostile name is sanitised", BoxView{Name: "web\x1b[2J", State: StateRunning, Requests: 2}, `web\x1b[2J asks for 2 hosts — Review`},
+		{"none", BoxView{Name: "web-3f2a1c", State: boxstate.Running}, ""},
+		{"one", BoxView{Name: "web-3f2a1c", State: boxstate.Stopped, Requests: 1}, "web-3f2a1c asks for 1 host — Review"},
+		{"three", BoxView{Name: "web-3f2a1c", State: boxstate.Running, Requests: 3}, "web-3f2a1c asks for 3 hosts — Review"},
+		{"a hostile name is sanitised", BoxView{Name: "web\x1b[2J", State: boxstate.Running, Requests: 2}, `web\x1b[2J asks for 2 hosts — Review`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,6 +371,24 @@ func TestLoginItem(t *testing.T) {
 		}
 		if got.Hidden != tc.hidden || got.Checked != tc.checked || got.Title != tc.title || got.Action.Kind != ActToggleLogin {
 			t.Errorf("%v: %+v", tc.state, *got)
+		}
+	}
+}
+
+// TestDotEveryState: every state of core's machine has its marker, and the
+// title names every state but Running (which shows memory instead).
+func TestDotEveryState(t *testing.T) {
+	want := map[boxstate.State]string{
+		boxstate.Missing: "✕", boxstate.Provisioning: "◐", boxstate.Failed: "✕", boxstate.Stopped: "○",
+		boxstate.Saved: "○", boxstate.Starting: "◐", boxstate.Stopping: "◐", boxstate.Running: "●", boxstate.Broken: "✕",
+	}
+	for _, st := range boxstate.All {
+		if got := Dot(st); got != want[st] {
+			t.Errorf("Dot(%s) = %q, want %q", st, got, want[st])
+		}
+		title := BoxTitle(BoxView{Name: "b", State: st}, 40)
+		if st != boxstate.Running && !strings.Contains(title, strings.ToLower(string(st))) {
+			t.Errorf("BoxTitle of a %s box = %q", st, title)
 		}
 	}
 }

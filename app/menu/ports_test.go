@@ -3,6 +3,8 @@ package menu
 import (
 	"fmt"
 	"testing"
+
+	"github.com/corral-dev/corral/core/boxstate"
 )
 
 // TestPortItems: a running box shows "Open localhost:N" for each port it
@@ -15,11 +17,11 @@ func TestPortItems(t *testing.T) {
 		box   BoxView
 		shown []int
 	}{
-		{"none", BoxView{Name: "web", State: StateRunning}, nil},
-		{"two", BoxView{Name: "web", State: StateRunning, Ports: []int{3000, 8080}}, []int{3000, 8080}},
-		{"stopped", BoxView{Name: "web", State: StateStopped, Ports: []int{3000}}, nil},
-		{"more than the slots", BoxView{Name: "web", State: StateRunning, Ports: []int{3000, 3001, 3002, 3003}}, []int{3000, 3001, 3002}},
-		{"out of range", BoxView{Name: "web", State: StateRunning, Ports: []int{0, 70000, 5173}}, []int{0, 0, 5173}},
+		{"none", BoxView{Name: "web", State: boxstate.Running}, nil},
+		{"two", BoxView{Name: "web", State: boxstate.Running, Ports: []int{3000, 8080}}, []int{3000, 8080}},
+		{"stopped", BoxView{Name: "web", State: boxstate.Stopped, Ports: []int{3000}}, nil},
+		{"more than the slots", BoxView{Name: "web", State: boxstate.Running, Ports: []int{3000, 3001, 3002, 3003}}, []int{3000, 3001, 3002}},
+		{"out of range", BoxView{Name: "web", State: boxstate.Running, Ports: []int{0, 70000, 5173}}, []int{0, 0, 5173}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

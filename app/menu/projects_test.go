@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/boxstate"
 )
 
 // TestProjectsMenu: recent projects (with a box or not) first, newest
@@ -87,7 +89,7 @@ Open folder…
 // TestSessionsMenu: a running box lists each detachable session with
 // Attach, most recently active first, within fixed slots.
 func TestSessionsMenu(t *testing.T) {
-	web := BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: StateRunning, MemBytes: gib, Detached: []SessionView{
+	web := BoxView{Name: "web-3f2a1c", Project: "/home/u/src/web", State: boxstate.Running, MemBytes: gib, Detached: []SessionView{
 		{Name: "claude", Agent: "claude", Attached: 1, Activity: now.Add(-10 * time.Second)},
 		{Name: "tests", Agent: "shell", Activity: now.Add(-12 * time.Minute)},
 		{Name: "old", Agent: ""},
@@ -120,7 +122,7 @@ Rebuild…
 	// A stopped box shows no sessions (the list is stale); more than the
 	// cap says how many more.
 	stopped := web
-	stopped.State = StateStopped
+	stopped.State = boxstate.Stopped
 	m = Build(State{Boxes: []BoxView{stopped}}, UI{Now: now}, Limits{})
 	if strings.Contains(m.Text(), "Attach") {
 		t.Errorf("stopped box lists sessions:\n%s", m.Text())

@@ -7,16 +7,10 @@
 // the tests compare trees without any D-Bus or AppKit.
 package menu
 
-import "time"
+import (
+	"time"
 
-// Box states as reported by the lifecycle service. Unknown values are shown
-// as they are, with the "broken" dot.
-const (
-	StateRunning  = "Running"
-	StateStopped  = "Stopped"
-	StateStarting = "Starting"
-	StateStopping = "Stopping"
-	StateBroken   = "Broken"
+	"github.com/corral-dev/corral/core/boxstate"
 )
 
 // State is one snapshot of everything the menu shows.
@@ -36,9 +30,9 @@ type State struct {
 
 // BoxView is one box (Lima instance) as the menu shows it.
 type BoxView struct {
-	Name    string // instance name, e.g. "web-3f2a1c"
-	Project string // project directory on the host; "" when unknown
-	State   string // StateRunning, StateStopped, ...
+	Name    string         // instance name, e.g. "web-3f2a1c"
+	Project string         // project directory on the host; "" when unknown
+	State   boxstate.State // the box's state in core's machine (box.Status.Shown)
 
 	MemBytes    uint64 // current host memory charged to the VM; 0 when stopped or unknown
 	PeakBytes   uint64 // lifetime peak; informational (tooltip)
@@ -180,8 +174,9 @@ func (s AllowScope) String() string {
 	return "unknown"
 }
 
-// Running reports whether the box counts as running for the header total.
-func (b BoxView) Running() bool { return b.State == StateRunning }
+// Running reports whether the box's VM runs (boxstate.State.Up): it counts
+// for the header total and offers Stop and sessions.
+func (b BoxView) Running() bool { return b.State.Up() }
 
 // IdleCandidate reports whether "Stop idle boxes" would stop b. The menu
 // holds no idle rule of its own: it counts what the lifecycle service

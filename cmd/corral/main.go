@@ -1,6 +1,10 @@
 // Command corral gives each project its own Lima VM to run coding agents in.
-// The same binary is the CLI, the menu-bar app (`corral app`) and, under the
-// name qemu-system-<arch>, the qemu wrapper Lima runs for corral's boxes.
+// One binary, four modes, chosen here and nowhere else: under the name
+// qemu-system-<arch> it is the qemu wrapper Lima runs for corral's boxes
+// (core/qemuwrap); `corral guest-conn BOX` is what that qemu runs per guest
+// connection (core/guestconn, with no command tree); everything else is the
+// CLI (cmd/corral/cli), whose `corral app` is the menu-bar app and whose
+// `corral broker` is a box's egress broker (core/broker).
 package main
 
 import (
@@ -8,6 +12,19 @@ import (
 
 	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/cmd/corral/cli"
+	"github.com/corral-dev/corral/core/guestconn"
+	"github.com/corral-dev/corral/core/qemuwrap"
 )
 
-func main() { os.Exit(cli.Main(os.Args, app.Main)) }
+func main() { os.Exit(run(os.Args)) }
+
+// run picks the mode argv asks for and returns its exit code.
+func run(argv []string) int {
+	switch {
+	case len(argv) > 0 && qemuwrap.Is(argv[0]):
+		return qemuwrap.Main(argv)
+	case len(argv) > 1 && argv[1] == guestconn.Command:
+		return guestconn.Main(argv[1:])
+	}
+	return cli.Main(argv, app.Main)
+}

@@ -282,7 +282,7 @@ func TestGoldenNameIgnoresPerBootSettings(t *testing.T) {
 	for name, change := range map[string]func(*config.Config){
 		"sudo":       func(c *config.Config) { c.Sudo = &yes },
 		"no sudo":    func(c *config.Config) { c.Sudo = &no },
-		"broker":     func(c *config.Config) { n := string(broker); c.Network = &n },
+		"broker":     func(c *config.Config) { c.Network = &broker },
 		"git shadow": func(c *config.Config) { c.GitShadow = &no },
 	} {
 		v := r

@@ -7,7 +7,6 @@ import (
 )
 
 func TestBrokerGuestHostFor(t *testing.T) {
-	s := func(v string) *string { return &v }
 	for _, tt := range []struct {
 		os, vm, net, want string
 	}{
@@ -17,7 +16,8 @@ func TestBrokerGuestHostFor(t *testing.T) {
 		{"darwin", "vz", "broker", "192.168.5.2"},
 		{"darwin", "qemu", "broker", "192.168.5.4"},
 	} {
-		got := BrokerGuestHostFor(config.Platform{OS: tt.os, Arch: "amd64"}, config.Config{VMType: s(tt.vm), Network: s(tt.net)})
+		vm, net := config.VMType(tt.vm), config.Network(tt.net)
+		got := BrokerGuestHostFor(config.Platform{OS: tt.os, Arch: "amd64"}, config.Config{VMType: &vm, Network: &net})
 		if got != tt.want {
 			t.Errorf("%s/%s/%s: %s, want %s", tt.os, tt.vm, tt.net, got, tt.want)
 		}

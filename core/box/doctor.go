@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/agentstate"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
@@ -428,7 +429,7 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFac
 		if len(c.KeychainEnv) > 0 {
 			f.KeychainUsers = append(f.KeychainUsers, m.Name)
 		}
-		if c.VMType != nil && *c.VMType == "qemu" {
+		if deref(c.VMType) == config.VMTypeQEMU {
 			f.QemuUsers = append(f.QemuUsers, m.Name)
 		}
 		for _, ref := range keychainRefs(c) {
@@ -501,11 +502,11 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	var out []Check
 	st := s.StatusOf(m)
 	switch st.State {
-	case StateRunning:
+	case boxstate.Running:
 		out = append(out, pass("box "+box, "running"))
-	case StateStopped:
+	case boxstate.Stopped:
 		out = append(out, pass("box "+box, "stopped; the guest checks need it running (corral start "+box+")"))
-	case StateMissing:
+	case boxstate.Missing:
 		return append(out, fail("box "+box, "the Lima instance is gone", "corral rm "+box+" && corral up -C "+m.Project))
 	default:
 		return append(out, fail("box "+box, strings.ToLower(string(st.State)), "corral stop "+box+" && corral start "+box))
@@ -525,7 +526,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	out = append(out, agentStateCheck(m, opt.Resolved))
 	out = append(out, s.gitGuardCheck(m), nestedCheck(m))
 
-	if st.State != StateRunning {
+	if st.State != boxstate.Running {
 		return out
 	}
 	if m.Network == config.NetworkBroker {
@@ -750,7 +751,7 @@ func agentStateCheck(m Meta, r Resolved) Check {
 	if r.Project.Box == m.Name && r.Loaded.Config.AgentState != nil {
 		mode = *r.Loaded.Config.AgentState
 	}
-	switch agentstate.Mode(mode) {
+	switch mode {
 	case agentstate.Seeded:
 		return pass(name, "per box, seeded from the host-owned template (never mounted into a box)")
 	case agentstate.Isolated:

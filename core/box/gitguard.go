@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/lima"
@@ -33,8 +34,8 @@ import (
 //     the user can change .git, and reverting the user's own `git config`
 //     would be wrong.
 func GitGuardMode(m Meta, goos string) gitshadow.Mode {
-	served9p := m.MountType == "9p" || m.MountType == "" // "": metadata from before mount_type was recorded (9p was the only Linux default)
-	if m.GitShadowOff || goos != "linux" || m.VMType != "qemu" || !served9p {
+	served9p := m.MountType == config.Mount9p || m.MountType == "" // "": metadata from before mount_type was recorded (9p was the only Linux default)
+	if m.GitShadowOff || goos != "linux" || m.VMType != config.VMTypeQEMU || !served9p {
 		return gitshadow.Commits
 	}
 	return ""

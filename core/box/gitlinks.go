@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
@@ -20,7 +21,7 @@ import (
 // qemu with the git shadow protects them on the host; elsewhere it returns
 // nil. Each line says what is unprotected.
 func (s *Service) GitlinkDrift(m Meta) []string {
-	if runtime.GOOS != "linux" || m.VMType != "qemu" || m.GitShadowOff || m.Project == "" {
+	if runtime.GOOS != "linux" || m.VMType != config.VMTypeQEMU || m.GitShadowOff || m.Project == "" {
 		return nil
 	}
 	pidFile := funnel.PIDFile(s.Layout.LimaHome(), m.Name)

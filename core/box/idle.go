@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 )
 
@@ -31,8 +32,8 @@ func (s *Service) lastActivity(m Meta) time.Time {
 // and everything that stops idle boxes (the sweep at the start of corral
 // commands, `corral stop --idle`, the app's timer and its "Stop idle boxes")
 // goes through IdleBoxes, so the menu's count and what is stopped agree.
-func IsIdle(state State, liveSessions int, last time.Time, idleStop time.Duration, now time.Time) bool {
-	if state != StateRunning || liveSessions > 0 || idleStop <= 0 || last.IsZero() {
+func IsIdle(state boxstate.State, liveSessions int, last time.Time, idleStop time.Duration, now time.Time) bool {
+	if state != boxstate.Running || liveSessions > 0 || idleStop <= 0 || last.IsZero() {
 		return false
 	}
 	return now.Sub(last) > idleStop
@@ -68,7 +69,7 @@ func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 			s.touchActivity(st.Name)
 			continue
 		}
-		if st.IdleAction == IdleActionSave {
+		if st.IdleAction == config.IdleActionSave {
 			err := s.Save(ctx, st.Name, audit.KindIdleSave)
 			if err == nil {
 				stopped = append(stopped, st.Name)
@@ -108,7 +109,7 @@ type Budget struct {
 func CheckBudget(running []Status, newCap, host uint64, idle []string) Budget {
 	b := Budget{NewCap: newCap, HostBytes: host, Idle: idle}
 	for _, st := range running {
-		if st.State == StateRunning {
+		if st.State == boxstate.Running {
 			b.UsedCaps += st.MemoryCap
 		}
 	}

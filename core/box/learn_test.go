@@ -19,15 +19,16 @@ func TestLearnsNow(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	resolved := func(network, profile string) Resolved {
+	resolved := func(network config.Network, profile config.Profile) Resolved {
 		c := config.Config{Network: &network, Profile: &profile}
 		return Resolved{Project: project.Project{Box: "web-3f2a1c"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
 	}
 	for _, tc := range []struct {
-		network, profile string
-		learn            bool
-		want             bool
-		err              string
+		network config.Network
+		profile config.Profile
+		learn   bool
+		want    bool
+		err     string
 	}{
 		{"broker", "default", false, false, ""},
 		{"broker", "default", true, true, ""},

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/hint"
@@ -103,7 +104,7 @@ func learnsNow(l paths.Layout, r Resolved, opt UpOptions) (bool, error) {
 	}
 	box := r.Project.Box
 	switch {
-	case c.Profile != nil && *c.Profile == "strict":
+	case deref(c.Profile) == config.ProfileStrict:
 		return false, hint.New(fmt.Errorf("box %s: the strict profile refuses learning (the broker would allow any public host)", box), `use profile = "default" for this box, or allow hosts with corral allow`)
 	case c.NetworkMode() != config.NetworkBroker:
 		return false, hint.New(fmt.Errorf("box %s: learning needs network = \"broker\" (this box is %q)", box, c.NetworkMode()),
@@ -136,9 +137,9 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	// Fast path for a session on a running box: no limactl process at all
 	// (each costs tens of milliseconds of CPU); Lima's own pid files say it
 	// runs.
-	if exists && !m.Provisioning && m.Project == r.Project.Dir {
-		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && st.Status == lima.StatusRunning {
-			return s.upRunning(ctx, r, m)
+	if exists && m.Project == r.Project.Dir {
+		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && m.stateOf(boxstate.FromLima(st.Status)).Up() {
+			return s.upRunning(ctx, r, m) // Running, or Failed (which it refuses)
 		}
 	}
 	if _, err := s.Lima.CheckVersion(ctx); err != nil {
@@ -173,7 +174,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if m.Project != r.Project.Dir {
 		return Meta{}, hint.New(fmt.Errorf("box %s belongs to %s, not %s", box, m.Project, r.Project.Dir), fmt.Sprintf("use another name, or corral rm %s", box))
 	}
-	if inst.Status == lima.StatusRunning {
+	if m.stateOf(boxstate.FromLima(inst.Status)).Up() {
 		return s.upRunning(ctx, r, m)
 	}
 	s.followConfig(r, &m)
@@ -209,7 +210,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
 	m.ProvisionError = ""
 	if rerr == nil {
-		if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
+		if err := s.provisionFailure(box, string(m.VMType), rendered); err != nil {
 			m.ProvisionError = err.Error()
 			_ = WriteMeta(s.Layout, m)
 			return m, err
@@ -225,7 +226,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, error) {
 	if m.ProvisionError != "" {
 		return m, hint.New(fmt.Errorf("box %s: %s", m.Name, m.ProvisionError),
-			provisionHint(lima.ConsoleLog(s.Layout.LimaHome(), m.Name, m.VMType)))
+			provisionHint(lima.ConsoleLog(s.Layout.LimaHome(), m.Name, string(m.VMType))))
 	}
 	before := m
 	s.followConfig(r, &m)
@@ -249,7 +250,7 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 // would refuse too, with the reason only in Lima's ha.stderr.log.
 func checkGitShadow(r Resolved) error {
 	c := r.Loaded.Config
-	if runtime.GOOS != "linux" || deref(c.VMType) != "qemu" || (c.GitShadow != nil && !*c.GitShadow) {
+	if runtime.GOOS != "linux" || deref(c.VMType) != config.VMTypeQEMU || (c.GitShadow != nil && !*c.GitShadow) {
 		return nil
 	}
 	d, err := gitshadow.Find(r.Project.Dir)
@@ -269,7 +270,7 @@ func checkGitShadow(r Resolved) error {
 func (s *Service) followConfig(r Resolved, m *Meta) {
 	c := r.Loaded.Config
 	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
-	m.IdleAction = IdleAction(deref(c.IdleAction))
+	m.IdleAction = deref(c.IdleAction)
 	// The host side of the git shadow follows at the next start (the qemu
 	// wrapper reads it); the guest's overlay follows the template.
 	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
@@ -294,7 +295,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	m := Meta{
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
 		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
-		IdleStop: c.IdleStop.String(), IdleAction: IdleAction(deref(c.IdleAction)), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
+		IdleStop: c.IdleStop.String(), IdleAction: deref(c.IdleAction), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
 		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
 		Hide: slices.Clone(c.Hide),
@@ -302,7 +303,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err
 	}
-	if *c.AgentState == string(agentstate.Shared) {
+	if *c.AgentState == agentstate.Shared {
 		if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
 			return Meta{}, err
 		}
@@ -367,10 +368,10 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	s.progress("starting box %s (provisioning)", box)
 	if err := s.Lima.Start(ctx, box, StartTimeout); err != nil {
-		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, m.VMType)))
+		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, string(m.VMType))))
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
-	if err := s.provisionFailure(box, m.VMType, rendered); err != nil {
+	if err := s.provisionFailure(box, string(m.VMType), rendered); err != nil {
 		s.audit(audit.Event{Kind: audit.KindStart, Box: box, Fields: map[string]any{"provision_error": err.Error()}})
 		return m, err
 	}
@@ -399,8 +400,8 @@ func GoldenName(goldenYAML []byte) string {
 func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
 	c := g.Loaded.Config
-	net := string(config.NetworkOffline)
-	officialClaude := c.Agent != nil && *c.Agent == "claude" && (c.ClaudeInstall == nil || *c.ClaudeInstall != "npm")
+	net := config.NetworkOffline
+	officialClaude := c.Agent != nil && *c.Agent == "claude" && deref(c.ClaudeInstall) != config.ClaudeInstallNPM
 	// An [agents.NAME] install step is the user's own script (pip, curl):
 	// it gets the network. Built-in steps install from pinned tarballs.
 	a, _, err := limayaml.AgentPins(c, r.Platform.Arch)
@@ -413,7 +414,7 @@ func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 		// so do nftables, tmux and the rest of what corral's guest scripts
 		// run, when a downloaded cloud image (no image key) lacks them
 		// (guest/provision/05-require.sh).
-		net = string(config.NetworkFull)
+		net = config.NetworkFull
 	}
 	c.Network = &net
 	// Sudo is granted or taken at every boot (guest/provision/41-sudo.sh),
@@ -480,12 +481,13 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 	}
 	s.CloseMaster(ctx, box)
 	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if st.Status == lima.StatusRunning || st.Status == lima.StatusBroken {
+	switch next, _ := m.lockedState(boxstate.FromLima(st.Status)).Next(boxstate.Stop); next {
+	case boxstate.Stopping: // its VM runs, or Lima's processes disagree
 		s.progress("stopping box %s", box)
 		if err := s.Lima.Stop(ctx, box, false); err != nil {
 			return fmt.Errorf("stopping box %s: %w", box, err)
 		}
-	} else if m.Saved != nil && st.Status == lima.StatusStopped {
+	case boxstate.Stopped:
 		// Stopping a saved box means: the next start boots.
 		s.progress("discarding the saved state of box %s", box)
 		if err := s.dropSaved(ctx, &m); err != nil {
@@ -532,7 +534,7 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	defer lock.Unlock()
 	m, merr := ReadMeta(s.Layout, box)
 	st, serr := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if serr == nil && st.Status != lima.StatusStopped && !force {
+	if serr == nil && !m.lockedState(boxstate.FromLima(st.Status)).Can(boxstate.Remove) && !force {
 		return hint.New(fmt.Errorf("box %s is %s", box, strings.ToLower(string(st.Status))), fmt.Sprintf("corral stop %s first, or corral rm -f %s", box, box))
 	}
 	s.CloseMaster(ctx, box)

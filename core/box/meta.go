@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
@@ -43,19 +44,19 @@ type Meta struct {
 	Network     config.Network `json:"network"`
 	MemoryCap   uint64         `json:"memory_cap"`
 	CPUs        int            `json:"cpus"`
-	VMType      string         `json:"vm_type"`
+	VMType      config.VMType  `json:"vm_type"`
 	IdleStop    string         `json:"idle_stop"`
 	// IdleAction is the idle_action last followed: what Sweep does to the
-	// box when it is idle ("" is IdleActionStop).
-	IdleAction IdleAction `json:"idle_action,omitempty"`
-	StopOnExit bool       `json:"stop_on_exit,omitempty"`
+	// box when it is idle ("" is config.IdleActionStop).
+	IdleAction config.IdleAction `json:"idle_action,omitempty"`
+	StopOnExit bool              `json:"stop_on_exit,omitempty"`
 	// Saved is set while the box's VM state is saved in its disk (Save):
 	// the next start resumes it instead of booting.
 	Saved *Saved `json:"saved,omitempty"`
 	// AgentState and Source are the box's agent_state and source when it
 	// was created ("" for boxes from before they were recorded).
-	AgentState string `json:"agent_state,omitempty"`
-	Source     string `json:"source,omitempty"`
+	AgentState agentstate.Mode `json:"agent_state,omitempty"`
+	Source     config.Source   `json:"source,omitempty"`
 	// GitShadowOff is the trusted opt-out (git_shadow = false): the box may
 	// write the project's git directory. The zero value protects it, so
 	// metadata from before the setting existed fails closed.
@@ -66,7 +67,7 @@ type Meta struct {
 	Hide []string `json:"hide,omitempty"`
 	// MountType is the project mount's type as last started; with
 	// reverse-sshfs the host's sftp-server, not qemu, serves the project.
-	MountType string `json:"mount_type,omitempty"`
+	MountType config.MountType `json:"mount_type,omitempty"`
 	// Ports are the forwards in force: the ports key as applied at the
 	// last start, plus those `corral port` added to the running box.
 	Ports []config.Port `json:"ports,omitempty"`

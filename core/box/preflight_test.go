@@ -51,7 +51,7 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 	if err := os.MkdirAll(l.RunDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	broker := string(config.NetworkBroker)
+	broker := config.NetworkBroker
 	ref := config.SecretRef{Service: "corral", Account: "anthropic"}
 	c := config.Config{Network: &broker, KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": ref}}
 	noenv := func(string) (string, bool) { return "", false }

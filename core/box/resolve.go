@@ -143,11 +143,13 @@ func renderInput(l paths.Layout, r Resolved, brokerPort int, golden bool) (limay
 	}, nil
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
+// deref is an optional key's value, the zero value when unset.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
 }
 
 // BrokerPortFor returns the broker port persisted in the box's metadata,

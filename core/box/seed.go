@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -35,7 +36,7 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 	if err := os.MkdirAll(dir, atomicfile.DirMode); err != nil {
 		return fmt.Errorf("creating the seed of box %s: %w", r.Project.Box, err)
 	}
-	if mode, _ := agentstate.ParseMode(deref(c.AgentState)); mode == agentstate.Seeded {
+	if deref(c.AgentState) == agentstate.Seeded {
 		a, err := agent.Find(c.Agents, deref(c.Agent))
 		if err != nil {
 			return err
@@ -48,7 +49,7 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 			return err
 		}
 	}
-	if deref(c.Source) == "clone" {
+	if deref(c.Source) == config.SourceClone {
 		repo, err := hostgit.Open(r.Project.Dir)
 		if err != nil {
 			return hint.New(fmt.Errorf("source = \"clone\" needs a git repository: %w", err), "git init and commit, or use source = \"mount\"")
@@ -82,7 +83,7 @@ func (s *Service) ensureSeedDir(r Resolved) error {
 
 // warnSharedAgentState states the risk where shared agent state is used.
 func (s *Service) warnSharedAgentState(r Resolved) {
-	if mode, _ := agentstate.ParseMode(deref(r.Loaded.Config.AgentState)); mode == agentstate.Shared {
+	if deref(r.Loaded.Config.AgentState) == agentstate.Shared {
 		s.progress("warning: %s", agentstate.SharedRisk)
 	}
 }

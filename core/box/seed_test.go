@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/guest"
 )
@@ -178,7 +179,7 @@ func TestCloneSourceBundlesTheRepository(t *testing.T) {
 }
 
 func TestAgentStateCheck(t *testing.T) {
-	for mode, ok := range map[string]bool{"seeded": true, "isolated": true, "shared": false, "": false} {
+	for mode, ok := range map[agentstate.Mode]bool{"seeded": true, "isolated": true, "shared": false, "": false} {
 		if c := agentStateCheck(Meta{Name: "b", AgentState: mode}, Resolved{}); c.OK != ok {
 			t.Errorf("%q: %+v", mode, c)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 )
@@ -121,7 +122,7 @@ func PruneAuto(snaps []Snapshot, keep int) []string {
 
 // snapshotterFor picks the backend by the box's VM type.
 func (s *Service) snapshotterFor(m Meta) snapshotter {
-	if m.VMType == "vz" {
+	if m.VMType == config.VMTypeVZ {
 		return &cloneSnapshots{
 			dir:     s.Layout.SnapshotsDir,
 			instDir: func(box string) string { return filepath.Join(s.Layout.LimaHome(), box) },
@@ -290,7 +291,7 @@ func (s *Service) findSnapshot(ctx context.Context, sn snapshotter, box, name st
 // only warns: a box that cannot be snapshotted must still start.
 func (s *Service) autoSnapshot(ctx context.Context, r Resolved, m Meta) {
 	c := r.Loaded.Config
-	if c.Snapshots == nil || *c.Snapshots != "auto" {
+	if deref(c.Snapshots) != config.SnapshotsAuto {
 		return
 	}
 	keep := 3

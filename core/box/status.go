@@ -5,21 +5,10 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hostmem"
 	"github.com/corral-dev/corral/core/lima"
-)
-
-// State is a box's state: the status of its Lima instance, or StateMissing
-// when corral has the box's metadata but Lima has no instance.
-type State string
-
-// Box states.
-const (
-	StateRunning       = State(lima.StatusRunning)
-	StateStopped       = State(lima.StatusStopped)
-	StateBroken        = State(lima.StatusBroken)
-	StateMissing State = "Missing"
 )
 
 // Status is what `corral ls`, `corral info` and the menu show of a box.
@@ -27,11 +16,13 @@ const (
 // without running limactl, so the app can poll it cheaply.
 type Status struct {
 	Meta
-	State     State         `json:"state"`
-	MemBytes  uint64        `json:"mem_bytes"`
-	PeakBytes uint64        `json:"peak_bytes,omitempty"`
-	MemSource string        `json:"mem_source,omitempty"`
-	Idle      time.Duration `json:"idle_ns"` // since the last activity (lastActivity), when no session is live
+	// State is what Lima's processes show (boxstate.FromLima): Missing,
+	// Stopped, Running or Broken; Shown refines it with corral's marks.
+	State     boxstate.State `json:"state"`
+	MemBytes  uint64         `json:"mem_bytes"`
+	PeakBytes uint64         `json:"peak_bytes,omitempty"`
+	MemSource string         `json:"mem_source,omitempty"`
+	Idle      time.Duration  `json:"idle_ns"` // since the last activity (lastActivity), when no session is live
 	// IdleDue says the idle rule (IsIdle) stops the box now: what `corral
 	// stop --idle`, the sweep and the menu's "Stop idle boxes" act on.
 	IdleDue  bool      `json:"idle_due"`
@@ -50,13 +41,13 @@ func (s *Service) StatusOf(m Meta) Status { return s.statusOf(m, hostmem.NewScan
 // A nil scan reads no memory (a walk of the VM process's memory map): the
 // idle sweep at the start of every command does not need it.
 func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
-	st := Status{Meta: m, State: StateMissing}
+	st := Status{Meta: m, State: boxstate.Missing}
 	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
 	if err == nil {
-		st.State = State(inst.Status)
+		st.State = boxstate.FromLima(inst.Status)
 	}
-	if scan != nil && st.State == StateRunning {
-		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), m.VMType); err == nil {
+	if scan != nil && st.State == boxstate.Running {
+		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), string(m.VMType)); err == nil {
 			if u, err := hostmem.ForPID(pid); err == nil {
 				st.MemBytes, st.PeakBytes, st.MemSource = u.Bytes, u.PeakBytes, u.Source
 			}
@@ -77,6 +68,24 @@ func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 		}
 	}
 	return st
+}
+
+// Shown is the box's state in the machine (boxstate.Of): what `corral ls`,
+// `corral info` and the menu show.
+func (st Status) Shown() boxstate.State { return st.Meta.stateOf(st.State) }
+
+// stateOf is the box's state in the machine when Lima's processes show vm.
+func (m Meta) stateOf(vm boxstate.State) boxstate.State {
+	return boxstate.Of(boxstate.Facts{VM: vm, Provisioning: m.Provisioning,
+		ProvisionFailed: m.ProvisionError != "", Saved: m.Saved != nil})
+}
+
+// lockedState is the box's state for an operation that holds the box's
+// lock. A create holds it too, so a Provisioning mark seen here is a create
+// that was interrupted, and what its VM shows decides.
+func (m Meta) lockedState(vm boxstate.State) boxstate.State {
+	m.Provisioning = false
+	return m.stateOf(vm)
 }
 
 // List reads the status of every box.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
@@ -67,15 +68,6 @@ type Saved struct {
 	At  time.Time `json:"at"`
 }
 
-// IdleAction is what the idle rule does to an idle box (idle_action).
-type IdleAction string
-
-// Idle actions.
-const (
-	IdleActionStop IdleAction = "stop"
-	IdleActionSave IdleAction = "save"
-)
-
 // ErrSaveUnsupported means the box's VM driver cannot save a box (vz).
 var ErrSaveUnsupported = errors.New("saving a box needs the qemu driver")
 
@@ -85,7 +77,7 @@ var ErrBoxBusy = errors.New("box is in use")
 
 // saveSupported refuses a box whose driver corral cannot save.
 func saveSupported(m Meta) error {
-	if m.VMType == "qemu" {
+	if m.VMType == config.VMTypeQEMU {
 		return nil
 	}
 	return hint.New(fmt.Errorf("saving box %s: %w (it runs on %s)", m.Name, ErrSaveUnsupported, m.VMType),
@@ -354,16 +346,4 @@ func (s *Service) guestSuspend(ctx context.Context, box, verb, stdin string) err
 		return fmt.Errorf("corral-suspend %s: %w: %s", verb, err, msg)
 	}
 	return fmt.Errorf("corral-suspend %s: %w", verb, err)
-}
-
-// StateSaved is how a stopped box whose VM state is saved is shown.
-const StateSaved State = "Saved"
-
-// Shown is the state `corral ls` and `corral info` show: StateSaved for a
-// stopped box with a saved VM state, else State.
-func (st Status) Shown() State {
-	if st.State == StateStopped && st.Saved != nil {
-		return StateSaved
-	}
-	return st.State
 }

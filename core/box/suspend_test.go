@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxstate"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
@@ -206,7 +208,7 @@ func TestSaveThenUpResumes(t *testing.T) {
 		t.Fatalf("metadata %+v", m.Saved)
 	}
 	st := g.s.StatusOf(m)
-	if st.State != StateStopped {
+	if st.State != boxstate.Stopped {
 		t.Errorf("state %s", st.State)
 	}
 	// The qemu wrapper resumes it.
@@ -395,7 +397,7 @@ func TestSweepSaves(t *testing.T) {
 	for _, busyGuest := range []bool{false, true} {
 		g := newSuspendRig(t)
 		m := g.meta()
-		m.IdleAction, m.IdleStop, m.LastActivity = IdleActionSave, "1m", time.Now().Add(-time.Hour)
+		m.IdleAction, m.IdleStop, m.LastActivity = config.IdleActionSave, "1m", time.Now().Add(-time.Hour)
 		must(t, WriteMeta(g.s.Layout, m))
 		if busyGuest {
 			g.guestExit["prepare"] = 3

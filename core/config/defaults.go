@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/corral-dev/corral/core/agentstate"
+)
 
 // Platform is the OS and CPU architecture a box is rendered for. It is
 // explicit so that tests render the macOS variant on Linux.
@@ -13,9 +17,9 @@ func ptr[T any](v T) *T { return &v }
 
 // Defaults is the built-in layer.
 func Defaults(p Platform) Layer {
-	vm, mt := "qemu", "9p"
+	vm, mt := VMTypeQEMU, Mount9p
 	if p.OS == "darwin" {
-		vm, mt = "vz", "virtiofs"
+		vm, mt = VMTypeVZ, MountVirtiofs
 	}
 	c := Config{
 		CPUs:            ptr(2),
@@ -25,19 +29,19 @@ func Defaults(p Platform) Layer {
 		MountType:       ptr(mt),
 		ReadonlyProject: ptr(false),
 		GitShadow:       ptr(true),
-		Source:          ptr("mount"),
-		Network:         ptr(string(NetworkBroker)),
+		Source:          ptr(SourceMount),
+		Network:         ptr(NetworkBroker),
 		Agent:           ptr("claude"),
-		AgentState:      ptr("seeded"),
-		AgentCreds:      ptr("brokered"),
-		ClaudeInstall:   ptr("official"),
-		Profile:         ptr("default"),
+		AgentState:      ptr(agentstate.Seeded),
+		AgentCreds:      ptr(AgentCredsBrokered),
+		ClaudeInstall:   ptr(ClaudeInstallOfficial),
+		Profile:         ptr(ProfileDefault),
 		Golden:          ptr(true),
 		IdleStop:        &Duration{30 * time.Minute},
 		HoldDenied:      &Duration{},
 		StopOnExit:      ptr(false),
-		IdleAction:      ptr("stop"),
-		Snapshots:       ptr("off"),
+		IdleAction:      ptr(IdleActionStop),
+		Snapshots:       ptr(SnapshotsOff),
 		SnapshotsKeep:   ptr(3),
 	}
 	return Layer{Kind: KindDefault, Path: "default", Config: c, Set: setKeys(&c)}

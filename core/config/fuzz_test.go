@@ -8,20 +8,24 @@ import (
 	"testing"
 )
 
+// rank is v's rank in order, -1 when unset.
+func rank[T ~string](order []string, v *T) int {
+	if v == nil {
+		return -1
+	}
+	return slices.Index(order, string(*v))
+}
+
+// strOf is an optional value as a string, "" when unset.
+func strOf[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
 // wider reports how eff grants more host access than base, or "".
 func wider(eff, base Config) string {
-	rank := func(order []string, v *string) int {
-		if v == nil {
-			return -1
-		}
-		return slices.Index(order, *v)
-	}
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
 	switch {
 	case rank(NetworkOrder, eff.Network) < rank(NetworkOrder, base.Network):
 		return "network loosened"
@@ -33,7 +37,7 @@ func wider(eff, base Config) string {
 		return "source loosened"
 	case rank(AgentCredentialsOrder, eff.AgentCreds) < rank(AgentCredentialsOrder, base.AgentCreds):
 		return "agent_credentials loosened"
-	case str(eff.ClaudeInstall) != str(base.ClaudeInstall):
+	case strOf(eff.ClaudeInstall) != strOf(base.ClaudeInstall):
 		return "claude_install changed"
 	case base.ReadonlyProject != nil && *base.ReadonlyProject && !*eff.ReadonlyProject:
 		return "project made writable"
@@ -41,8 +45,8 @@ func wider(eff, base Config) string {
 		return "git shadow turned off"
 	case eff.Sudo != nil && *eff.Sudo && (base.Sudo == nil || !*base.Sudo):
 		return "sudo granted"
-	case str(eff.Image) != str(base.Image), str(eff.VMType) != str(base.VMType),
-		str(eff.MountType) != str(base.MountType), str(eff.Agent) != str(base.Agent):
+	case strOf(eff.Image) != strOf(base.Image), strOf(eff.VMType) != strOf(base.VMType),
+		strOf(eff.MountType) != strOf(base.MountType), strOf(eff.Agent) != strOf(base.Agent):
 		return "host-only scalar changed"
 	case len(eff.Egress) > len(base.Egress), len(eff.Mounts) > len(base.Mounts),
 		len(eff.ForwardEnv) > len(base.ForwardEnv), len(eff.GitTokens) > len(base.GitTokens),

@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// Network is a box's network mode, the value of the network key. Config
-// keeps the decoded string (validated against NetworkOrder, compared by rank
-// in the trust policy); code that acts on the mode uses Network values.
+// Network is a box's network mode, the value of the network key (ranked
+// by NetworkOrder in the trust policy).
 type Network string
 
 // The network modes, loosest first (NetworkOrder).
@@ -34,17 +33,14 @@ const MaxLearnFor = 24 * time.Hour
 // Learning boxes run in broker mode: NetworkLearn is returned as
 // NetworkBroker (Learns says whether the config asks to learn).
 func (c Config) NetworkMode() Network {
-	if c.Network == nil {
-		return ""
+	if n := val(c.Network); n != NetworkLearn {
+		return n
 	}
-	if Network(*c.Network) == NetworkLearn {
-		return NetworkBroker
-	}
-	return Network(*c.Network)
+	return NetworkBroker
 }
 
 // Learns reports whether the config sets network = "learn".
-func (c Config) Learns() bool { return c.Network != nil && Network(*c.Network) == NetworkLearn }
+func (c Config) Learns() bool { return val(c.Network) == NetworkLearn }
 
 // LearnDuration is how long learning lasts: learn_for, or DefaultLearnFor.
 func (c Config) LearnDuration() time.Duration {
@@ -55,6 +51,6 @@ func (c Config) LearnDuration() time.Duration {
 }
 
 // looserThanBroker reports whether network value v ranks below broker.
-func looserThanBroker(v string) bool {
-	return slices.Index(NetworkOrder, v) < slices.Index(NetworkOrder, string(NetworkBroker))
+func looserThanBroker(v Network) bool {
+	return slices.Index(NetworkOrder, string(v)) < slices.Index(NetworkOrder, string(NetworkBroker))
 }

@@ -27,8 +27,8 @@ func checkPlatform(p Platform, eff *Effective) []error {
 	bad := func(key, value, reason, fix string) {
 		errs = append(errs, &Violation{File: strings.Join(eff.Origin[key], ", "), Key: key, Value: strconv.Quote(value), Reason: reason, Fix: fix})
 	}
-	if vm == "vz" && p.OS != "darwin" {
-		bad("vm_type", vm, "vz (Apple's Virtualization.framework) exists only on macOS", `use vm_type = "qemu"`)
+	if vm == VMTypeVZ && p.OS != "darwin" {
+		bad("vm_type", string(vm), "vz (Apple's Virtualization.framework) exists only on macOS", `use vm_type = "qemu"`)
 		return errs
 	}
 	allowed := MountTypesFor(p, vm)
@@ -37,24 +37,24 @@ func checkPlatform(p Platform, eff *Effective) []error {
 	}
 	if slices.Equal(eff.Origin["mount_type"], []string{"default"}) {
 		c.MountType = ptr(allowed[0])
-		eff.Origin["mount_type"] = append(eff.Origin["mount_type"], "vm_type "+vm+" (default "+allowed[0]+")")
+		eff.Origin["mount_type"] = append(eff.Origin["mount_type"], "vm_type "+string(vm)+" (default "+string(allowed[0])+")")
 		return errs
 	}
-	bad("mount_type", mt, "Lima's "+vm+" driver on "+osName(p.OS)+" cannot mount "+mt,
-		"use mount_type = "+quoteList(allowed)+`, or remove mount_type to get the default`)
+	bad("mount_type", string(mt), "Lima's "+string(vm)+" driver on "+osName(p.OS)+" cannot mount "+string(mt),
+		"use mount_type = "+quoteList(names(allowed...))+`, or remove mount_type to get the default`)
 	return errs
 }
 
 // MountTypesFor lists the mount types Lima accepts for vmType on p, the
 // preferred first (the one a default falls back to).
-func MountTypesFor(p Platform, vmType string) []string {
+func MountTypesFor(p Platform, vmType VMType) []MountType {
 	switch {
-	case vmType == "vz":
-		return []string{"virtiofs", "reverse-sshfs"}
+	case vmType == VMTypeVZ:
+		return []MountType{MountVirtiofs, MountReverseSSHFS}
 	case p.OS == "linux":
-		return []string{"9p", "virtiofs", "reverse-sshfs"}
+		return []MountType{Mount9p, MountVirtiofs, MountReverseSSHFS}
 	default: // qemu on macOS: no virtiofsd there
-		return []string{"9p", "reverse-sshfs"}
+		return []MountType{Mount9p, MountReverseSSHFS}
 	}
 }
 

@@ -49,7 +49,7 @@ func TestPlatformMountTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := *res.Config.MountType; got != tc.wantMount {
+			if got := string(*res.Config.MountType); got != tc.wantMount {
 				t.Errorf("mount_type = %q, want %q", got, tc.wantMount)
 			}
 		})
@@ -71,8 +71,8 @@ func TestPlatformDefaultOrigin(t *testing.T) {
 func TestMountTypesForAreKnown(t *testing.T) {
 	for _, p := range []Platform{{OS: "darwin"}, {OS: "linux"}} {
 		for _, vm := range VMTypes {
-			for _, mt := range MountTypesFor(p, vm) {
-				if !slices.Contains(MountTypes, mt) {
+			for _, mt := range MountTypesFor(p, VMType(vm)) {
+				if !slices.Contains(MountTypes, string(mt)) {
 					t.Errorf("%s/%s: %q is not in MountTypes", p.OS, vm, mt)
 				}
 			}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/corral-dev/corral/core/agentstate"
 )
 
 // PolicyInput is what the repository policy needs besides the layers.
@@ -119,14 +121,15 @@ func checkTighten(name string, c, base *Config, bad func(k, v, r, f string), tru
 	}
 	order := map[string][]string{"network": NetworkOrder, "agent_state": AgentStateOrder, "profile": ProfileOrder, "source": SourceOrder,
 		"agent_credentials": AgentCredentialsOrder}[name]
-	v := field(c, name).Interface().(*string)
-	b := field(base, name).Interface().(*string)
-	if b == nil {
+	// Every ordered key is a pointer to a named string type.
+	vp, bp := field(c, name), field(base, name)
+	if bp.IsNil() {
 		return
 	}
-	if vi, bi := slices.Index(order, *v), slices.Index(order, *b); vi >= 0 && vi < bi {
-		bad(name, strconv.Quote(*v), fmt.Sprintf("a repository may only tighten %s (%s), and this loosens %q", name, strings.Join(order, " < "), *b),
-			trustFix(fmt.Sprintf("%s = %q", name, *v)))
+	v, b := vp.Elem().String(), bp.Elem().String()
+	if vi, bi := slices.Index(order, v), slices.Index(order, b); vi >= 0 && vi < bi {
+		bad(name, strconv.Quote(v), fmt.Sprintf("a repository may only tighten %s (%s), and this loosens %q", name, strings.Join(order, " < "), b),
+			trustFix(fmt.Sprintf("%s = %q", name, v)))
 	}
 }
 
@@ -234,9 +237,9 @@ func secretish(n string, base *Config) string {
 func checkFloors(eff *Effective) []error {
 	c := &eff.Config
 	var errs []error
-	if c.Profile != nil && *c.Profile == "strict" {
+	if val(c.Profile) == ProfileStrict {
 		if c.Network != nil && looserThanBroker(*c.Network) {
-			c.Network = ptr(string(NetworkBroker))
+			c.Network = ptr(NetworkBroker)
 			eff.Origin["network"] = append(eff.Origin["network"], "profile strict (floor: broker)")
 		}
 		if c.Sudo != nil && *c.Sudo {
@@ -253,14 +256,14 @@ func checkFloors(eff *Effective) []error {
 				Fix:    `remove git_shadow = false, or use profile = "default"`,
 			})
 		}
-		if c.AgentState != nil && *c.AgentState == "shared" {
+		if val(c.AgentState) == agentstate.Shared {
 			errs = append(errs, &Violation{
 				File: strings.Join(eff.Origin["agent_state"], ", "), Key: "agent_state", Value: `"shared"`,
 				Reason: "the strict profile refuses shared agent state: one box could plant hooks another box runs",
 				Fix:    `use agent_state = "seeded" (the default), or profile = "default"`,
 			})
 		}
-		if c.MountType != nil && *c.MountType == "reverse-sshfs" {
+		if val(c.MountType) == MountReverseSSHFS {
 			errs = append(errs, &Violation{
 				File: strings.Join(eff.Origin["mount_type"], ", "), Key: "mount_type", Value: `"reverse-sshfs"`,
 				Reason: "the strict profile refuses reverse-sshfs: guest root can drive the host's sftp-server outside the project",

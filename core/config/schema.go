@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/agent"
+	"github.com/corral-dev/corral/core/agentstate"
 )
 
 // Class is a key's trust class: what a repository's .corral.toml may do
@@ -113,25 +114,8 @@ var Schema = []Key{
 	{"project_roots", "list of paths", "[]", ClassHost, MergeUnion, "Folders the menu's Projects lists repositories from: each is scanned one level deep for directories holding .git (at most 16 roots, 512 entries read per root, 50 repositories listed; symlinks below a root are not followed). Absolute or starting with ~/, e.g. [\"~/src\"]. A repository's .corral.toml may not set it."},
 }
 
-// IdleActions are the values of idle_action.
-var IdleActions = []string{"stop", "save"}
-
 // Toolchains corral knows how to install.
 var Toolchains = []string{"go", "node", "python", "rust"}
-
-// Ranks of the ordered keys, loosest first.
-var (
-	NetworkOrder    = []string{string(NetworkFull), string(NetworkLearn), string(NetworkBroker), string(NetworkOffline)}
-	AgentStateOrder = []string{"shared", "seeded", "isolated"}
-	ProfileOrder    = []string{"default", "strict"}
-	SourceOrder     = []string{"mount", "clone"}
-)
-
-// MountTypes corral accepts.
-var MountTypes = []string{"virtiofs", "9p", "reverse-sshfs"}
-
-// VMTypes corral accepts.
-var VMTypes = []string{"vz", "qemu"}
 
 // KeyByName returns the schema entry of a key.
 func KeyByName(name string) (Key, bool) {
@@ -165,13 +149,6 @@ type Credential struct {
 	EnvFromHost string     `toml:"env_from_host" json:"env_from_host,omitempty"`
 	CA          string     `toml:"ca" json:"ca,omitempty"`
 }
-
-// Credential headers and agent credential modes.
-var (
-	CredentialHeaders     = []string{"x-api-key", "authorization", "basic", "x-goog-api-key"}
-	AgentCredentialsOrder = []string{"forwarded", "brokered"}
-	ClaudeInstalls        = []string{"official", "npm"}
-)
 
 // MaxHoldDenied bounds hold_denied: a tool held longer has given up anyway.
 const MaxHoldDenied = 10 * time.Minute
@@ -212,16 +189,16 @@ type Config struct {
 	Memory          *string               `toml:"memory" json:"memory,omitempty"`
 	Disk            *string               `toml:"disk" json:"disk,omitempty"`
 	Image           *string               `toml:"image" json:"image,omitempty"`
-	VMType          *string               `toml:"vm_type" json:"vm_type,omitempty"`
-	MountType       *string               `toml:"mount_type" json:"mount_type,omitempty"`
+	VMType          *VMType               `toml:"vm_type" json:"vm_type,omitempty"`
+	MountType       *MountType            `toml:"mount_type" json:"mount_type,omitempty"`
 	Toolchains      []string              `toml:"toolchains" json:"toolchains,omitempty"`
 	Packages        []string              `toml:"packages" json:"packages,omitempty"`
 	Hide            []string              `toml:"hide" json:"hide,omitempty"`
 	BoxDirs         []string              `toml:"box_dirs" json:"box_dirs,omitempty"`
 	ReadonlyProject *bool                 `toml:"readonly_project" json:"readonly_project,omitempty"`
 	GitShadow       *bool                 `toml:"git_shadow" json:"git_shadow,omitempty"`
-	Source          *string               `toml:"source" json:"source,omitempty"`
-	Network         *string               `toml:"network" json:"network,omitempty"`
+	Source          *Source               `toml:"source" json:"source,omitempty"`
+	Network         *Network              `toml:"network" json:"network,omitempty"`
 	Egress          []string              `toml:"egress" json:"egress,omitempty"`
 	EgressGroups    []string              `toml:"egress_groups" json:"egress_groups,omitempty"`
 	LearnFor        *Duration             `toml:"learn_for" json:"learn_for,omitempty"`
@@ -230,8 +207,8 @@ type Config struct {
 	HoldDenied      *Duration             `toml:"hold_denied" json:"hold_denied,omitempty"`
 	Agent           *string               `toml:"agent" json:"agent,omitempty"`
 	Agents          map[string]agent.Def  `toml:"agents" json:"agents,omitempty"`
-	AgentState      *string               `toml:"agent_state" json:"agent_state,omitempty"`
-	Profile         *string               `toml:"profile" json:"profile,omitempty"`
+	AgentState      *agentstate.Mode      `toml:"agent_state" json:"agent_state,omitempty"`
+	Profile         *Profile              `toml:"profile" json:"profile,omitempty"`
 	Mounts          []Mount               `toml:"mounts" json:"mounts,omitempty"`
 	ForwardEnv      []string              `toml:"forward_env" json:"forward_env,omitempty"`
 	Env             map[string]string     `toml:"env" json:"env,omitempty"`
@@ -239,15 +216,15 @@ type Config struct {
 	KeychainEnv     map[string]SecretRef  `toml:"keychain_env" json:"keychain_env,omitempty"`
 	GitTokens       []string              `toml:"git_tokens" json:"git_tokens,omitempty"`
 	Credentials     map[string]Credential `toml:"credentials" json:"credentials,omitempty"`
-	AgentCreds      *string               `toml:"agent_credentials" json:"agent_credentials,omitempty"`
-	ClaudeInstall   *string               `toml:"claude_install" json:"claude_install,omitempty"`
+	AgentCreds      *AgentCredentials     `toml:"agent_credentials" json:"agent_credentials,omitempty"`
+	ClaudeInstall   *ClaudeInstall        `toml:"claude_install" json:"claude_install,omitempty"`
 	Provision       []string              `toml:"provision" json:"provision,omitempty"`
 	Sudo            *bool                 `toml:"sudo" json:"sudo,omitempty"`
 	Golden          *bool                 `toml:"golden" json:"golden,omitempty"`
 	IdleStop        *Duration             `toml:"idle_stop" json:"idle_stop,omitempty"`
 	StopOnExit      *bool                 `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
-	IdleAction      *string               `toml:"idle_action" json:"idle_action,omitempty"`
-	Snapshots       *string               `toml:"snapshots" json:"snapshots,omitempty"`
+	IdleAction      *IdleAction           `toml:"idle_action" json:"idle_action,omitempty"`
+	Snapshots       *Snapshots            `toml:"snapshots" json:"snapshots,omitempty"`
 	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
 	Terminal        *string               `toml:"terminal" json:"terminal,omitempty"`
 	ProjectRoots    []string              `toml:"project_roots" json:"project_roots,omitempty"`

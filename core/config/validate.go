@@ -120,19 +120,19 @@ func validate(l Layer) []error {
 			}
 		}
 	}
-	oneOf("vm_type", c.VMType, VMTypes)
-	oneOf("mount_type", c.MountType, MountTypes)
-	oneOf("source", c.Source, SourceOrder)
-	oneOf("network", c.Network, NetworkOrder)
+	oneOf("vm_type", str(c.VMType), VMTypes)
+	oneOf("mount_type", str(c.MountType), MountTypes)
+	oneOf("source", str(c.Source), SourceOrder)
+	oneOf("network", str(c.Network), NetworkOrder)
 	if c.Agent != nil && !agent.ValidName(*c.Agent) {
 		bad("agent", strconv.Quote(*c.Agent), "not an agent name", "use one of "+quoteList(agent.Builtins())+" or a name defined under [agents]")
 	}
-	oneOf("agent_state", c.AgentState, AgentStateOrder)
-	oneOf("profile", c.Profile, ProfileOrder)
-	oneOf("agent_credentials", c.AgentCreds, AgentCredentialsOrder)
-	oneOf("claude_install", c.ClaudeInstall, ClaudeInstalls)
-	oneOf("snapshots", c.Snapshots, []string{"auto", "off"})
-	oneOf("idle_action", c.IdleAction, IdleActions)
+	oneOf("agent_state", str(c.AgentState), AgentStateOrder)
+	oneOf("profile", str(c.Profile), ProfileOrder)
+	oneOf("agent_credentials", str(c.AgentCreds), AgentCredentialsOrder)
+	oneOf("claude_install", str(c.ClaudeInstall), ClaudeInstalls)
+	oneOf("snapshots", str(c.Snapshots), SnapshotModes)
+	oneOf("idle_action", str(c.IdleAction), IdleActions)
 	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
 		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
 	}

@@ -178,7 +178,7 @@ func Plan(c config.Config) []Spec {
 	if c.Agent != nil {
 		agentName = *c.Agent
 	}
-	if k := agentKeyOf(agentName); k != nil && deref(c.AgentCreds) != "forwarded" {
+	if k := agentKeyOf(agentName); k != nil && (c.AgentCreds == nil || *c.AgentCreds != config.AgentCredsForwarded) {
 		if _, configured := c.Credentials[k.Name]; !configured {
 			out = append(out, implicit(c, k))
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/corral-dev/corral/core/secret"
 )
 
-func ptr(s string) *string { return &s }
+func ptr[T any](v T) *T { return &v }
 
 func env(kv ...string) func(string) (string, bool) {
 	m := map[string]string{}
@@ -38,7 +38,7 @@ func TestPlanPerAgent(t *testing.T) {
 		{"gemini", "gemini", []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
 		{"shell", "", nil},
 	} {
-		c := config.Config{Network: ptr("broker"), AgentCreds: ptr("brokered")}
+		c := config.Config{Network: ptr(config.NetworkBroker), AgentCreds: ptr(config.AgentCredsBrokered)}
 		if tc.agent != "" {
 			c.Agent = ptr(tc.agent)
 		}
@@ -54,8 +54,8 @@ func TestPlanPerAgent(t *testing.T) {
 		}
 	}
 	for _, c := range []config.Config{
-		{Network: ptr("broker"), AgentCreds: ptr("forwarded")},
-		{Network: ptr("full")},
+		{Network: ptr(config.NetworkBroker), AgentCreds: ptr(config.AgentCredsForwarded)},
+		{Network: ptr(config.NetworkFull)},
 	} {
 		if specs := Plan(c); len(specs) != 0 {
 			t.Errorf("%+v: plan %+v", c, specs)
@@ -68,7 +68,7 @@ func TestPlanPerAgent(t *testing.T) {
 // placeholder in its key variable, and the variables are withheld (so
 // `corral codex` and `corral gemini` in a claude box use the broker).
 func TestConfiguredAgentKeysInAClaudeBox(t *testing.T) {
-	c := config.Config{Network: ptr("broker"), Agent: ptr("claude"), Credentials: map[string]config.Credential{
+	c := config.Config{Network: ptr(config.NetworkBroker), Agent: ptr("claude"), Credentials: map[string]config.Credential{
 		"openai": {Upstream: "https://127.0.0.1:8443/v1", Header: "authorization", EnvFromHost: "E2E_OPENAI_KEY"},
 		"gemini": {Upstream: "https://127.0.0.1:8444", Header: "x-goog-api-key", EnvFromHost: "E2E_GEMINI_KEY"},
 	}}
@@ -107,7 +107,7 @@ func TestConfiguredAgentKeysInAClaudeBox(t *testing.T) {
 
 // The implicit key's sources follow launchenv's stage order per variable.
 func TestPlanSources(t *testing.T) {
-	c := config.Config{Network: ptr("broker"),
+	c := config.Config{Network: ptr(config.NetworkBroker),
 		EnvFromHost: map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": "MY_TOKEN"},
 		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "s", Account: "a"}}}
 	specs := Plan(c)
@@ -168,7 +168,7 @@ func TestSessionVars(t *testing.T) {
 			t.Errorf("accepted %+v", bad)
 		}
 	}
-	if err := Check(config.Config{Network: ptr("full"), Credentials: map[string]config.Credential{"a": {}}}); err == nil {
+	if err := Check(config.Config{Network: ptr(config.NetworkFull), Credentials: map[string]config.Credential{"a": {}}}); err == nil {
 		t.Error("credentials accepted outside broker mode")
 	}
 }
@@ -183,7 +183,7 @@ func TestHolderAndControl(t *testing.T) {
 	}))
 	defer up.Close()
 	pool := up.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	c := config.Config{Network: ptr("broker"), Agent: ptr("codex"), Credentials: map[string]config.Credential{
+	c := config.Config{Network: ptr(config.NetworkBroker), Agent: ptr("codex"), Credentials: map[string]config.Credential{
 		"git": {Upstream: "https://git.example.test", Header: "basic", EnvFromHost: "GIT_TOK"},
 	}}
 	h, err := NewHolder(Plan(c), HolderConfig{Getenv: env("GIT_TOK", "g"), Store: &secret.Memory{},
@@ -250,7 +250,7 @@ func TestHolderAndControl(t *testing.T) {
 // session at a terminal can read them first; an item whose host variable
 // the broker has is not read, so not listed.
 func TestKeychainRefsForPreflight(t *testing.T) {
-	c := config.Config{Network: ptr("broker"),
+	c := config.Config{Network: ptr(config.NetworkBroker),
 		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "corral", Account: "anthropic"}}}
 	for _, tt := range []struct {
 		name string

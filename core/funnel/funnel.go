@@ -35,8 +35,8 @@ const GuestConnCommand = guestconn.Command
 // driver (Linux; macOS with vm_type = "qemu") in broker or offline mode. vz
 // has no such hook in Lima, so there the guest-side nftables are the only
 // funnel.
-func Applies(goos, vmType string, network config.Network) bool {
-	if vmType != "qemu" || (goos != "linux" && goos != "darwin") {
+func Applies(goos string, vmType config.VMType, network config.Network) bool {
+	if vmType != config.VMTypeQEMU || (goos != "linux" && goos != "darwin") {
 		return false
 	}
 	return network == config.NetworkBroker || network == config.NetworkOffline

@@ -8,9 +8,10 @@ import (
 
 func TestApplies(t *testing.T) {
 	for _, tt := range []struct {
-		goos, vm string
-		net      config.Network
-		want     bool
+		goos string
+		vm   config.VMType
+		net  config.Network
+		want bool
 	}{
 		{"linux", "qemu", "broker", true},
 		{"linux", "qemu", "offline", true},

@@ -21,7 +21,7 @@ var ErrNotEnforced = errors.New("the host egress funnel is not in force")
 
 // Want is what a box's running qemu must prove.
 type Want struct {
-	VMType     string
+	VMType     config.VMType
 	Network    config.Network // broker or offline (others need no proof)
 	BrokerPort int            // broker mode: the guestfwd port
 }

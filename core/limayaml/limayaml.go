@@ -242,18 +242,18 @@ const (
 // Seeds reports whether a box with config c copies anything from its seed
 // directory at first boot.
 func Seeds(c config.Config) bool {
-	return deref(c.AgentState) == string(agentstate.Seeded) || deref(c.Source) == "clone"
+	return deref(c.AgentState) == agentstate.Seeded || deref(c.Source) == config.SourceClone
 }
 
 // Render builds the Lima YAML for in.
 func Render(in Input) (Rendered, error) {
 	c := in.Config
 	t := Template{
-		VMType:       deref(c.VMType),
+		VMType:       string(deref(c.VMType)),
 		CPUs:         derefInt(c.CPUs),
 		Memory:       deref(c.Memory),
 		Disk:         deref(c.Disk),
-		MountType:    deref(c.MountType),
+		MountType:    string(deref(c.MountType)),
 		Mounts:       []Mount{},
 		SSH:          SSH{LoadDotSSHPubKeys: false, ForwardAgent: false},
 		Containerd:   Containerd{},
@@ -271,7 +271,7 @@ func Render(in Input) (Rendered, error) {
 	// SUDO: "all" keeps passwordless sudo; "lima" keeps only Lima's
 	// readiness checks (guest/provision/40-network.sh).
 	sudo := "lima"
-	if deref(c.Profile) != "strict" && (c.NetworkMode() == config.NetworkFull || derefBool(c.Sudo)) {
+	if deref(c.Profile) != config.ProfileStrict && (c.NetworkMode() == config.NetworkFull || derefBool(c.Sudo)) {
 		sudo = "all"
 	}
 	t.Param = map[string]string{
@@ -307,7 +307,7 @@ func Render(in Input) (Rendered, error) {
 		t.Param["PROJECT"] = in.ProjectDir
 		t.Param["HIDE"] = strings.Join(c.Hide, " ")
 		t.Param["BOX_DIRS"] = strings.Join(c.BoxDirs, " ")
-		t.Param["SOURCE"] = deref(c.Source)
+		t.Param["SOURCE"] = string(deref(c.Source))
 		t.Param["GIT_SHADOW"] = "on"
 		if c.GitShadow != nil && !*c.GitShadow {
 			t.Param["GIT_SHADOW"] = "off"
@@ -319,7 +319,7 @@ func Render(in Input) (Rendered, error) {
 			}
 		}
 		t.Param["GIT_SHADOW_DIRS"] = strings.Join(in.GitShadowDirs, " ")
-		if deref(c.Source) != "clone" {
+		if deref(c.Source) != config.SourceClone {
 			t.Mounts = append(t.Mounts, Mount{Location: in.ProjectDir, MountPoint: in.ProjectDir, Writable: !derefBool(c.ReadonlyProject)})
 			if t.Param["GIT_SHADOW"] == "on" {
 				for _, d := range in.GitShadowDirs {
@@ -329,7 +329,7 @@ func Render(in Input) (Rendered, error) {
 		}
 		// Agent state is per box unless "shared" is chosen explicitly (see
 		// core/agentstate): only then does a host directory go in writable.
-		if deref(c.AgentState) == "shared" && in.AgentDir != "" {
+		if deref(c.AgentState) == agentstate.Shared && in.AgentDir != "" {
 			t.Mounts = append(t.Mounts, Mount{Location: in.AgentDir, MountPoint: agentstate.GuestDir(deref(c.Agent)), Writable: true})
 		}
 		if Seeds(c) && in.SeedDir != "" {
@@ -404,7 +404,7 @@ func AgentPins(c config.Config, goarch string) (agent.Agent, []pins.Package, err
 	if err != nil {
 		return agent.Agent{}, nil, err
 	}
-	if a.Name == "claude" && deref(c.ClaudeInstall) != "npm" {
+	if a.Name == "claude" && deref(c.ClaudeInstall) != config.ClaudeInstallNPM {
 		return a, nil, nil
 	}
 	var out []pins.Package
@@ -515,11 +515,13 @@ func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
 	}}, &Firmware{LegacyBIOS: true}, nil
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
+// deref is an optional key's value, the zero value when unset.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
 }
 
 func derefInt(p *int) int {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/agent"
+	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/pins"
 	"github.com/corral-dev/corral/guest"
@@ -114,8 +115,9 @@ func TestMountsBySourceAndAgentState(t *testing.T) {
 		writable bool
 	}
 	tests := []struct {
-		source, state string
-		want          []mount
+		source config.Source
+		state  agentstate.Mode
+		want   []mount
 	}{
 		{"mount", "seeded", []mount{{"/home/dev/src/web", true}, {"/corral/seed", false}, {"/ref", false}}},
 		{"mount", "isolated", []mount{{"/home/dev/src/web", true}, {"/ref", false}}},
@@ -124,7 +126,7 @@ func TestMountsBySourceAndAgentState(t *testing.T) {
 		{"clone", "seeded", []mount{{"/corral/seed", false}, {"/ref", false}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.source+"/"+tt.state, func(t *testing.T) {
+		t.Run(string(tt.source)+"/"+string(tt.state), func(t *testing.T) {
 			in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
 			in.Config.Source, in.Config.AgentState = &tt.source, &tt.state
 			r, err := Render(in)
@@ -142,7 +144,7 @@ func TestMountsBySourceAndAgentState(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("mounts %v, want %v", got, tt.want)
 			}
-			if tmpl.Param["SOURCE"] != tt.source {
+			if tmpl.Param["SOURCE"] != string(tt.source) {
 				t.Errorf("SOURCE = %q", tmpl.Param["SOURCE"])
 			}
 		})
@@ -244,7 +246,7 @@ func TestGoldenNPMClaude(t *testing.T) {
 	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
 	in.Golden = true
 	in.NPMDir = "/home/dev/.corral/cache/npm"
-	agent, install := "claude", "npm"
+	agent, install := "claude", config.ClaudeInstallNPM
 	in.Config.Agent, in.Config.ClaudeInstall = &agent, &install
 	r, err := Render(in)
 	if err != nil {
@@ -265,7 +267,7 @@ func TestGoldenNPMClaude(t *testing.T) {
 		t.Errorf("mounts %+v, want the npm cache read-only at %s", back.Mounts, NPMMount)
 	}
 	// The default (official) installs nothing from the host.
-	official := "official"
+	official := config.ClaudeInstallOfficial
 	in.Config.ClaudeInstall = &official
 	r, _ = Render(in)
 	back = Template{}

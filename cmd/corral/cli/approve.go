@@ -2,18 +2,14 @@ package cli
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
-	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
 
@@ -77,30 +73,6 @@ ports=3000) narrow it to those requests.`,
 	return cmd
 }
 
-// judged is a pending request with the grant check's verdict.
-type judged struct {
-	Req config.RepoRequest
-	V   config.Verdict
-}
-
-// selector is the KEY=ENTRY argument that names the request.
-func (j judged) selector() string { return j.Req.Key + "=" + j.V.Entry }
-
-// describe is the request for a sentence, sanitised.
-func (j judged) describe() string {
-	switch j.Req.Key {
-	case "egress_groups":
-		return fmt.Sprintf("the egress group %s (corral egress groups lists its hosts)", display.Text(j.Req.Entry, 0))
-	case "ports":
-		return fmt.Sprintf("ports %s (a guest port forwarded to the host's 127.0.0.1)", display.Text(j.Req.Entry, 0))
-	case "toolchains":
-		return fmt.Sprintf("the toolchain %s (installed in the golden image)", display.Text(j.Req.Entry, 0))
-	case "packages":
-		return fmt.Sprintf("the package %s (installed as root in the golden image)", display.Text(j.Req.Entry, 0))
-	}
-	return "egress " + display.Authority(j.Req.Entry, 0)
-}
-
 // shellArg quotes an argument for a printed command line. Only entries the
 // grant check passed reach it (canonical, from a narrow alphabet without
 // quotes); single quotes keep a '*' from the shell.
@@ -119,64 +91,25 @@ func approveRun(opts *ApproveOptions) error {
 	if err != nil {
 		return err
 	}
-	dir := f.Dir
-	if opts.Box != "" {
-		// A box that was created knows its project; a box not created yet
-		// is the current project's, if the name matches.
-		if m, err := box.ReadMeta(l, opts.Box); err == nil {
-			dir = m.Project
-		} else if cur, _ := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform}); cur.Project.Box != opts.Box {
-			return err
-		}
-	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: dir, Platform: f.Platform})
-	if r.Project.Box == "" {
-		return err
-	}
+	q, err := box.ToApprove(l, f.Platform, opts.Box, f.Dir, opts.Only)
 	if err != nil {
-		// Requests are answered only for a file that passes the trust
-		// check otherwise: approving hosts for a file that is refused
-		// would be a promise corral does not keep.
 		return err
 	}
-	name := r.Project.Box
-	ctx := r.Loaded.Config.GrantContext()
-	var pending []judged
-	for _, q := range r.Loaded.Pending() {
-		pending = append(pending, judged{q, config.CheckGrant(q.Key, q.Entry, ctx)})
-	}
-	if len(opts.Only) > 0 {
-		var only []judged
-		for _, sel := range opts.Only {
-			key, entry, _ := strings.Cut(sel, "=")
-			canon := config.CheckGrant(key, entry, ctx).Entry
-			i := slices.IndexFunc(pending, func(j judged) bool { return j.Req.Key == key && j.V.Entry == canon })
-			if i < 0 {
-				return hint.New(fmt.Errorf("approve: box %s has no pending request %s", name, display.Text(sel, 200)), "corral config check lists the pending requests")
-			}
-			if !slices.ContainsFunc(only, func(j judged) bool { return j.selector() == pending[i].selector() }) {
-				only = append(only, pending[i])
-			}
-		}
-		pending = only
-	}
+	name, pending, refused := q.Box, q.Pending, q.Refused()
 	if len(pending) == 0 {
 		fmt.Fprintf(opts.IO.Out, "box %s: no pending requests\n", name)
 		return nil
 	}
-	var refused []judged
 	var grantable []string
 	for _, j := range pending {
-		if j.V.Risk == config.RiskRefused {
-			refused = append(refused, j)
-		} else {
-			grantable = append(grantable, shellArg(j.selector()))
+		if !j.Refused() {
+			grantable = append(grantable, shellArg(j.Selector()))
 		}
 	}
 	refusedText := func() string {
 		var b strings.Builder
 		for _, j := range refused {
-			fmt.Fprintf(&b, "\n  refused: %s: %s", j.describe(), display.Text(j.V.Why, maxLine))
+			fmt.Fprintf(&b, "\n  refused: %s: %s", j.Describe(), display.Text(j.V.Why, maxLine))
 		}
 		return b.String()
 	}
@@ -191,11 +124,10 @@ func approveRun(opts *ApproveOptions) error {
 		return hint.New(err, fmt.Sprintf("review them with corral config check; to approve the ones that can be: corral approve %s --yes %s", name, strings.Join(grantable, " ")))
 	}
 	in := bufio.NewReader(opts.IO.In)
-	accepted := map[string][]string{}
-	n := 0
+	var accepted []box.Judged
 	for _, j := range pending {
-		line := j.describe()
-		if j.V.Risk == config.RiskRefused {
+		line := j.Describe()
+		if j.Refused() {
 			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s: refused, not approvable: %s\n", name, line, display.Text(j.V.Why, maxLine))
 			continue
 		}
@@ -212,52 +144,19 @@ func approveRun(opts *ApproveOptions) error {
 			ok = a == "y" || a == "yes"
 		}
 		if ok {
-			accepted[j.Req.Key] = append(accepted[j.Req.Key], j.V.Entry)
-			n++
+			accepted = append(accepted, j)
 		}
 	}
-	if n > 0 {
-		if err := approveWrite(l, r, pending, accepted, opts.now()); err != nil {
+	if len(accepted) > 0 {
+		if err := q.Approve(l, accepted, opts.now()); err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", n, len(pending), r.Loaded.TrustedPath())
+		fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", len(accepted), len(pending), q.Resolved.Loaded.TrustedPath())
 	} else {
 		fmt.Fprintln(opts.IO.Out, "nothing approved")
 	}
 	if len(refused) > 0 {
 		return fmt.Errorf("approve: %d request(s) of box %s refused by the grant check, not written:%s", len(refused), name, refusedText())
-	}
-	return nil
-}
-
-// approveWrite records the accepted entries in the audit log, then writes
-// them to the trusted layer, key by key, through the one writer
-// (config.Result.AddToTrusted: grant check, the whole config checked, the
-// file locked).
-func approveWrite(l paths.Layout, r box.Resolved, pending []judged, accepted map[string][]string, now time.Time) error {
-	var all []string
-	for _, key := range config.RequestKeys {
-		all = append(all, accepted[key]...)
-	}
-	// The audit record comes first: if it cannot be written, nothing is
-	// approved.
-	alog, err := audit.Open(l.AuditLog())
-	if err != nil {
-		return err
-	}
-	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: r.Project.Box, Actor: audit.ActorCLI,
-		Fields: map[string]any{"entries": all, "scope": "trusted", "request": r.Loaded.ProjectHash}})
-	if err = errors.Join(err, alog.Close()); err != nil {
-		return fmt.Errorf("approve: recording the approval in the audit log (nothing was approved): %w", err)
-	}
-	why := fmt.Sprintf("requested by %s (%s)", pending[0].Req.File, r.Loaded.ProjectHash)
-	for _, key := range config.RequestKeys {
-		if len(accepted[key]) == 0 {
-			continue
-		}
-		if err := r.Loaded.AddToTrusted(key, accepted[key], why, "corral approve", now); err != nil {
-			return err
-		}
 	}
 	return nil
 }

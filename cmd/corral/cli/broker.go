@@ -1,13 +1,8 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
-	"runtime"
-	"syscall"
 
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/egress"
@@ -87,19 +82,11 @@ func (opts *BrokerOptions) core() broker.Options {
 }
 
 func brokerRun(opts *BrokerOptions) error {
-	// fyne.io/systray's package initialiser locks the main goroutine to the
-	// main thread for the menu-bar app (AppKit wants it there). The broker
-	// has no UI and serves its listener on this goroutine: locked, every
-	// wake-up of the accept loop hands the P between two threads (measured
-	// as stoplockedm/startlockedm in the CONNECT path's profile). Release it.
-	runtime.UnlockOSThread()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	o := opts.core()
 	l, err := opts.Factory.Layout()
 	if err != nil {
 		return err
 	}
 	o.Layout = l
-	return broker.Run(ctx, o)
+	return broker.Serve(o)
 }

@@ -83,14 +83,11 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 		return name, opt, []box.Check{{Check: "state directory", Detail: err.Error(), Fix: "set CORRAL_HOME"}}
 	}
 	if name == "" {
-		r, _ := f.Resolve(config.Config{})
-		if r.Project.Box == "" {
-			return "", opt, nil
-		}
-		if _, err := box.ReadMeta(l, r.Project.Box); err != nil {
+		loc, _ := box.Locate(l, "", f.Dir)
+		if loc.Meta == nil {
 			return "", opt, nil // no box for this project: host checks only
 		}
-		name = r.Project.Box
+		name = loc.Box
 	}
 	m, err := box.ReadMeta(l, name)
 	if err != nil {

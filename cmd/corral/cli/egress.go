@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -16,14 +15,9 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
-	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
-	"github.com/corral-dev/corral/core/project"
 	"github.com/spf13/cobra"
 )
-
-// recentDenials is how many denials `corral egress` lists.
-const recentDenials = 10
 
 // EgressOptions are the options of `corral egress`.
 type EgressOptions struct {
@@ -113,10 +107,6 @@ func egressRun(opts *EgressOptions) error {
 	if err != nil {
 		return err
 	}
-	name, projectDir, err := egressTarget(opts, l)
-	if err != nil {
-		return err
-	}
 	now := time.Now()
 	if opts.Now != nil {
 		now = opts.Now()
@@ -125,52 +115,21 @@ func egressRun(opts *EgressOptions) error {
 	if opts.Since > 0 {
 		since = now.Add(-opts.Since)
 	}
-	entries, err := egress.ReadLog(l.EgressLog(name), since)
+	rep, err := broker.EgressReport(l, broker.ReportOptions{Box: opts.Box, Dir: f.Dir, Since: since, Session: opts.Session,
+		LogOnly: opts.Log, Platform: f.Platform, Now: now})
 	if err != nil {
 		return err
 	}
-	session := ""
-	if opts.Session != "" {
-		var ok bool
-		if entries, ok = egress.SessionSlice(entries, opts.Session); !ok {
-			return hint.New(fmt.Errorf("egress: no session %q in the egress log of box %s", opts.Session, name), fmt.Sprintf("corral egress %s --log lists the session markers", name))
-		}
-		session = entries[0].Session
-	}
+	name, entries, session := rep.Box, rep.Entries, rep.Session
 	if opts.Log {
 		return printEgressLog(opts, entries, now.Location())
 	}
-	rules, err := broker.AllowList(l, name, projectDir, f.Platform, now)
-	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", err)
+	if rep.ConfigErr != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", rep.ConfigErr)
 	}
-	// A refused rule (an entry the grant check refuses, such as "*.com",
-	// written by hand into a trusted layer) is in force nowhere: it is
-	// reported apart, never as allowed.
-	var refused []approval.Rule
-	for _, r := range rules {
-		if r.Refused() {
-			refused = append(refused, r)
-		}
-	}
-	rules = approval.Allowed(rules)
-	requests := box.PendingRequests(l, name, projectDir)
+	rules, refused, requests, learningUntil := rep.Rules, rep.Refused, rep.Requests, rep.LearningUntil
 	asked := boxRequests(l, name, now, opts.IO.ErrOut)
-	var learningUntil time.Time
-	if lr, err := approval.ReadLearning(l, name); err == nil && lr.ActiveAt(now) {
-		learningUntil = lr.Until
-	}
-	summary := egress.Summarize(entries)
-	creds, credRefused := credentialUses(l, name, since)
-	var denials []egress.Entry
-	for i := len(entries) - 1; i >= 0 && len(denials) < recentDenials; i-- {
-		if e := entries[i]; e.IsDecision() && !e.Allowed {
-			denials = append(denials, e)
-		}
-	}
-	for i, j := 0, len(denials)-1; i < j; i, j = i+1, j-1 {
-		denials[i], denials[j] = denials[j], denials[i]
-	}
+	summary, creds, credRefused, denials := rep.Summary, rep.Credentials, rep.CredentialRefused, rep.Denials
 	switch {
 	case opts.JSON:
 		dests := make([]egressDest, len(summary))
@@ -320,14 +279,6 @@ func egressRun(opts *EgressOptions) error {
 // credentialUses sums the box's credential evidence in the audit log
 // since since (core/audit): the broker writes it, counted, every minute
 // and when it stops.
-func credentialUses(l paths.Layout, box string, since time.Time) ([]audit.CredentialUse, int) {
-	evs, err := audit.Read(l.AuditLog(), audit.Filter{Box: box, Since: since})
-	if err != nil {
-		return nil, 0
-	}
-	return audit.CredentialUses(evs)
-}
-
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
@@ -345,24 +296,8 @@ func lastUse(t, now time.Time) string {
 // egressTarget names the box to show and its project directory: BOX from
 // its metadata, or the current project's box.
 func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string, err error) {
-	if opts.Box != "" {
-		if err := project.CheckName(opts.Box, l.LimaHome()); err != nil {
-			return "", "", err
-		}
-		m, err := box.ReadMeta(l, opts.Box)
-		if errors.Is(err, box.ErrNoMeta) {
-			return "", "", hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
-		}
-		if err != nil {
-			return "", "", err // a MetaError: its hint says what to do with the file
-		}
-		return m.Name, m.Project, nil
-	}
-	p, err := project.Resolve(opts.Factory.Dir, l.LimaHome())
-	if err != nil {
-		return "", "", err
-	}
-	return p.Box, p.Dir, nil
+	loc, err := box.Locate(l, opts.Box, opts.Factory.Dir)
+	return loc.Box, loc.Project, err
 }
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {

@@ -6,13 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral/core/approval"
-	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
-	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
-	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
 )
 
@@ -72,54 +68,16 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 	if err != nil {
 		return err
 	}
-	name, projectDir, err := egressTarget(&EgressOptions{Box: opts.Box, Factory: f}, l)
-	if err != nil {
-		return err
-	}
 	now := time.Now()
 	if opts.Now != nil {
 		now = opts.Now()
 	}
-	lr, err := approval.ReadLearning(l, name)
+	rep, err := box.Learned(l, f.Platform, opts.Box, f.Dir, box.LearnOptions{Apply: opts.Apply, Stop: opts.Stop}, now)
 	if err != nil {
 		return err
 	}
-	if lr.Started.IsZero() {
-		return hint.New(fmt.Errorf("egress learn: box %s never learned", name), "corral up --learn starts learning (or network = \"learn\" in the box's trusted layer)")
-	}
-	active := lr.ActiveAt(now)
-	end := lr.End()
-	if active {
-		end = now
-	}
-	entries, err := egress.ReadLog(l.EgressLog(name), lr.Started)
-	if err != nil {
-		return err
-	}
-	props := egress.Propose(entries, lr.Started, end.Add(time.Nanosecond))
-	// The one grant check: what it refuses is shown with the reason,
-	// never written; flagged entries are written and shown with theirs.
-	proposed, flagged, refused := learnGrants(egress.ProposedEntries(props))
-	applied, stopped := false, false
-	if opts.Apply && len(proposed) > 0 {
-		why := fmt.Sprintf("learned from %s to %s", lr.Started.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
-		r, err := box.Resolve(l, box.ResolveOptions{Dir: projectDir, Platform: f.Platform})
-		if err != nil {
-			return fmt.Errorf("egress learn --apply: the box's config must load first (nothing was applied): %w", err)
-		}
-		if err := recordLearnApply(l.AuditLog(), name, proposed); err != nil {
-			return err
-		}
-		if err := r.Loaded.AddToTrusted("egress", proposed, why, "corral egress learn", now); err != nil {
-			return err
-		}
-		applied = true
-	}
-	if (opts.Apply || opts.Stop) && active {
-		if stopped, err = approval.StopLearning(l, name, now, audit.ActorCLI); err != nil {
-			return err
-		}
-	}
+	name, lr, active, end, props, proposed := rep.Box, rep.Window, rep.Active, rep.End, rep.Proposals, rep.Proposed
+	applied, stopped, flagged, refused := rep.Applied, rep.Stopped, rep.Flagged, rep.Refused
 	if opts.JSON {
 		if props == nil {
 			props = []egress.Proposal{}
@@ -167,39 +125,6 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 	}
 	if stopped {
 		fmt.Fprintf(w, "learning ended: the broker enforces the allow-list of %s again\n", name)
-	}
-	return nil
-}
-
-// learnGrants sorts learned entries by the one grant check: proposed (ok
-// and flagged, canonical), the flagged ones again with their reason, and the
-// refused ones, which are shown and never written.
-func learnGrants(entries []string) (proposed []string, flagged, refused []config.Verdict) {
-	for _, e := range entries {
-		switch v := config.CheckGrant("egress", e, config.GrantContext{}); v.Risk {
-		case config.RiskRefused:
-			refused = append(refused, v)
-		case config.RiskFlagged:
-			flagged = append(flagged, v)
-			proposed = append(proposed, v.Entry)
-		default:
-			proposed = append(proposed, v.Entry)
-		}
-	}
-	return proposed, flagged, refused
-}
-
-// recordLearnApply writes the audit record of an applied proposal first:
-// if it cannot be written, nothing is applied.
-func recordLearnApply(path, name string, entries []string) error {
-	alog, err := audit.Open(path)
-	if err != nil {
-		return err
-	}
-	err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: name, Actor: audit.ActorCLI,
-		Fields: map[string]any{"entries": entries, "scope": "trusted", "learned": true}})
-	if err = errors.Join(err, alog.Close()); err != nil {
-		return fmt.Errorf("egress learn: recording the approval in the audit log (nothing was applied): %w", err)
 	}
 	return nil
 }

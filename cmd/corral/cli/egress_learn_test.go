@@ -79,7 +79,7 @@ func TestEgressLearn(t *testing.T) {
 	}
 	// The session's banner (stderr) while the box learns.
 	f, _, errBuf := testFactory(e, false)
-	network := "broker"
+	network := config.NetworkBroker
 	learningBanner(f, box.Resolved{Project: project.Project{Box: e.box}, Loaded: config.Result{Effective: config.Effective{Config: config.Config{Network: &network}}}}, now)
 	if got := errBuf.String(); !strings.HasPrefix(got, "corral: box "+e.box+" is learning until ") || !strings.HasSuffix(got, "; corral egress learn "+e.box+" proposes an allow-list\n") {
 		t.Errorf("banner %q", got)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/config/granttest"
 )
@@ -61,7 +62,7 @@ func TestGrantPathsAgree(t *testing.T) {
 				t.Errorf("allow %q: exit %d %s, want refused=%v", c.Entry, code, errOut, want)
 			}
 			// corral egress learn --apply's decision.
-			proposed, _, notProposed := learnGrants([]string{c.Entry})
+			proposed, _, notProposed := box.LearnGrants([]string{c.Entry})
 			if slices.Contains(proposed, v.Entry) == refused || (len(notProposed) == 1) != refused {
 				t.Errorf("learn %q: proposed %q, refused %+v", c.Entry, proposed, notProposed)
 			}

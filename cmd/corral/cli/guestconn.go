@@ -17,7 +17,9 @@ type GuestConnOptions struct {
 
 // NewCmdGuestConn builds the hidden `corral guest-conn BOX`, which qemu runs
 // once per guest connection to the broker address (the guestfwd rule of
-// the host funnel, see core/funnel).
+// the host funnel, see core/funnel). cmd/corral/main.go runs it through
+// guestconn.Main, without a command tree (issue 18: at most 3 ms of CPU per
+// connection); this is the same command in the tree, for help and tests.
 func NewCmdGuestConn(f *Factory, runF func(*GuestConnOptions) error) *cobra.Command {
 	opts := &GuestConnOptions{Factory: f}
 	return &cobra.Command{
@@ -38,23 +40,6 @@ func NewCmdGuestConn(f *Factory, runF func(*GuestConnOptions) error) *cobra.Comm
 			return guestConnRun(opts)
 		},
 	}
-}
-
-// isGuestConn reports whether args (argv without argv[0]) are a
-// `corral guest-conn` invocation, which Main dispatches before anything else.
-func isGuestConn(args []string) bool {
-	return len(args) > 0 && args[0] == guestconn.Command
-}
-
-// guestConnMain is `corral guest-conn BOX` as Main runs it: qemu starts one
-// per guest connection, so it builds no command tree and reads no config
-// (issue 18: at most 3 ms of CPU per connection). It is the fallback of the
-// small corral-guest-conn program, which box.PlanQemu prefers when it is
-// installed beside corral (core/guestconn); BenchmarkGuestConnProcess in
-// cmd/corral measures both. args are argv without argv[0]; NewCmdGuestConn
-// is the same command in the tree, for help and tests.
-func guestConnMain(args []string) int {
-	return guestconn.Main(args)
 }
 
 // guestConnRun passes the connection's socket to the broker and exits. It

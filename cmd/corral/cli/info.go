@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
@@ -61,7 +62,7 @@ func driftOf(s *box.Service, m box.Meta) string {
 
 // funnelProof is Info.Funnel for a box in layout l.
 func funnelProof(limaHome string, st box.Status) string {
-	if st.State != box.StateRunning || !funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
+	if st.State != boxstate.Running || !funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
 		return "not applicable"
 	}
 	if err := funnel.Verify(limaHome, st.Name, funnel.Want{VMType: st.VMType, Network: st.Network, BrokerPort: st.BrokerPort}); err != nil {
@@ -171,8 +172,8 @@ func infoRun(opts *InfoOptions) error {
 	t.Row("network", network)
 	t.Row("broker", broker)
 	t.Row("funnel", or(in.Funnel))
-	t.Row("vm type", or(st.VMType))
-	t.Row("mount type", or(st.MountType))
+	t.Row("vm type", or(string(st.VMType)))
+	t.Row("mount type", or(string(st.MountType)))
 	for _, m := range in.Mounts {
 		mode := "read-only"
 		if m.Writable {

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
@@ -21,7 +22,7 @@ func infoFixture() Info {
 			Meta: box.Meta{Name: "web-1a2b3c", Project: "/src/web", TemplateHash: "abc123", BrokerPort: 42001,
 				Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2, VMType: "qemu", MountType: "9p", IdleStop: "30m",
 				Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}},
-			State: box.StateRunning, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
+			State: boxstate.Running, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
 		},
 		Pending: []config.RepoRequest{{}},
 		Funnel:  "in force",
@@ -135,7 +136,7 @@ func TestInfoReadsTheBox(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Name != e.box || got.State != box.StateMissing || got.BrokerPort != 42001 || got.Pending == nil || got.Funnel != "not applicable" ||
+	if got.Name != e.box || got.State != boxstate.Missing || got.BrokerPort != 42001 || got.Pending == nil || got.Funnel != "not applicable" ||
 		got.Mounts == nil || !strings.HasPrefix(got.Drift, "changed: ") {
 		t.Errorf("info %+v", got)
 	}
@@ -151,12 +152,12 @@ func TestInfoReadsTheBox(t *testing.T) {
 // TestFunnelProof: a running qemu box in broker mode whose qemu cannot be
 // read is "not proved"; a stopped or vz box needs no proof.
 func TestFunnelProof(t *testing.T) {
-	run := box.Status{Meta: box.Meta{Name: "b", VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42001}, State: box.StateRunning}
+	run := box.Status{Meta: box.Meta{Name: "b", VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42001}, State: boxstate.Running}
 	if got := funnelProof(t.TempDir(), run); got[:len("not proved: ")] != "not proved: " {
 		t.Errorf("no qemu.pid: %q", got)
 	}
 	stopped := run
-	stopped.State = box.StateStopped
+	stopped.State = boxstate.Stopped
 	vz := run
 	vz.VMType = "vz"
 	for _, st := range []box.Status{stopped, vz} {

@@ -21,7 +21,7 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 	e := setup(t, "")
 	f, _, _ := testFactory(e, false)
 	f.LookupEnv = func(n string) (string, bool) { v, ok := host[n]; return v, ok }
-	full := string(config.NetworkFull)
+	full := config.NetworkFull
 	r := box.Resolved{Project: project.Project{Dir: e.proj, Box: e.box}}
 	r.Loaded.Config = config.Config{Network: &full, EnvFromHost: map[string]string{"IN_BOX": "EMPTY_VAR"}}
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 )
 
@@ -15,9 +16,9 @@ func TestLsTable(t *testing.T) {
 	list := fakeLister{
 		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2,
 			Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}},
-			State: box.StateRunning, MemBytes: 1 << 30, Live: 1},
+			State: boxstate.Running, MemBytes: 1 << 30, Live: 1},
 		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/my api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1},
-			State: box.StateStopped},
+			State: boxstate.Stopped},
 	}
 	for _, c := range []struct {
 		tty  bool
@@ -46,7 +47,7 @@ func TestLsTable(t *testing.T) {
 func TestLsMarksPendingRequests(t *testing.T) {
 	list := fakeLister{
 		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
-			State: box.StateStopped},
+			State: boxstate.Stopped},
 	}
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
@@ -65,7 +66,7 @@ func TestLsMarksPendingRequests(t *testing.T) {
 func TestLsSaysLearning(t *testing.T) {
 	list := fakeLister{
 		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
-			State: box.StateRunning, LearningUntil: fixedNow},
+			State: boxstate.Running, LearningUntil: fixedNow},
 	}
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
@@ -83,7 +84,7 @@ func TestLsSaysLearning(t *testing.T) {
 func TestLsShowsSaved(t *testing.T) {
 	list := fakeLister{
 		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1,
-			Saved: &box.Saved{Tag: box.SuspendTag}}, State: box.StateStopped},
+			Saved: &box.Saved{Tag: box.SuspendTag}}, State: boxstate.Stopped},
 	}
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {

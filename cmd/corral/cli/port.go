@@ -3,10 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
@@ -63,62 +61,25 @@ func portRun(opts *PortOptions) error {
 	if err != nil {
 		return err
 	}
-	dir := f.Dir
-	if opts.Box != "" {
-		m, err := box.ReadMeta(l, opts.Box)
-		if err != nil {
-			return err
-		}
-		dir = m.Project
+	res, err := box.ForwardPort(l, f.Platform, opts.Box, f.Dir, p, opts.now())
+	if res.Written != "" {
+		fmt.Fprintf(opts.IO.Out, "box %s: port %s added to %s\n", res.Box, p, res.Written)
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: dir, Platform: f.Platform})
 	if err != nil {
 		return err
 	}
-	name := r.Project.Box
-	c := r.Loaded.Config
-	trusted := l.ProjectConfig(name)
-	if !slices.ContainsFunc(c.PortEntries, func(e string) bool { return config.SamePort(e, p.String()) }) {
-		// The one grant check (low host ports), then the box's ports as a
-		// whole (clashes, the cap); AddToTrusted checks the whole config
-		// again under the file's lock.
-		if err := config.CheckGrant("ports", p.String(), c.GrantContext()).Err(); err != nil {
-			return hint.New(fmt.Errorf("box %s: %w", name, err), "see corral info "+name+" for the box's ports")
-		}
-		if why := config.CheckPorts(append(c.Ports(), p), c.LowHostPorts != nil && *c.LowHostPorts); len(why) > 0 {
-			return hint.New(fmt.Errorf("box %s: port %s: %s", name, p, why[len(why)-1]), "see corral info "+name+" for the box's ports")
-		}
-		// The audit record comes first: if it cannot be written, nothing
-		// is added (as corral approve).
-		alog, err := audit.Open(l.AuditLog())
-		if err != nil {
-			return err
-		}
-		err = alog.Record(audit.Event{Kind: audit.KindAllow, Box: name, Actor: audit.ActorCLI,
-			Fields: map[string]any{"key": "ports", "entries": []string{p.String()}, "scope": "trusted"}})
-		if err = errors.Join(err, alog.Close()); err != nil {
-			return fmt.Errorf("port: recording it in the audit log (nothing was added): %w", err)
-		}
-		if err := r.Loaded.AddToTrusted("ports", []string{p.String()}, "forwarded to the host's 127.0.0.1", "corral port", opts.now()); err != nil {
-			return err
-		}
-		fmt.Fprintf(opts.IO.Out, "box %s: port %s added to %s\n", name, p, trusted)
-	}
-	m, err := box.ReadMeta(l, name)
-	if errors.Is(err, box.ErrNoMeta) {
+	name := res.Box
+	switch res.Outcome {
+	case box.PortWhenCreated:
 		fmt.Fprintf(opts.IO.Out, "box %s: 127.0.0.1:%d will forward to the box's port %d once it is created (corral up)\n", name, p.Host, p.Guest)
 		return nil
-	}
-	if err != nil {
-		return err
+	case box.PortAtNextStart:
+		fmt.Fprintf(opts.IO.Out, "box %s is not running: 127.0.0.1:%d forwards to its port %d from its next start (corral up)\n", name, p.Host, p.Guest)
+		return nil
 	}
 	s, err := f.Service()
 	if err != nil {
 		return err
-	}
-	if s.StatusOf(m).State != box.StateRunning {
-		fmt.Fprintf(opts.IO.Out, "box %s is not running: 127.0.0.1:%d forwards to its port %d from its next start (corral up)\n", name, p.Host, p.Guest)
-		return nil
 	}
 	ctx, cancel := signalContext()
 	defer cancel()

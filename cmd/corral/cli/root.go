@@ -17,13 +17,7 @@ import (
 
 // Main runs the CLI with args and returns the exit code.
 func Main(argv []string, app AppFunc) int {
-	if len(argv) > 0 && isQemuShim(argv[0]) {
-		return qemuMain(argv)
-	}
 	args := LaunchArgs(argv)
-	if isGuestConn(args) {
-		return guestConnMain(args)
-	}
 	f := &Factory{
 		App:        app,
 		IO:         System(),

@@ -1,4 +1,4 @@
-package cli
+package qemuwrap
 
 import (
 	"os"
@@ -18,8 +18,8 @@ import (
 // TestMain lets the test binary be corral's qemu shim: started through a
 // link named qemu-system-<arch> it runs Main, as the corral binary does.
 func TestMain(m *testing.M) {
-	if isQemuShim(os.Args[0]) {
-		os.Exit(Main(os.Args, nil))
+	if Is(os.Args[0]) {
+		os.Exit(Main(os.Args))
 	}
 	os.Exit(m.Run())
 }

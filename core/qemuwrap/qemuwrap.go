@@ -1,4 +1,10 @@
-package cli
+// Package qemuwrap is the qemu wrapper mode of the corral binary: started
+// under the name qemu-system-<arch> (the run/bin link the lifecycle service
+// makes, box.QemuShimName), corral is the qemu Lima runs. It rewrites Lima's
+// command line (core/qemu) by the box's plan (box.PlanQemu: accelerator,
+// funnel, what qemu may see read-only) and execs the real qemu.
+// cmd/corral/main.go dispatches to Main before anything else.
+package qemuwrap
 
 import (
 	"fmt"
@@ -14,19 +20,19 @@ import (
 	"github.com/corral-dev/corral/core/qemu"
 )
 
-// isQemuShim reports whether corral was started as Lima's qemu (through
-// the run/bin/qemu-system-<arch> link the lifecycle service creates).
-func isQemuShim(argv0 string) bool {
+// Is reports whether corral was started as Lima's qemu (through the
+// run/bin/qemu-system-<arch> link the lifecycle service creates).
+func Is(argv0 string) bool {
 	return strings.HasPrefix(filepath.Base(argv0), box.QemuShimName)
 }
 
-// qemuMain rewrites Lima's qemu command line and execs the real qemu:
+// Main rewrites Lima's qemu command line and execs the real qemu:
 // KVM when it is usable, TCG otherwise (nested PVM cannot boot a stock
 // kernel), and for a box in broker or offline mode the host-enforced egress
 // funnel (see core/funnel). It fails closed: no real qemu, a box it cannot
 // identify, or an argv it cannot vouch for means no start, with the reason
 // on stderr (Lima keeps it in the instance's ha.stderr.log).
-func qemuMain(argv []string) int {
+func Main(argv []string) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "corral qemu: refusing to start: "+format+"\n", a...)
 		return 1
