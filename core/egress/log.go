@@ -47,6 +47,9 @@ type Entry struct {
 	// the hold was logged before, without it; so a held request that ends
 	// denied has two lines, and an instant denial one without HeldMS.
 	HeldMS int64 `json:"held_ms,omitempty"`
+	// SNI is the TLS server name of a tunnel refused for it
+	// (ReasonSNIMismatch): canonical, at most MaxLoggedHost bytes.
+	SNI string `json:"sni,omitempty"`
 }
 
 // Held is how long the request of a decision line waited in a hold; 0 when
@@ -188,7 +191,7 @@ func (l *DecisionLog) Flush(force bool) {
 // LogDecision appends one decision line, or counts a repeated denial.
 func (l *DecisionLog) LogDecision(d Decision) {
 	e := Entry{Time: d.Time, Box: l.box, Kind: d.Kind, Host: capText(d.Host), Port: d.Port,
-		Allowed: d.Allowed, Reason: d.Reason}
+		Allowed: d.Allowed, Reason: d.Reason, SNI: capText(d.SNI)}
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}

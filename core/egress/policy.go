@@ -62,6 +62,9 @@ type Decision struct {
 	// Held is how long the request waited in a hold (see [Config.Hold])
 	// before this decision; 0 when the decision was made at once.
 	Held time.Duration
+	// SNI is the TLS server name a tunnel's client asked for, set only on
+	// a refusal for it (ReasonSNIMismatch).
+	SNI string
 }
 
 // Decider decides whether a request may go out. [*Policy] implements it.
