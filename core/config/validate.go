@@ -329,6 +329,7 @@ func checkCredential(n string, cr Credential, bad func(key, value, reason, fix s
 	if cr.CA != "" && !filepath.IsAbs(cr.CA) && !strings.HasPrefix(cr.CA, "~/") {
 		bad(key+".ca", strconv.Quote(cr.CA), "must be absolute or start with ~/", "")
 	}
+	checkCredentialRules(key, cr, bad)
 }
 
 // checkAgent refuses an effective agent that is neither built in nor

@@ -47,8 +47,8 @@ type CredentialRules struct {
 // RuleMethods are the methods a rule may name.
 var RuleMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
-// maxRulePaths caps the path prefixes of one credential.
-const maxRulePaths = 64
+// MaxRulePaths caps the path prefixes of one credential.
+const MaxRulePaths = 64
 
 // methodOverrideHeaders make some servers treat a request as another
 // method; a request carrying one is refused when a rule limits methods.
@@ -73,8 +73,8 @@ func (r *CredentialRules) Validate() error {
 			errs = append(errs, fmt.Errorf("method %q twice", m))
 		}
 	}
-	if len(r.Paths) > maxRulePaths {
-		errs = append(errs, fmt.Errorf("%d paths: at most %d", len(r.Paths), maxRulePaths))
+	if len(r.Paths) > MaxRulePaths {
+		errs = append(errs, fmt.Errorf("%d paths: at most %d", len(r.Paths), MaxRulePaths))
 	}
 	for i, p := range r.Paths {
 		if err := CheckRulePath(p); err != nil {
