@@ -273,6 +273,8 @@ func (s *Service) followConfig(r Resolved, m *Meta) {
 	// wrapper reads it); the guest's overlay follows the template.
 	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
 	m.MountType = deref(c.MountType)
+	// The qemu wrapper reads them at the next start (a guestfwd each).
+	m.HostPorts = c.BridgedPorts()
 }
 
 func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
@@ -296,6 +298,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		IdleStop: c.IdleStop.String(), IdleAction: IdleAction(deref(c.IdleAction)), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
 		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
+		HostPorts: c.BridgedPorts(),
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err
