@@ -41,6 +41,11 @@ func (s *Service) applyPorts(r Resolved, m *Meta) error {
 	if err != nil {
 		return fmt.Errorf("applying the ports of box %s: %w", m.Name, err)
 	}
+	// host_ports reach the guest's nftables as a parameter (see
+	// limayaml.HostPortsKey); qemu's guestfwds come from m.HostPorts.
+	if out, err = limayaml.SetHostPorts(out, r.Loaded.Config.BridgedPorts()); err != nil {
+		return fmt.Errorf("applying the host ports of box %s: %w", m.Name, err)
+	}
 	if !bytes.Equal(out, b) {
 		if err := atomicfile.WriteFile(path, out, 0o644); err != nil {
 			return fmt.Errorf("applying the ports of box %s: %w", m.Name, err)
