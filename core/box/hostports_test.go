@@ -2,6 +2,7 @@ package box
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,5 +79,38 @@ func TestPlanQemuHostPorts(t *testing.T) {
 		if _, err := qemu.Rewrite(in, qemu.Options{Funnel: &f}); err == nil {
 			t.Errorf("bridges %+v rewritten", bad)
 		}
+	}
+}
+
+// TestApplyHostPorts: a start of a stopped box writes host_ports into
+// the instance's param and its metadata (which the qemu wrapper reads);
+// following the config of a running box leaves both alone, so the session
+// check keeps comparing with what the running qemu has.
+func TestApplyHostPorts(t *testing.T) {
+	s := portsService(t)
+	dir := filepath.Join(s.Layout.LimaHome(), "bx")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lima.yaml"), []byte("vmType: qemu\nparam:\n  NETWORK: broker\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r Resolved
+	r.Loaded.Config = config.Defaults(config.Platform{OS: "linux", Arch: "amd64"}).Config
+	broker := "broker"
+	r.Loaded.Config.Network = &broker
+	r.Loaded.Config.HostPorts = []int{63342}
+	m := Meta{Name: "bx"}
+	if err := s.applyPorts(r, &m); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "lima.yaml"))
+	if !slices.Equal(m.HostPorts, []int{63342}) || !strings.Contains(string(b), "HOST_PORTS: \"63342\"") {
+		t.Errorf("meta %v, lima.yaml:\n%s", m.HostPorts, b)
+	}
+	r.Loaded.Config.HostPorts = []int{9229}
+	s.followConfig(r, &m)
+	if !slices.Equal(m.HostPorts, []int{63342}) {
+		t.Errorf("following a running box's config changed its host ports to %v", m.HostPorts)
 	}
 }

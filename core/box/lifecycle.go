@@ -273,8 +273,6 @@ func (s *Service) followConfig(r Resolved, m *Meta) {
 	// wrapper reads it); the guest's overlay follows the template.
 	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
 	m.MountType = deref(c.MountType)
-	// The qemu wrapper reads them at the next start (a guestfwd each).
-	m.HostPorts = c.BridgedPorts()
 }
 
 func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
