@@ -87,7 +87,7 @@ shellcheck: ## shellcheck every shell script
 shfmt: ## shfmt -d (tabs, the default style) on every shell script
 	shfmt -d $$(git ls-files '*.sh' 2>/dev/null || find guest packaging -name '*.sh') .ci/run
 
-deptest: ## core and the CLI must not import systray or darwinkit
+deptest: ## core and the CLI must not import systray or darwinkit; the darwin binary only darwinkit/objc and dispatch
 	$(GO) test -count=1 -run TestDependencies ./cmd/corral/cli/
 
 darwin-check: ## type-check all packages for darwin (arm64, amd64), with a must-fail self-test

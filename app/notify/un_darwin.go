@@ -38,7 +38,6 @@ import (
 	"unsafe"
 
 	"github.com/progrium/darwinkit/dispatch"
-	"github.com/progrium/darwinkit/macos/foundation"
 	"github.com/progrium/darwinkit/objc"
 )
 
@@ -75,7 +74,8 @@ func New(log *slog.Logger) (Notifier, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if foundation.Bundle_MainBundle().BundleIdentifier() == "" {
+	bundle := objc.Call[objc.Object](objc.GetClass("NSBundle"), objc.Sel("mainBundle"))
+	if objc.Call[string](bundle, objc.Sel("bundleIdentifier")) == "" {
 		return nil, errors.New("notifications need a bundle identifier: run Corral.app, not the bare corral binary")
 	}
 	cls := objc.GetClass("UNUserNotificationCenter")
@@ -109,7 +109,7 @@ func New(log *slog.Logger) (Notifier, error) {
 		objc.Sel("categoryWithIdentifier:actions:intentIdentifiers:options:"),
 		unCategory, []objc.IObject{allow, once}, []string{}, uint(0))
 	objc.Call[objc.Void](u.center, objc.Sel("setNotificationCategories:"),
-		foundation.NewSetWithArray([]objc.IObject{category}))
+		objc.Call[objc.Object](objc.GetClass("NSSet"), objc.Sel("setWithArray:"), []objc.IObject{category}))
 
 	const alertSound = 4 | 2 // UNAuthorizationOptionAlert | Sound
 	objc.Call[objc.Void](u.center, objc.Sel("requestAuthorizationWithOptions:completionHandler:"), uint(alertSound),

@@ -1,10 +1,25 @@
 package picker
 
+// NSOpenPanel is AppKit's. It is reached through darwinkit's objc package
+// (objc.GetClass, objc.Call), not its macos/appkit package: importing that
+// package links about twenty frameworks (CloudKit, CoreML, Metal,
+// CoreImage, CoreData, QuartzCore, …) and runs several hundred
+// objc_getClass calls at init in every corral process, `corral version`
+// included (cmd/corral/cli TestDependenciesDarwinKit keeps it so). AppKit
+// itself is linked here so that the class is registered whether or not
+// another package links it (fyne.io/systray links Cocoa).
+
+/*
+#cgo LDFLAGS: -framework AppKit
+*/
+import "C"
+
 import (
 	"context"
+	"fmt"
 
 	"github.com/progrium/darwinkit/dispatch"
-	"github.com/progrium/darwinkit/macos/appkit"
+	"github.com/progrium/darwinkit/objc"
 )
 
 // New returns the macOS picker: an NSOpenPanel for one folder.
@@ -18,7 +33,11 @@ func New() Picker { return openPanel{} }
 // notifications') until the user answered. The menu-bar app is an
 // accessory app, so it activates itself first or the panel would open
 // behind other windows. The panel is retained until its handler ran.
+// What the panel is asked for and how its answer maps to Pick's result
+// are panelSettings and panelAnswer (panel.go, tested on every platform).
 type openPanel struct{}
+
+var _ Picker = openPanel{}
 
 type answer struct {
 	dir string
@@ -26,25 +45,28 @@ type answer struct {
 }
 
 func (openPanel) Pick(ctx context.Context) (string, error) {
+	panelClass := objc.GetClass("NSOpenPanel")
+	if panelClass.Ptr() == nil {
+		return "", fmt.Errorf("%w: AppKit's NSOpenPanel is not loaded", ErrUnavailable)
+	}
 	done := make(chan answer, 1)
 	dispatch.MainQueue().DispatchAsync(func() {
-		appkit.Application_SharedApplication().ActivateIgnoringOtherApps(true)
-		p := appkit.OpenPanel_OpenPanel()
-		p.SetCanChooseDirectories(true)
-		p.SetCanChooseFiles(false)
-		p.SetAllowsMultipleSelection(false)
-		p.SetCanCreateDirectories(true)
-		p.SetMessage(Title)
-		p.SetPrompt("Open in corral")
+		app := objc.Call[objc.Object](objc.GetClass("NSApplication"), objc.Sel("sharedApplication"))
+		objc.Call[objc.Void](app, objc.Sel("activateIgnoringOtherApps:"), true)
+		p := objc.Call[objc.Object](panelClass, objc.Sel("openPanel"))
+		for _, s := range panelSettings {
+			objc.Call[objc.Void](p, objc.Sel(s.selector), s.value)
+		}
 		p.Retain()
-		p.BeginWithCompletionHandler(func(r appkit.ModalResponse) {
+		// The block's argument is an NSModalResponse (NSInteger).
+		objc.Call[objc.Void](p, objc.Sel("beginWithCompletionHandler:"), func(r int) {
 			defer p.Release()
-			urls := p.URLs()
-			if r != appkit.ModalResponseOK || len(urls) != 1 {
-				done <- answer{err: ErrCancelled}
-				return
+			var paths []string
+			for _, u := range objc.Call[[]objc.Object](p, objc.Sel("URLs")) {
+				paths = append(paths, objc.Call[string](u, objc.Sel("path")))
 			}
-			done <- answer{dir: urls[0].Path()}
+			dir, err := panelAnswer(r, paths)
+			done <- answer{dir: dir, err: err}
 		})
 	})
 	select {

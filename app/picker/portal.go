@@ -74,7 +74,7 @@ func (p Portal) Pick(ctx context.Context) (string, error) {
 		"handle_token": dbus.MakeVariant(token),
 		"directory":    dbus.MakeVariant(true),
 		"modal":        dbus.MakeVariant(false),
-		"accept_label": dbus.MakeVariant("Open in corral"),
+		"accept_label": dbus.MakeVariant(AcceptLabel),
 	}
 	var handle dbus.ObjectPath
 	call := p.Conn.Object(portalName, portalPath).CallWithContext(ctx, chooserIface+".OpenFile", 0, "", Title, opts)

@@ -53,6 +53,11 @@ type Agent struct {
 	// state template (file name relative to the state directory ->
 	// content), so that a seeded box starts without first-run prompts.
 	FirstRun map[string]string
+	// Env are variables every session of this agent gets unless another
+	// source sets the same name (core/launchenv's last stage, so the
+	// user's env or forward_env wins). Built-in agents only: they are
+	// corral's settings for the agent inside a box, never secrets.
+	Env map[string]string
 	// Personalize adjusts a box's copy of the template for its project
 	// directory in the guest (e.g. marks the folder trusted); nil = as is.
 	// files maps names relative to the state directory to contents.
@@ -225,6 +230,7 @@ var builtins = sync.OnceValue(func() map[string]Agent {
 			// The API the forwarded key is for; a Google login needs more hosts.
 			Egress:   []string{"generativelanguage.googleapis.com"},
 			StateDir: ".gemini",
+			Env:      map[string]string{GeminiTrustVar: "true"},
 		},
 		"shell": {
 			Name:    "shell",
@@ -280,6 +286,21 @@ func All(defs map[string]Def) []Agent {
 	}
 	return out
 }
+
+// GeminiTrustVar is Gemini CLI's folder-trust override: "true" trusts the
+// working directory for the process, ahead of its trustedFolders.json and
+// its folderTrust setting (Gemini CLI's --skip-trust sets the same
+// variable). corral sets it for every gemini session, for the reason
+// trustProject marks the folder trusted for Claude Code: the box is the
+// trust boundary. Folder trust keeps a repository's .gemini/settings.json,
+// .env, commands and MCP servers from running code on the machine Gemini
+// CLI runs on; in a box that machine is the box, where the agent already
+// runs the repository's code with approvals off (--yolo), and the project
+// is its only host mount. Left untrusted, interactive sessions stop at the
+// trust dialog, headless ones (gemini -p) exit with "not running in a
+// trusted directory", and --yolo is downgraded. A user who wants the
+// prompt back sets env = { GEMINI_CLI_TRUST_WORKSPACE = "false" }.
+const GeminiTrustVar = "GEMINI_CLI_TRUST_WORKSPACE"
 
 // claudeGlobal is Claude Code's global config file inside CLAUDE_CONFIG_DIR.
 const claudeGlobal = ".claude.json"

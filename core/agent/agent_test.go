@@ -111,3 +111,22 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinEnv: what built-in agents set in every session are valid,
+// unreserved variable names; only gemini sets any (its folder trust).
+func TestBuiltinEnv(t *testing.T) {
+	for _, n := range Builtins() {
+		a, _ := Find(nil, n)
+		for k, v := range a.Env {
+			if !envNameRe().MatchString(k) || strings.HasPrefix(k, "CORRAL_") || strings.ContainsAny(v, "\x00\n") {
+				t.Errorf("%s: Env %q = %q", n, k, v)
+			}
+		}
+		if want := n == "gemini"; (a.Env[GeminiTrustVar] == "true") != want || (len(a.Env) > 0) != want {
+			t.Errorf("%s: Env %v", n, a.Env)
+		}
+	}
+	if a, err := Find(map[string]Def{"aider": {Command: []string{"aider"}}}, "aider"); err != nil || a.Env != nil {
+		t.Errorf("a defined agent got Env %v (%v)", a.Env, err)
+	}
+}

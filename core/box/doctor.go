@@ -246,7 +246,7 @@ func HostChecks(f HostFacts) []Check {
 		out = append(out, fail("keychain", fmt.Sprintf("unavailable, and boxes %s use keychain_env: %v", strings.Join(f.KeychainUsers, ", "), f.Keychain),
 			hintOf(f.Keychain, "unlock or start the OS keychain")))
 	}
-	out = append(out, keychainItemChecks(f.KeychainItems)...)
+	out = append(out, keychainItemChecks(f.GOOS, f.KeychainItems)...)
 	if f.Images != nil {
 		out = append(out, imageCheck(f.Images))
 	}
@@ -285,9 +285,15 @@ func darwinQemuChecks(f HostFacts) []Check {
 	return out
 }
 
-// keychainItemChecks: an item that would raise the "allow access" dialog
-// is a failure, since the broker reads it with nobody watching.
-func keychainItemChecks(items []KeychainItem) []Check {
+// keychainItemChecks: an item whose read would ask the person (the
+// Keychain's "allow access" dialog or an unlock on macOS, the keyring's
+// unlock prompt on Linux) is a failure, since the box's broker and
+// sessions without a terminal read it with nobody watching.
+func keychainItemChecks(goos string, items []KeychainItem) []Check {
+	ask, later := "a Keychain dialog (allow access, or unlock)", "or start a session in Terminal once and choose Always Allow"
+	if goos != "darwin" {
+		ask, later = "the keyring's unlock prompt (the item is in a locked collection)", "or unlock the keyring (log in to the desktop, or Seahorse) before boxes start"
+	}
 	var out []Check
 	for _, it := range items {
 		name := fmt.Sprintf("keychain item %s/%s", display.Text(it.Service, 80), display.Text(it.Account, 80))
@@ -295,14 +301,14 @@ func keychainItemChecks(items []KeychainItem) []Check {
 		set := fmt.Sprintf("corral secret set --service %s --account %s", it.Service, it.Account)
 		switch it.Access {
 		case secret.AccessReadable:
-			out = append(out, pass(name, "corral reads it without a dialog (boxes "+boxes+")"))
+			out = append(out, pass(name, "corral reads it without asking (boxes "+boxes+")"))
 		case secret.AccessPrompts:
-			out = append(out, fail(name, "reading it raises a Keychain dialog (allow access, or unlock), and the broker reads it with nobody watching (boxes "+boxes+")",
-				"store it with "+set+" (corral then owns the item), or start a session in Terminal once and choose Always Allow"))
+			out = append(out, fail(name, "reading it raises "+ask+", and the broker and sessions without a terminal read it with nobody watching (boxes "+boxes+")",
+				"store it with "+set+" (corral then owns the item), "+later))
 		case secret.AccessMissing:
 			out = append(out, fail(name, "no such item (boxes "+boxes+")", set))
 		default:
-			detail := "could not tell whether reading it prompts"
+			detail := "could not tell whether reading it asks"
 			if it.Err != nil {
 				detail += ": " + it.Err.Error()
 			}

@@ -110,10 +110,17 @@ func TestHostChecksProblems(t *testing.T) {
 		}, "qemu-img", false, "not found", "brew install qemu"},
 		{"keychain item prompts", func(f *HostFacts) {
 			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessPrompts}}
+		}, "keychain item api/me", false, "raises the keyring's unlock prompt", "unlock the keyring"},
+		{"mac keychain item prompts", func(f *HostFacts) {
+			f.GOOS, f.VZ = "darwin", true
+			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessPrompts}}
 		}, "keychain item api/me", false, "raises a Keychain dialog", "corral secret set --service api --account me"},
 		{"keychain item readable", func(f *HostFacts) {
 			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessReadable}}
-		}, "keychain item api/me", true, "without a dialog", ""},
+		}, "keychain item api/me", true, "without asking", ""},
+		{"keychain item unknown", func(f *HostFacts) {
+			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Err: secret.Unavailable("api", "me", nil, "start gnome-keyring")}}
+		}, "keychain item api/me", true, "could not tell", ""},
 		{"keychain item missing", func(f *HostFacts) {
 			f.KeychainItems = []KeychainItem{{Boxes: []string{"web-3f2a1c"}, Service: "api", Account: "me", Access: secret.AccessMissing}}
 		}, "keychain item api/me", false, "no such item", "corral secret set"},

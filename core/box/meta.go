@@ -60,6 +60,10 @@ type Meta struct {
 	// write the project's git directory. The zero value protects it, so
 	// metadata from before the setting existed fails closed.
 	GitShadowOff bool `json:"git_shadow_off,omitempty"`
+	// Hide is the hide key when the box was created (its template has the
+	// same list): on Linux qemu the wrapper covers each path for the VM
+	// (PlanQemu), so not even guest root reads what the host has there.
+	Hide []string `json:"hide,omitempty"`
 	// MountType is the project mount's type as last started; with
 	// reverse-sshfs the host's sftp-server, not qemu, serves the project.
 	MountType string `json:"mount_type,omitempty"`

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -34,8 +36,13 @@ type QemuPlan struct {
 	ReadOnly []string
 	// Private are the project's empty submodule paths, each with a
 	// directory of the box's own mounted over it for qemu (Linux), so a
-	// repository the box creates there never reaches the host's work tree.
+	// repository the box creates there never reaches the host's work tree;
+	// and the paths the config hides, each covered by an empty read-only
+	// directory or file.
 	Private []qemu.PrivateMount
+	// Unhidden are hide paths left to the guest's own cover, with why
+	// (missing at the start, a symbolic link): the wrapper prints them.
+	Unhidden []string
 }
 
 // Describe is the one line the wrapper prints (Lima keeps it in the
@@ -101,6 +108,13 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 				return QemuPlan{}, fmt.Errorf("box %s: %w", name, err)
 			}
 		}
+		if m.Project != "" && len(m.Hide) > 0 {
+			hidden, unhidden, err := planHide(m.Project, m.Hide, l.HiddenDir())
+			if err != nil {
+				return QemuPlan{}, fmt.Errorf("box %s: %w", name, err)
+			}
+			p.Private, p.Unhidden = append(p.Private, hidden...), unhidden
+		}
 		if m.Saved != nil {
 			p.Options.LoadVM = m.Saved.Tag
 		}
@@ -159,6 +173,80 @@ func planGitlinks(d gitshadow.Dirs, dir string, readOnly []string) ([]string, []
 		}
 	}
 	return gitshadow.Outermost(readOnly), private, nil
+}
+
+// planHide covers each hidden path of the project for qemu with an empty
+// read-only directory or file of the same type, under dir (created here).
+// A path is taken only if every component below the project is a real
+// directory and the last one a directory or a regular file: a path that
+// does not exist yet, or passes through a symbolic link, has nothing of the
+// host's to hide under the project mount (a link is resolved by the guest,
+// inside the guest) and is left to the guest's tmpfs, reported in unhidden.
+// The wrapper checks the type again on the descriptor it mounts over.
+func planHide(project string, hide []string, dir string) (private []qemu.PrivateMount, unhidden []string, err error) {
+	emptyDir, emptyFile := filepath.Join(dir, "empty"), filepath.Join(dir, "empty-file")
+	for _, rel := range hide {
+		clean := filepath.Clean(rel)
+		if filepath.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+			return nil, nil, fmt.Errorf("hide path %q is not inside the project", rel)
+		}
+		target, why := filepath.Join(project, clean), ""
+		at := project
+		for _, part := range strings.Split(clean, "/") {
+			at = filepath.Join(at, part)
+			fi, err := os.Lstat(at)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				why = "not there at the start"
+			case err != nil:
+				return nil, nil, fmt.Errorf("hiding %s: %w", target, err)
+			case fi.Mode()&fs.ModeSymlink != 0:
+				why = "a symbolic link (" + at + ")"
+			case at != target && !fi.IsDir():
+				why = "not under a directory"
+			case at == target && fi.IsDir():
+				private = append(private, qemu.PrivateMount{Source: emptyDir, Target: target, Kind: qemu.PrivateHidden})
+			case at == target && fi.Mode().IsRegular():
+				private = append(private, qemu.PrivateMount{Source: emptyFile, Target: target, Kind: qemu.PrivateHidden})
+			case at == target:
+				why = "neither a directory nor a regular file"
+			}
+			if why != "" {
+				unhidden = append(unhidden, clean+": "+why)
+				break
+			}
+		}
+	}
+	if len(private) > 0 {
+		if err := ensureEmpty(emptyDir, emptyFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	return private, unhidden, nil
+}
+
+// ensureEmpty creates the empty directory and file that hide paths are
+// covered with, and fails if either is not empty.
+func ensureEmpty(emptyDir, emptyFile string) error {
+	if err := os.MkdirAll(emptyDir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", emptyDir, err)
+	}
+	if ents, err := os.ReadDir(emptyDir); err != nil || len(ents) > 0 {
+		return fmt.Errorf("%s must be an empty directory (%d entries, %v)", emptyDir, len(ents), err)
+	}
+	if err := os.Chmod(emptyDir, 0o500); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(emptyFile, os.O_CREATE|os.O_RDONLY, 0o400)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", emptyFile, err)
+	}
+	fi, err := f.Stat()
+	f.Close()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return fmt.Errorf("%s must be an empty regular file", emptyFile)
+	}
+	return nil
 }
 
 // templateNetwork reads param.NETWORK from a Lima instance template.

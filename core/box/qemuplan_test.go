@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/corral-dev/corral/core/config"
@@ -189,5 +190,75 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	_, err = PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if !errors.Is(err, gitshadow.ErrGitlink) || !strings.Contains(err.Error(), "vendor/lib is a symbolic link") || !strings.Contains(hint.Of(err), "rm "+filepath.Join(proj, "vendor", "lib")) {
 		t.Errorf("a symlink at a gitlink path: %v (hint %q)", err, hint.Of(err))
+	}
+}
+
+// TestPlanQemuHide: the box's hide paths are covered for qemu with an
+// empty read-only directory or file of the same type; a path that is not
+// there, is a symbolic link, passes through one, or is a FIFO is left to
+// the guest and reported; the empty sources are created, and a planted
+// entry in the empty directory refuses the start.
+func TestPlanQemuHide(t *testing.T) {
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	proj := t.TempDir()
+	for _, d := range []string{"secret", "real/inner"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{".env", "secret/key"} {
+		if err := os.WriteFile(filepath.Join(proj, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("real", filepath.Join(proj, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(proj, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hide := []string{"secret", ".env", "missing", "link", "link/inner", "fifo", ".env/x"}
+	if err := WriteMeta(l, Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: hide}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []qemu.PrivateMount{
+		{Source: filepath.Join(l.HiddenDir(), "empty"), Target: filepath.Join(proj, "secret"), Kind: qemu.PrivateHidden},
+		{Source: filepath.Join(l.HiddenDir(), "empty-file"), Target: filepath.Join(proj, ".env"), Kind: qemu.PrivateHidden},
+	}
+	if !slices.Equal(p.Private, want) {
+		t.Errorf("Private = %+v, want %+v", p.Private, want)
+	}
+	wantUnhidden := []string{"missing: not there at the start", "link: a symbolic link (" + filepath.Join(proj, "link") + ")",
+		"link/inner: a symbolic link (" + filepath.Join(proj, "link") + ")", "fifo: neither a directory nor a regular file", ".env/x: not under a directory"}
+	if !slices.Equal(p.Unhidden, wantUnhidden) {
+		t.Errorf("Unhidden = %q, want %q", p.Unhidden, wantUnhidden)
+	}
+	if fi, err := os.Stat(filepath.Join(l.HiddenDir(), "empty-file")); err != nil || fi.Size() != 0 || !fi.Mode().IsRegular() {
+		t.Errorf("empty file: %v %v", fi, err)
+	}
+	// Something planted in the empty directory would be shown to the VM.
+	if err := os.Chmod(filepath.Join(l.HiddenDir(), "empty"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.HiddenDir(), "empty", "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "must be an empty directory") {
+		t.Errorf("a non-empty cover: %v", err)
+	}
+	// A hide path that leaves the project (metadata is corral's own, but
+	// checked again) is refused.
+	if err := WriteMeta(l, Meta{Name: "p-2", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: []string{"../x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-2"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "not inside the project") {
+		t.Errorf("../x: %v", err)
 	}
 }

@@ -233,18 +233,26 @@ func keychainSecret(store secret.Store, ref config.SecretRef) egress.SecretFunc 
 	var at time.Time
 	return func(ctx context.Context) (string, error) {
 		mu.Lock()
-		defer mu.Unlock()
 		if val != "" && time.Since(at) < time.Minute {
-			return val, nil
+			v := val
+			mu.Unlock()
+			return v, nil
 		}
+		mu.Unlock()
 		if store == nil {
 			return "", fmt.Errorf("no keychain for service %q account %q", ref.Service, ref.Account)
 		}
+		// Not under mu: a read may wait minutes on a Keychain dialog, and
+		// each request must give up at its own deadline. The broker's
+		// store is a secret.Shared, which reads an item once at a time and
+		// remembers a refusal, so concurrent requests join one read.
 		v, err := store.Get(ctx, ref.Service, ref.Account)
 		if err != nil {
 			return "", err
 		}
+		mu.Lock()
 		val, at = v, time.Now()
+		mu.Unlock()
 		return v, nil
 	}
 }

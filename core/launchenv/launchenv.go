@@ -30,6 +30,8 @@
 //     else gh or glab on the host. A host without a token refuses the
 //     session.
 //  8. box identity: CORRAL_BOX and CORRAL_PROJECT.
+//  9. agent: the agent's own settings (agent.Agent Env, e.g. Gemini CLI's
+//     folder trust), each only when no stage above set the name.
 //
 // Names in Input.Withhold, and the variables the broker says it holds
 // (Input.Brokered), are skipped by every stage: the box's broker holds
@@ -96,6 +98,7 @@ const (
 	StageGitIdentity Stage = "git_identity"
 	StageGitToken    Stage = "git_tokens"
 	StageBox         Stage = "box"
+	StageAgent       Stage = "agent"
 )
 
 const (
@@ -490,6 +493,13 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 	}
 	if in.Project != "" {
 		a.vars[ProjectVar] = Var{Name: ProjectVar, Source: StageBox, From: "corral", value: in.Project}
+	}
+
+	// 9. agent
+	for _, name := range config.SortedKeys(in.Agent.Env) {
+		if a.checkName("agent "+in.Agent.Name, name) {
+			a.set(Var{Name: name, Source: StageAgent, From: "agent " + in.Agent.Name, value: in.Agent.Env[name]})
+		}
 	}
 
 	if len(a.errs) > 0 {

@@ -543,3 +543,36 @@ func TestHostGitConfigReal(t *testing.T) {
 		t.Errorf("user.name = %q, %v", v, err)
 	}
 }
+
+// TestAgentStage: a gemini session trusts its working directory for
+// Gemini CLI (agent.GeminiTrustVar, stage 9), other agents' sessions do
+// not, and any other stage naming the variable wins (a user who wants
+// Gemini CLI's trust prompt back sets it in env or forwards it).
+func TestAgentStage(t *testing.T) {
+	gemini, _ := agent.Find(nil, "gemini")
+	claude, _ := agent.Find(nil, "claude")
+	for _, tt := range []struct {
+		name  string
+		agent agent.Agent
+		cfg   config.Config
+		host  []string
+		want  string // "" = unset; else "stage=value"
+	}{
+		{name: "gemini", agent: gemini, want: "agent=true"},
+		{name: "claude", agent: claude},
+		{name: "env wins", agent: gemini, cfg: config.Config{Env: map[string]string{agent.GeminiTrustVar: "false"}}, want: "env=false"},
+		{name: "forward_env wins", agent: gemini, cfg: config.Config{ForwardEnv: []string{agent.GeminiTrustVar}},
+			host: []string{agent.GeminiTrustVar, "false"}, want: "passthrough=false"},
+		{name: "forward_env of an unset variable", agent: gemini, cfg: config.Config{ForwardEnv: []string{agent.GeminiTrustVar}}, want: "agent=true"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := base()
+			in.Agent, in.Config = tt.agent, tt.cfg
+			in.Getenv = hostEnv(tt.host...)
+			got := sources(mustAssemble(t, in))[agent.GeminiTrustVar]
+			if got != tt.want {
+				t.Errorf("%s = %q, want %q", agent.GeminiTrustVar, got, tt.want)
+			}
+		})
+	}
+}

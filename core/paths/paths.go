@@ -132,6 +132,11 @@ func (l Layout) GitGuardDir(box string) string { return filepath.Join(l.Home, "g
 // the host's git would enter it (core/gitshadow Gitlinks).
 func (l Layout) GitlinksDir(box string) string { return filepath.Join(l.Home, "gitlinks", box) }
 
+// HiddenDir holds the empty read-only directory and file that the qemu
+// wrapper mounts over the paths a box's config hides (Linux qemu): the VM
+// sees them instead of what the host has there.
+func (l Layout) HiddenDir() string { return filepath.Join(l.Home, "hidden") }
+
 // RunDir holds locks and sockets.
 func (l Layout) RunDir() string { return filepath.Join(l.Home, "run") }
 

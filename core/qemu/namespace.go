@@ -28,14 +28,31 @@ func unshareArgs(unshare string, self []string) []string {
 	return append([]string{unshare, "--user", "--map-current-user", "--keep-caps", "--mount", "--propagation", "private", "--"}, self...)
 }
 
-// PrivateMount is a directory of the box's own mounted over a project path
-// for qemu: what the VM writes there lands in Source, never at Target on
-// the host (core/gitshadow: an empty submodule path, where a repository
-// the box made would be entered by the host's git).
+// PrivateMount is something of corral's own mounted over a project path
+// for qemu, in qemu's private mount namespace: the VM (its 9p server) sees
+// Source, never what the host has at Target.
 type PrivateMount struct {
-	Source string // under ~/.corral/gitlinks/<box>, created 0700
-	Target string // absolute, inside the project; created if missing
+	Source string
+	Target string // absolute, inside the project
+	Kind   PrivateKind
 }
+
+// PrivateKind says what a PrivateMount is for.
+type PrivateKind int
+
+const (
+	// PrivateBoxDir is a directory of the box's own (under
+	// ~/.corral/gitlinks/<box>, created 0700), writable: what the VM writes
+	// at Target lands there (core/gitshadow: an empty submodule path, where
+	// a repository the box made would be entered by the host's git). Target
+	// is created if missing.
+	PrivateBoxDir PrivateKind = iota
+	// PrivateHidden is an empty read-only directory or file over a path the
+	// config hides (hide): the VM cannot read what the host has there, even
+	// as guest root. Target must exist, with Source's type, and is never
+	// created; a symbolic link there is refused.
+	PrivateHidden
+)
 
 // MountPoints reads /proc/PID/mountinfo (or /proc/self/mountinfo for pid
 // 0) and returns each mount point with whether it is read-only (the last

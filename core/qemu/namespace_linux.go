@@ -84,23 +84,8 @@ func BindReadOnly(paths []string) error {
 		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s over itself: %w", p, err)
 		}
-		// A remount inside a user namespace must keep the flags the mount
-		// was locked with (nosuid, nodev, …), or the kernel says EPERM.
-		var st unix.Statfs_t
-		if err := unix.Statfs(p, &st); err != nil {
-			return fmt.Errorf("reading the mount flags of %s: %w", p, err)
-		}
-		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
-		for _, f := range []struct{ st, ms uintptr }{
-			{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-			{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-		} {
-			if uintptr(st.Flags)&f.st != 0 {
-				flags |= f.ms
-			}
-		}
-		if err := unix.Mount("", p, "", flags, ""); err != nil {
-			return fmt.Errorf("making %s read-only: %w", p, err)
+		if err := remountReadOnly(p); err != nil {
+			return err
 		}
 	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
@@ -108,6 +93,29 @@ func BindReadOnly(paths []string) error {
 		return fmt.Errorf("reading /proc/self/mountinfo: %w", err)
 	}
 	return checkReadOnly(parseMountinfo(string(b)), paths)
+}
+
+// remountReadOnly makes the bind mount at p read-only. A remount inside a
+// user namespace must keep the flags the mount was locked with (nosuid,
+// nodev, …), or the kernel says EPERM.
+func remountReadOnly(p string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return fmt.Errorf("reading the mount flags of %s: %w", p, err)
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	if err := unix.Mount("", p, "", flags, ""); err != nil {
+		return fmt.Errorf("making %s read-only: %w", p, err)
+	}
+	return nil
 }
 
 // MountPrivate mounts each Source over its Target in this process's mount
@@ -119,22 +127,8 @@ func BindReadOnly(paths []string) error {
 // descriptor so no link swapped in is followed.
 func MountPrivate(mounts []PrivateMount) error {
 	for _, m := range mounts {
-		if err := os.MkdirAll(m.Source, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", m.Source, err)
-		}
-		if _, err := os.Lstat(m.Target); os.IsNotExist(err) {
-			if err := os.MkdirAll(m.Target, 0o755); err != nil {
-				return fmt.Errorf("creating the submodule path %s: %w", m.Target, err)
-			}
-		}
-		fd, err := unix.Open(m.Target, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("submodule path %s is not a plain directory: %w", m.Target, err)
-		}
-		err = unix.Mount(m.Source, fmt.Sprintf("/proc/self/fd/%d", fd), "", unix.MS_BIND, "")
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("mounting the box's own %s over %s: %w", m.Source, m.Target, err)
+		if err := mountPrivate(m); err != nil {
+			return err
 		}
 	}
 	if len(mounts) == 0 {
@@ -146,8 +140,61 @@ func MountPrivate(mounts []PrivateMount) error {
 	}
 	points := MountPoints(string(b))
 	for _, m := range mounts {
-		if _, ok := points[m.Target]; !ok {
+		ro, ok := points[m.Target]
+		if !ok {
 			return fmt.Errorf("%s is not a mount point after mounting over it", m.Target)
+		}
+		if m.Kind == PrivateHidden && !ro {
+			return fmt.Errorf("%s is not read-only after hiding it", m.Target)
+		}
+	}
+	return nil
+}
+
+func mountPrivate(m PrivateMount) error {
+	flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	switch m.Kind {
+	case PrivateBoxDir:
+		if err := os.MkdirAll(m.Source, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", m.Source, err)
+		}
+		if _, err := os.Lstat(m.Target); os.IsNotExist(err) {
+			if err := os.MkdirAll(m.Target, 0o755); err != nil {
+				return fmt.Errorf("creating the submodule path %s: %w", m.Target, err)
+			}
+		}
+		flags |= unix.O_DIRECTORY
+	case PrivateHidden:
+	default:
+		return fmt.Errorf("mount over %s: unknown kind %d", m.Target, m.Kind)
+	}
+	fd, err := unix.Open(m.Target, flags, 0)
+	if err != nil {
+		return fmt.Errorf("%s is not a plain directory or file: %w", m.Target, err)
+	}
+	defer unix.Close(fd)
+	if m.Kind == PrivateHidden {
+		// The type checked on the descriptor that is mounted over, after
+		// O_NOFOLLOW: a symbolic link the box put there since the plan
+		// fails here (ELOOP above, or the type below).
+		var st, src unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("hiding %s: %w", m.Target, err)
+		}
+		if err := unix.Stat(m.Source, &src); err != nil {
+			return fmt.Errorf("hiding %s: %w", m.Target, err)
+		}
+		if st.Mode&unix.S_IFMT != src.Mode&unix.S_IFMT {
+			return fmt.Errorf("hiding %s: it changed type since the plan", m.Target)
+		}
+	}
+	at := fmt.Sprintf("/proc/self/fd/%d", fd)
+	if err := unix.Mount(m.Source, at, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mounting %s over %s: %w", m.Source, m.Target, err)
+	}
+	if m.Kind == PrivateHidden {
+		if err := remountReadOnly(m.Target); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -34,6 +34,11 @@ func TestMain(m *testing.M) {
 				private = append(private, PrivateMount{Source: src, Target: dst})
 			}
 		}
+		for _, pair := range strings.Split(os.Getenv("CORRAL_NS_TEST_HIDDEN"), ":") {
+			if src, dst, ok := strings.Cut(pair, "="); ok {
+				private = append(private, PrivateMount{Source: src, Target: dst, Kind: PrivateHidden})
+			}
+		}
 		if err := MountPrivate(private); err != nil {
 			os.Stderr.WriteString("private: " + err.Error() + "\n")
 			os.Exit(5)
@@ -89,12 +94,36 @@ grep CapEff /proc/self/status
 git init -q "$P/vendor/lib" 2>/dev/null || mkdir -p "$P/vendor/lib/.git"
 echo fsmonitor > "$P/vendor/lib/.git/config"
 rmdir "$P/vendor/lib" 2>/dev/null && echo "private path removed"
+cat "$P/secret/key" 2>/dev/null && echo "hidden key read"
+ls -A "$P/secret" | grep -q . && echo "hidden dir listed"
+grep -q TOKEN "$P/.env" && echo "hidden file read"
+(echo x > "$P/secret/new") 2>/dev/null && echo "hidden dir writable"
+(echo x >> "$P/.env") 2>/dev/null && echo "hidden file writable"
+umount "$P/secret" 2>/dev/null && echo "hidden dir unmounted"
 true
 `
+	// What the config hides: a directory and a file, covered by corral's
+	// empty read-only ones.
+	if err := os.MkdirAll(filepath.Join(proj, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"secret/key": "KEY\n", ".env": "TOKEN=1\n"} {
+		if err := os.WriteFile(filepath.Join(proj, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emptyDir, emptyFile := filepath.Join(t.TempDir(), "empty"), filepath.Join(t.TempDir(), "empty-file")
+	if err := os.Mkdir(emptyDir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(emptyFile, nil, 0o400); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0])
 	privSrc := filepath.Join(t.TempDir(), "gitlinks", "b", "0123")
 	cmd.Env = append(os.Environ(), nsTestEnv+"=first", "CORRAL_NS_TEST_RO="+gitDir+":"+filepath.Join(wt, ".git"),
 		"CORRAL_NS_TEST_PRIVATE="+privSrc+"="+filepath.Join(proj, "vendor", "lib"),
+		"CORRAL_NS_TEST_HIDDEN="+emptyDir+"="+filepath.Join(proj, "secret")+":"+emptyFile+"="+filepath.Join(proj, ".env"),
 		"CORRAL_NS_TEST_SH="+script, "P="+proj, "W="+wt)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -117,7 +146,8 @@ true
 	if b, err := os.ReadFile(filepath.Join(privSrc, ".git", "config")); err != nil || string(b) != "fsmonitor\n" {
 		t.Errorf("the box's private directory: %q, %v", b, err)
 	}
-	for _, bad := range []string{"config writable", "hook writable", "gitdir file writable", "work not writable", "private path removed"} {
+	for _, bad := range []string{"config writable", "hook writable", "gitdir file writable", "work not writable", "private path removed",
+		"hidden key read", "hidden dir listed", "hidden file read", "hidden dir writable", "hidden file writable"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("%s:\n%s", bad, got)
 		}
@@ -127,12 +157,18 @@ true
 	if os.Getuid() != 0 && !strings.Contains(got, "CapEff:\t0000000000000000") {
 		t.Errorf("qemu would keep capabilities:\n%s", got)
 	}
+	if os.Getuid() != 0 && strings.Contains(got, "hidden dir unmounted") {
+		t.Errorf("qemu could unmount what hides a path:\n%s", got)
+	}
 	fi, err := os.Stat(filepath.Join(proj, "work.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if uid := statUID(fi); uid != os.Getuid() {
 		t.Errorf("file written in the namespace is owned by %d, want %d", uid, os.Getuid())
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, ".env")); string(b) != "TOKEN=1\n" {
+		t.Errorf("the hidden file changed on the host: %q", b)
 	}
 	if b, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(b) != "[core]\n" {
 		t.Errorf(".git/config changed: %q", b)

@@ -56,7 +56,10 @@ type SecretService struct {
 	Timeout time.Duration
 }
 
-var _ Store = (*SecretService)(nil)
+var (
+	_ Store  = (*SecretService)(nil)
+	_ Prober = (*SecretService)(nil)
+)
 
 // secretStruct is the Secret Service's Secret type, signature (oayays).
 type secretStruct struct {
@@ -239,6 +242,38 @@ func (s *SecretService) Get(ctx context.Context, service, account string) (strin
 		return "", c.fail("reading secret", err)
 	}
 	return string(sec.Value), nil
+}
+
+// Probe implements Prober: it searches for the item without unlocking
+// anything, so no prompt is shown. An item only in a locked collection
+// needs the unlock prompt (the Secret Service's counterpart of the
+// Keychain's dialog): reading it with nobody watching fails.
+func (s *SecretService) Probe(ctx context.Context, service, account string) (Access, error) {
+	ctx, cancel := withTimeout(ctx, s.Timeout)
+	defer cancel()
+	c, err := s.open(ctx, service, account)
+	if err != nil {
+		return AccessUnknown, err
+	}
+	defer c.close()
+	var unlocked, locked []dbus.ObjectPath
+	if err := c.svc.CallWithContext(ctx, ifService+".SearchItems", 0, c.attrs()).Store(&unlocked, &locked); err != nil {
+		return AccessUnknown, c.fail("searching the keyring", err)
+	}
+	return searchAccess(len(unlocked), len(locked)), nil
+}
+
+// searchAccess classifies SearchItems' answer: an unlocked match is read
+// without a prompt (Get reads the first unlocked one); only locked
+// matches need the unlock prompt; none is a missing item.
+func searchAccess(unlocked, locked int) Access {
+	switch {
+	case unlocked > 0:
+		return AccessReadable
+	case locked > 0:
+		return AccessPrompts
+	}
+	return AccessMissing
 }
 
 // Set implements Store. An existing item is updated in place (so one stored

@@ -193,6 +193,68 @@ func TestSecretServiceLocked(t *testing.T) {
 	}
 }
 
+// TestSecretServiceProbe: doctor's probe tells a readable, a missing and
+// a locked item apart against a real gnome-keyring, and never unlocks
+// (no prompt: the locked keyring stays locked).
+func TestSecretServiceProbe(t *testing.T) {
+	env := keyring(t)
+	secretTool(t, env, "v", "store", "--label=x", AttrService, "s", AttrAccount, "a")
+	s := &SecretService{Timeout: 5 * time.Second}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		service, account string
+		want             Access
+	}{{"s", "a", AccessReadable}, {"s", "other", AccessMissing}} {
+		if got, err := s.Probe(ctx, tt.service, tt.account); err != nil || got != tt.want {
+			t.Errorf("Probe(%s, %s) = %v, %v; want %v", tt.service, tt.account, got, err, tt.want)
+		}
+	}
+
+	conn := desktoptest.Conn(t, os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
+	svc := conn.Object(ssName, ssPath)
+	var coll dbus.ObjectPath
+	if err := svc.Call(ifService+".ReadAlias", 0, "default").Store(&coll); err != nil {
+		t.Fatal(err)
+	}
+	var locked []dbus.ObjectPath
+	var prompt dbus.ObjectPath
+	if err := svc.Call(ifService+".Lock", 0, []dbus.ObjectPath{coll}).Store(&locked, &prompt); err != nil || prompt != "/" {
+		t.Fatalf("Lock: %v prompt %v", err, prompt)
+	}
+	start := time.Now()
+	if got, err := s.Probe(ctx, "s", "a"); err != nil || got != AccessPrompts {
+		t.Errorf("Probe of a locked item = %v, %v; want %v", got, err, AccessPrompts)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Probe of a locked item took %v: it waited on a prompt", d)
+	}
+	v, err := conn.Object(ssName, coll).GetProperty(ifCollection + ".Locked")
+	if l, _ := v.Value().(bool); err != nil || !l {
+		t.Errorf("the keyring is no longer locked after Probe (%v)", err)
+	}
+}
+
+// TestSecretServiceProbeNoBus: without a session bus the probe cannot
+// tell, and says why.
+func TestSecretServiceProbeNoBus(t *testing.T) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+	got, err := (&SecretService{Timeout: time.Second}).Probe(context.Background(), "s", "a")
+	if got != AccessUnknown || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Probe = %v, %v; want unknown and ErrUnavailable", got, err)
+	}
+}
+
+func TestSearchAccess(t *testing.T) {
+	for _, tt := range []struct {
+		unlocked, locked int
+		want             Access
+	}{{0, 0, AccessMissing}, {1, 0, AccessReadable}, {1, 1, AccessReadable}, {0, 2, AccessPrompts}} {
+		if got := searchAccess(tt.unlocked, tt.locked); got != tt.want {
+			t.Errorf("searchAccess(%d, %d) = %v, want %v", tt.unlocked, tt.locked, got, tt.want)
+		}
+	}
+}
+
 func TestDefaultIsSecretService(t *testing.T) {
 	if _, ok := Default().(*SecretService); !ok {
 		t.Errorf("Default() = %T", Default())

@@ -52,9 +52,9 @@ the project's box, when it exists): its config and session environment
 and, while it runs, from inside the guest over one ssh round trip, its
 provisioning, guest units, network mode, forwarded variable names and git
 credentials. It asks whether the guest image a new box would download is
-there (HEAD requests; --offline skips them) and, on macOS, whether a
-keychain item a box reads would raise a Keychain dialog (without raising
-it). It prints variable names, never values. Every failed check
+there (HEAD requests; --offline skips them) and whether a keychain item
+a box reads would ask you (a Keychain dialog on macOS, the keyring's
+unlock prompt on Linux) without asking. It prints variable names, never values. Every failed check
 names its fix; the exit status is 1 when any check fails.`,
 		Example: "  corral doctor\n  corral doctor web-3f2a1c\n  corral doctor --json",
 		Args:    cobra.MaximumNArgs(1),

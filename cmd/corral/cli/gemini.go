@@ -10,7 +10,9 @@ func NewCmdGemini(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
 		short: "Run Gemini CLI in the project's box with approvals off",
 		long: `Gemini brings the project's box up (creating it on first use) and runs
 Google's Gemini CLI in the project directory inside it, with approvals off
-(--yolo): the box is the boundary. GEMINI_API_KEY is forwarded when set.
+(--yolo) and the project trusted (GEMINI_CLI_TRUST_WORKSPACE=true, so no
+folder-trust prompt and gemini -p runs): the box is the boundary.
+GEMINI_API_KEY is forwarded when set.
 
 The box's golden image installs Gemini CLI and the Node it needs (both
 pinned in core/pins/npm.txt) when agent = "gemini"; in a terminal it runs

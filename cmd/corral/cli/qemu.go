@@ -63,10 +63,10 @@ func qemuMain(argv []string) int {
 		if staged, err = qemu.InStage(); err != nil {
 			return fail("%v", err)
 		}
-		if runtime.GOOS == "linux" && len(plan.ReadOnly) > 0 {
+		if runtime.GOOS == "linux" && (len(plan.ReadOnly) > 0 || len(plan.Private) > 0) {
 			if !staged {
 				err := qemu.EnterNamespace(argv, env)
-				return fail("box %s: cannot make its git directory read-only for qemu: %v\nhint: corral doctor checks user namespaces; git_shadow = false in ~/.corral/projects/%s.toml lets the box write .git (the guard then reverts changes)", plan.Box, err, plan.Box)
+				return fail("box %s: cannot make its git directory read-only or cover its hidden paths for qemu: %v\nhint: corral doctor checks user namespaces; git_shadow = false in ~/.corral/projects/%s.toml lets the box write .git (the guard then reverts changes)", plan.Box, err, plan.Box)
 			}
 			// Empty submodule paths first: a read-only bind never lies
 			// inside one (they hold no .git), and the order is fixed.
@@ -74,12 +74,21 @@ func qemuMain(argv []string) int {
 				return fail("box %s: %v", plan.Box, err)
 			}
 			for _, m := range plan.Private {
-				fmt.Fprintf(os.Stderr, "corral qemu: box %s: submodule path private to the box: %s\n", plan.Box, m.Target)
+				what := "submodule path private to the box"
+				if m.Kind == qemu.PrivateHidden {
+					what = "hidden from qemu"
+				}
+				fmt.Fprintf(os.Stderr, "corral qemu: box %s: %s: %s\n", plan.Box, what, m.Target)
 			}
-			if err := qemu.BindReadOnly(plan.ReadOnly); err != nil {
-				return fail("box %s: %v", plan.Box, err)
+			if len(plan.ReadOnly) > 0 {
+				if err := qemu.BindReadOnly(plan.ReadOnly); err != nil {
+					return fail("box %s: %v", plan.Box, err)
+				}
+				fmt.Fprintf(os.Stderr, "corral qemu: box %s: read-only for qemu: %s\n", plan.Box, strings.Join(plan.ReadOnly, " "))
 			}
-			fmt.Fprintf(os.Stderr, "corral qemu: box %s: read-only for qemu: %s\n", plan.Box, strings.Join(plan.ReadOnly, " "))
+		}
+		for _, u := range plan.Unhidden {
+			fmt.Fprintf(os.Stderr, "corral qemu: box %s: hide path left to the guest: %s\n", plan.Box, u)
 		}
 		opt := plan.Options
 		if runtime.GOOS == "linux" {

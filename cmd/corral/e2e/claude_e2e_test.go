@@ -327,6 +327,10 @@ ca = %q
 			t.Error("the fake API saw no new request with the real key")
 		}
 	})
+	t.Run("corral claude in a terminal runs in a detachable session, attached again", func(t *testing.T) {
+		x.t = t
+		claudeDetached(t, x)
+	})
 	t.Run("time to the first answer byte", func(t *testing.T) {
 		x.t = t
 		benchOnly(t)
@@ -476,9 +480,10 @@ echo PUSHED`, gitPort)
 	})
 	t.Run("gemini -p answers through the broker", func(t *testing.T) {
 		x.t = t
-		// --skip-trust: headless Gemini CLI refuses an untrusted folder
-		// (and would downgrade --yolo there).
-		out, errOut, code := x.corral("gemini", "--", "--skip-trust", "-p", "say hello")
+		// No --skip-trust: headless Gemini CLI refuses an untrusted folder
+		// (and would downgrade --yolo there), and corral trusts the
+		// project for every gemini session (core/agent GeminiTrustVar).
+		out, errOut, code := x.corral("gemini", "--", "-p", "say hello")
 		if code != 0 || !strings.Contains(out, fakeGeminiAnswer) {
 			t.Fatalf("corral gemini -- -p: exit %d\nstdout: %q\nstderr: %s", code, out, lastLines(errOut, 40))
 		}

@@ -157,6 +157,7 @@ func TestRenderValidates(t *testing.T) {
 func TestBoxLifecycle(t *testing.T) {
 	x := setup(t)
 	defer x.corral("rm", "-f")
+	writeLifecycleProject(t, x)
 
 	t.Run("up from a golden clone", func(t *testing.T) {
 		x.t = t
@@ -191,6 +192,10 @@ func TestBoxLifecycle(t *testing.T) {
 		if err != nil || string(b) != "written in the box\n" {
 			t.Errorf("host sees %q, %v", b, err)
 		}
+	})
+	t.Run("hide and box_dirs, for the box user and guest root", func(t *testing.T) {
+		x.t = t
+		hiddenAndBoxDirs(t, x)
 	})
 	t.Run("arguments arrive as given", func(t *testing.T) {
 		x.t = t
@@ -353,28 +358,21 @@ echo "value=$E2E_SECRET"`
 		x.t = t
 		portAfterRestart(t, x)
 	})
-	t.Run("an idle box is stopped by the next command", func(t *testing.T) {
+	t.Run("the menu's Stop idle boxes stops an idle box", func(t *testing.T) {
 		x.t = t
 		trusted := filepath.Join(x.home, "projects", x.box+".toml")
 		must(t, os.MkdirAll(filepath.Dir(trusted), 0o700))
 		must(t, os.WriteFile(trusted, []byte("idle_stop = \"2s\"\n"), 0o600))
 		defer os.Remove(trusted)
 		x.ok("up") // picks up the new idle_stop
-		// Every command sweeps first: poll with ls until the sweep stops
-		// the box (a loaded TCG host may be slow to get there), or fail
-		// at the deadline.
-		for deadline := time.Now().Add(2 * time.Minute); ; {
-			stopped := false
-			for _, e := range x.ls() {
-				stopped = stopped || (e.Name == x.box && e.State == "Stopped")
+		// No corral command from here until the box is stopped: every
+		// command sweeps idle boxes first (TestPullCloneAndAgentState
+		// proves that path); the click must be what stops it.
+		appStopsIdle(t, x)
+		for _, e := range x.ls() {
+			if e.Name == x.box && e.State != "Stopped" {
+				t.Errorf("after Stop idle boxes: %+v", e)
 			}
-			if stopped {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("idle box not stopped within 2m of idle_stop = 2s: %+v", x.ls())
-			}
-			time.Sleep(time.Second)
 		}
 		audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
 		if !strings.Contains(string(audit), `"kind":"idle-stop"`) {
@@ -389,6 +387,14 @@ echo "value=$E2E_SECRET"`
 		if got := x.ok("run", "--", "sh", "-c", "cat ~/marker"); got != "keep\n" {
 			t.Errorf("after restore ~/marker = %q", got)
 		}
+	})
+	t.Run("snapshots = auto kept the newest two and the manual one", func(t *testing.T) {
+		x.t = t
+		autoSnapshots(t, x)
+	})
+	t.Run("drift after a config change, then rebuild: an offline box with a read-only project", func(t *testing.T) {
+		x.t = t
+		driftThenRebuildOffline(t, x)
 	})
 	t.Run("stop closes corral's ssh master", func(t *testing.T) {
 		x.t = t

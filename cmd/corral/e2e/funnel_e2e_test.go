@@ -379,6 +379,18 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 			t.Error("guest root wrote a host file outside the project")
 		}
 	})
+	t.Run("ports forward on a broker-mode box", func(t *testing.T) {
+		x.t = t
+		brokerBoxPorts(t, x)
+	})
+	t.Run("the app's notification and menu Allow a real denial through the real broker", func(t *testing.T) {
+		x.t = t
+		appAllowsRealDenials(t, x, proxy)
+	})
+	t.Run("stop_on_exit stops the box when its last session ends", func(t *testing.T) {
+		x.t = t
+		stopOnExit(t, x)
+	})
 	t.Run("a box started without corral's qemu is refused", func(t *testing.T) {
 		x.t = t
 		x.ok("stop")

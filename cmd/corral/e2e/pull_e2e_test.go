@@ -145,6 +145,14 @@ func TestPullCloneAndAgentState(t *testing.T) {
 			t.Error("box A's hook ran on the host")
 		}
 	})
+	t.Run("every command stops an idle box first", func(t *testing.T) {
+		a.t = t
+		cliSweepsIdle(t, a)
+	})
+	t.Run("gc removes an orphaned instance and a box deleted behind corral's back, broker and all", func(t *testing.T) {
+		b.t = t
+		gcLeftovers(t, b)
+	})
 }
 
 // project2 is another project of the suite, a git repository with one

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +53,7 @@ func sessionsThroughMaster(t *testing.T, x *h) {
 		fmt.Sprintf("e2e-mux-b-%d", time.Now().UnixNano()),
 	}
 	outs := make([]string, len(vals))
+	started := make(chan int, len(vals))
 	var wg sync.WaitGroup
 	for i, v := range vals {
 		wg.Add(1)
@@ -59,17 +61,29 @@ func sessionsThroughMaster(t *testing.T, x *h) {
 			defer wg.Done()
 			cmd := exec.Command(x.bin, "-C", x.project, "run", "--", "sh", "-c", `sleep 3; echo "$E2E_SECRET"`)
 			cmd.Env = append(append([]string{}, x.env...), "E2E_SECRET="+v)
-			var errOut bytes.Buffer
-			cmd.Stderr = &errOut
-			b, err := cmd.Output()
+			var errOut, out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Start()
+			if err == nil {
+				started <- cmd.Process.Pid
+				err = cmd.Wait()
+			} else {
+				started <- 0
+			}
+			b := out.Bytes()
 			outs[i] = strings.TrimSpace(string(b))
 			if err != nil || errOut.Len() > 0 {
 				outs[i] += fmt.Sprintf(" (%v; stderr %q)", err, errOut.String())
 			}
 		}()
 	}
-	// While both run: the master's environment and argv hold neither value.
-	time.Sleep(1500 * time.Millisecond)
+	// While both run (each corral has its ssh client on the master): the
+	// master's environment and argv hold neither value.
+	for range vals {
+		if p := <-started; p != 0 {
+			waitFor(t, "a session's ssh client", 30*time.Second, func() bool { return comm(p) == "ssh" || childNamed(p, "ssh") })
+		}
+	}
 	for _, f := range []string{"environ", "cmdline"} {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
 		if err != nil {
@@ -96,7 +110,7 @@ func sessionsThroughMaster(t *testing.T, x *h) {
 
 	// A dead master is replaced by the next session.
 	must(t, syscall.Kill(pid, syscall.SIGKILL))
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "the killed master to be gone", 10*time.Second, func() bool { return gone(pid) })
 	if got := x.ok("run", "--", "sh", "-c", `echo "$E2E_SECRET"`); got != "\n" {
 		t.Errorf("session after the master died printed %q", got)
 	}
@@ -222,7 +236,7 @@ func detachableSessions(t *testing.T, x *h) {
 	waitFor(t, "the first client to show the job's output", 30*time.Second, func() bool { return strings.Contains(out1.String(), want) })
 	kill1()
 	_ = c1.Wait()
-	time.Sleep(500 * time.Millisecond)
+	x.waitDetached(t, "job")
 	if !listed() {
 		t.Fatalf("the session did not survive its client: %+v", x.sessions(t))
 	}
@@ -271,4 +285,57 @@ echo "argv=$argv server=$senv global=$genv session=$jenv files=$files"`
 	if listed() {
 		t.Errorf("the session is still listed after its command ended")
 	}
+}
+
+// childNamed reports whether process ppid has a child whose comm is name.
+func childNamed(ppid int, name string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces; split after ')'.
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) > 1 && s[open+1:end] == name && f[1] == strconv.Itoa(ppid) {
+			return true
+		}
+	}
+	return false
+}
+
+// comm is pid's command name, or "".
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
+
+// gone reports whether pid has exited (no process, or a zombie).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "Z"
+}
+
+// waitDetached waits until the box's session name has no client attached
+// (its killed client's tmux client has gone), or fails.
+func (x *h) waitDetached(t *testing.T, name string) {
+	t.Helper()
+	waitFor(t, "session "+name+" to have no client", 30*time.Second, func() bool {
+		for _, s := range x.sessions(t) {
+			if s.Box == x.box && s.Session == name {
+				return s.Attached == 0
+			}
+		}
+		return true // not listed: the caller's check says so
+	})
 }
