@@ -13,8 +13,22 @@ set -eu
 nft delete table inet corral 2>/dev/null || true
 [ "$NETWORK" = full ] && exit 0
 broker_rule=
+host_rule=
 if [ "$NETWORK" = broker ]; then
 	broker_rule="ip daddr $PROXY_HOST tcp dport $PROXY_PORT accept"
+	# The named host ports (host_ports), one by one, at the broker's
+	# address: under the host funnel qemu forwards only these; on vz this
+	# rule is the only gate.
+	ports=
+	for p in ${HOST_PORTS:-}; do
+		case "$p" in
+		'' | *[!0-9]*) continue ;;
+		esac
+		ports="${ports:+$ports, }$p"
+	done
+	if [ -n "$ports" ]; then
+		host_rule="ip daddr $PROXY_HOST tcp dport { $ports } accept"
+	fi
 fi
 nft -f - <<NFT
 table inet corral {
@@ -27,6 +41,7 @@ table inet corral {
 		# established; only root can bind port 22.
 		tcp sport 22 accept
 		$broker_rule
+		$host_rule
 		meta l4proto tcp reject with tcp reset
 		reject
 	}

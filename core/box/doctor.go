@@ -542,7 +542,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		out = append(out, fail("submodule paths", "not protected by the running box: "+strings.Join(drift, "; "), "corral stop "+box+" && corral up -C "+m.Project))
 	}
 	if funnel.Applies(runtime.GOOS, m.VMType, m.Network) {
-		if err := funnel.Verify(s.Layout.LimaHome(), box, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
+		if err := funnel.Verify(s.Layout.LimaHome(), box, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort, HostPorts: m.HostPorts}); err != nil {
 			out = append(out, fail("host funnel", err.Error(), "corral stop "+box+" && corral up -C "+m.Project))
 		} else {
 			out = append(out, pass("host funnel", "the running qemu has restrict=on and only the broker's guestfwd"))

@@ -298,7 +298,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		IdleStop: c.IdleStop.String(), IdleAction: deref(c.IdleAction), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
 		AgentState: *c.AgentState, Source: *c.Source,
 		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
-		Hide: slices.Clone(c.Hide),
+		HostPorts: c.BridgedPorts(), Hide: slices.Clone(c.Hide),
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err

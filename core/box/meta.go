@@ -71,6 +71,10 @@ type Meta struct {
 	// Ports are the forwards in force: the ports key as applied at the
 	// last start, plus those `corral port` added to the running box.
 	Ports []config.Port `json:"ports,omitempty"`
+	// HostPorts are the host loopback ports the box may reach (host_ports,
+	// broker mode), as applied at the last start: its qemu has a guestfwd
+	// for each (see QemuPlan), or on vz its guest's nftables open them.
+	HostPorts []int `json:"host_ports,omitempty"`
 	// LastActivity is when the box was last brought up; sessions record
 	// theirs in run/sessions (see Service.LiveSessions).
 	LastActivity time.Time `json:"last_activity"`

@@ -41,6 +41,16 @@ func (s *Service) applyPorts(r Resolved, m *Meta) error {
 	if err != nil {
 		return fmt.Errorf("applying the ports of box %s: %w", m.Name, err)
 	}
+	// host_ports reach the guest's nftables as a parameter (see
+	// limayaml.HostPortsKey), and qemu's guestfwds come from m.HostPorts,
+	// which the wrapper reads at this start. Only here, on a stopped box:
+	// a running qemu keeps the guestfwds it started with, and the session
+	// check compares them with m.HostPorts.
+	hostPorts := r.Loaded.Config.BridgedPorts()
+	if out, err = limayaml.SetHostPorts(out, hostPorts); err != nil {
+		return fmt.Errorf("applying the host ports of box %s: %w", m.Name, err)
+	}
+	m.HostPorts = hostPorts
 	if !bytes.Equal(out, b) {
 		if err := atomicfile.WriteFile(path, out, 0o644); err != nil {
 			return fmt.Errorf("applying the ports of box %s: %w", m.Name, err)

@@ -50,7 +50,11 @@ type QemuPlan struct {
 func (p QemuPlan) Describe() string {
 	switch {
 	case p.Options.Funnel != nil:
-		return fmt.Sprintf("network %s: slirp restrict=on, only guestfwd %s:%d to the broker", p.Network, funnel.GuestAddr, p.Options.Funnel.GuestFwdPort)
+		d := fmt.Sprintf("network %s: slirp restrict=on, only guestfwd %s:%d to the broker", p.Network, funnel.GuestAddr, p.Options.Funnel.GuestFwdPort)
+		for _, b := range p.Options.Funnel.Bridges {
+			d += fmt.Sprintf(", %s:%d to the host's 127.0.0.1:%d", funnel.GuestAddr, b.Port, b.Port)
+		}
+		return d
 	case p.Options.Offline:
 		return fmt.Sprintf("network %s: slirp restrict=on, no guestfwd", p.Network)
 	}
@@ -116,6 +120,9 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 		}
 		if m.Network == config.NetworkBroker {
 			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(guestconn.Exe(exe), name)}
+			for _, port := range m.HostPorts {
+				p.Options.Funnel.Bridges = append(p.Options.Funnel.Bridges, qemu.Bridge{Port: port, Cmd: funnel.BridgeCommand(exe, name, port)})
+			}
 		}
 	case errors.Is(err, ErrNoMeta) && strings.HasPrefix(name, "golden-"):
 		if p.Network, err = templateNetwork(filepath.Join(inst, "lima.yaml")); err != nil {

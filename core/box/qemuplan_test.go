@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -89,7 +90,7 @@ func TestPlanQemu(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (p.Options.Funnel == nil) != (tt.funnel == nil) || p.Options.Funnel != nil && *p.Options.Funnel != *tt.funnel || p.Options.Offline != tt.offline {
+			if (p.Options.Funnel == nil) != (tt.funnel == nil) || p.Options.Funnel != nil && !reflect.DeepEqual(*p.Options.Funnel, *tt.funnel) || p.Options.Offline != tt.offline {
 				t.Errorf("plan = %+v (funnel %+v), want funnel %+v offline %v", p, p.Options.Funnel, tt.funnel, tt.offline)
 			}
 		})

@@ -93,7 +93,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	if m.Network == config.NetworkBroker && !BrokerAnswering(m.BrokerPort) {
 		return hint.New(fmt.Errorf("%w: box %s, 127.0.0.1:%d; refusing the session (fail closed)", ErrBrokerDown, m.Name, m.BrokerPort), fmt.Sprintf("corral stop %s && corral up restarts it", m.Name))
 	}
-	if err := funnel.Verify(s.Layout.LimaHome(), m.Name, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort}); err != nil {
+	if err := funnel.Verify(s.Layout.LimaHome(), m.Name, funnel.Want{VMType: m.VMType, Network: m.Network, BrokerPort: m.BrokerPort, HostPorts: m.HostPorts}); err != nil {
 		return err
 	}
 	// The project directory: the mount, or with source = "clone" the

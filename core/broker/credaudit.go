@@ -22,8 +22,9 @@ const maxCredKeys = 512
 // every refused one per reason, and the counts go to the audit log at
 // every flush. The audit log keeps them through rotation (audit.Keep),
 // and a flood of requests adds counts, not lines, so no flood can push
-// the one real use out. Used requests also go on to the egress log line
-// by line (next); refused ones only here.
+// the one real use out. Used requests, and requests refused by a
+// credential's rules, also go on to the egress log line by line (next);
+// other refusals only here.
 type credAudit struct {
 	next   egress.CredentialLogger
 	record func(audit.Event) error
@@ -65,11 +66,14 @@ func newCredAudit(next egress.CredentialLogger, record func(audit.Event) error, 
 
 // LogCredential counts ev and passes a used one on.
 func (a *credAudit) LogCredential(ev egress.CredentialEvent) {
-	if ev.Refusal == "" && a.next != nil {
+	// A request outside a credential's rules is a use the user narrowed
+	// on purpose: it goes on to the egress log line by line, like a use.
+	used := ev.Refusal == "" || ev.Refusal == egress.RefusedRule
+	if used && a.next != nil {
 		a.next.LogCredential(ev)
 	}
 	k := credKey{refused: ev.Refusal, name: ev.Name, session: ev.Session}
-	if ev.Refusal == "" {
+	if used {
 		k.upstream, k.method, k.class = ev.Upstream, ev.Method, ev.Class
 	}
 	t := ev.Time

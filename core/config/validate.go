@@ -169,6 +169,9 @@ func validate(l Layer) []error {
 	if c.LearnFor != nil && (c.LearnFor.Duration < time.Minute || c.LearnFor.Duration > MaxLearnFor) {
 		bad("learn_for", strconv.Quote(c.LearnFor.String()), "must be between 1m and "+MaxLearnFor.String(), `use a duration such as "30m" or "2h"`)
 	}
+	for _, why := range CheckHostPorts(c.HostPorts) {
+		bad("host_ports", "", why, "name each port on its own, from 1024 to 65535, outside corral's broker ports")
+	}
 	for _, e := range c.PortEntries {
 		if _, err := ParsePort(e); err != nil {
 			bad("ports", strconv.Quote(e), err.Error(), `use "3000" or "8080:80"`)
@@ -329,6 +332,7 @@ func checkCredential(n string, cr Credential, bad func(key, value, reason, fix s
 	if cr.CA != "" && !filepath.IsAbs(cr.CA) && !strings.HasPrefix(cr.CA, "~/") {
 		bad(key+".ca", strconv.Quote(cr.CA), "must be absolute or start with ~/", "")
 	}
+	checkCredentialRules(key, cr, bad)
 }
 
 // checkAgent refuses an effective agent that is neither built in nor

@@ -151,6 +151,9 @@ type Spec struct {
 	// Withholds are session variables this credential replaces: never put
 	// in the session's environment.
 	Withholds []string
+	// Rules narrow the requests the broker serves with it (trusted config
+	// only); nil allows all.
+	Rules *egress.CredentialRules
 }
 
 // Plan lists the credentials a box's broker holds, by name: the
@@ -166,7 +169,7 @@ func Plan(c config.Config) []Spec {
 	var out []Spec
 	for _, n := range config.SortedKeys(c.Credentials) {
 		cr := c.Credentials[n]
-		s := Spec{Name: n, Upstream: cr.Upstream, CA: cr.CA, Key: agentKeyByName(n),
+		s := Spec{Name: n, Upstream: cr.Upstream, CA: cr.CA, Key: agentKeyByName(n), Rules: cr.Rules(),
 			Sources: []Source{{Header: egress.CredentialHeader(cr.Header), HostVar: cr.EnvFromHost, Keychain: cr.Keychain}}}
 		if s.Key != nil {
 			s.Sources[0].Var = s.Key.placeholderVar(s.Sources[0].Header)

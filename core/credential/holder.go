@@ -101,7 +101,7 @@ func NewHolder(specs []Spec, cfg HolderConfig) (*Holder, error) {
 // source picks the first source of s the broker can read itself.
 func source(s Spec, cfg HolderConfig) (egress.Credential, Source, bool) {
 	for _, src := range s.Sources {
-		c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: src.Header}
+		c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: src.Header, Rules: s.Rules}
 		if src.HostVar != "" && cfg.Getenv != nil {
 			if v, ok := cfg.Getenv(src.HostVar); ok && v != "" {
 				c.Secret = staticSecret(v)
@@ -194,7 +194,7 @@ func (h *Holder) Answer(session string, supply map[string]string) (Served, error
 				errs = append(errs, fmt.Errorf("credential %s: the value of %s is too long or holds a line break or NUL", s.Name, src.HostVar))
 				break
 			}
-			c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: src.Header, Secret: staticSecret(v), RootCAs: s.pool}
+			c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Header: src.Header, Secret: staticSecret(v), RootCAs: s.pool, Rules: s.Rules}
 			if err := h.broker.Add(c); err != nil {
 				errs = append(errs, err)
 				break

@@ -125,6 +125,9 @@ type Credential struct {
 	// RootCAs, when set, replaces the system roots for this upstream (a
 	// private CA, or a test CA). Verification is never turned off.
 	RootCAs *x509.CertPool
+	// Rules, when set, narrow the requests the credential serves (see
+	// [CredentialRules]).
+	Rules *CredentialRules
 }
 
 var credNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
@@ -264,6 +267,9 @@ func (b *CredentialBroker) Add(c Credential) error {
 	}
 	if c.Secret == nil {
 		return fmt.Errorf("credential %q: no secret source", c.Name)
+	}
+	if err := c.Rules.Validate(); err != nil {
+		return fmt.Errorf("credential %q: rules: %w", c.Name, err)
 	}
 	cr := &credential{Credential: c, upstream: u, auth: auth}
 	{
@@ -519,6 +525,10 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 	}
 	ev.Name = name
 	ev.Upstream = c.auth.String()
+	if why := c.Rules.permit(req.Method, req.Header, rest, req.URL.RawQuery); why != "" {
+		ev.Refusal = RefusedRule
+		return fail(http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name))
+	}
 	secret, err := c.Secret(req.Context())
 	if err != nil || secret == "" {
 		b.logger.Warn("reading a brokered credential", "credential", name, "err", err)

@@ -56,6 +56,9 @@ type Entry struct {
 	Request string       `json:"request,omitempty"`
 	Why     string       `json:"why,omitempty"`
 	Who     *Attribution `json:"who,omitempty"`
+	// SNI is the TLS server name of a tunnel refused for it
+	// (ReasonSNIMismatch): canonical, at most MaxLoggedHost bytes.
+	SNI string `json:"sni,omitempty"`
 }
 
 // Held is how long the request of a decision line waited in a hold; 0 when
@@ -202,7 +205,7 @@ func (l *DecisionLog) Flush(force bool) {
 // LogDecision appends one decision line, or counts a repeated denial.
 func (l *DecisionLog) LogDecision(d Decision) {
 	e := Entry{Time: d.Time, Box: l.box, Kind: d.Kind, Host: capText(d.Host), Port: d.Port,
-		Allowed: d.Allowed, Reason: d.Reason}
+		Allowed: d.Allowed, Reason: d.Reason, SNI: capText(d.SNI)}
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}

@@ -66,6 +66,9 @@ type Decision struct {
 	// credentials, see [ProxySession]): the box's word, logged and shown,
 	// never decided on.
 	Who Attribution
+	// SNI is the TLS server name a tunnel's client asked for, set only on
+	// a refusal for it (ReasonSNIMismatch).
+	SNI string
 }
 
 // Decider decides whether a request may go out. [*Policy] implements it.

@@ -904,17 +904,10 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		nc.Close()
 		return
 	}
-	// Bytes the client sent right after the CONNECT head belong upstream.
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			up.Close()
-			nc.Close()
-			return
-		}
-	}
-	release()
-	s.tunnel(nc, up)
+	// The client's first bytes (some may already be buffered after the
+	// CONNECT head) are read and checked before they go upstream: a TLS
+	// server name must be the CONNECT host (see inspectHello).
+	s.tunnel(nc, up, func(ts *tunnelState) bool { return s.inspectHello(ts, br, t, release) })
 }
 
 // takeSlot takes an upstream slot, or reports that all MaxTunnels are

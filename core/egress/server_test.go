@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -105,18 +105,23 @@ func TestGoClientThroughProxy(t *testing.T) {
 		fmt.Fprintf(w, "hello %s %s", r.Method, body)
 	}))
 	defer plain.Close()
-	secure := newUpstream(t, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The upstream's certificate names allowed.test: the client asks for
+	// the name it CONNECTs to (the broker refuses any other).
+	cert, pool := testCert(t, "allowed.test", "badwild.test")
+	secure := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "secure") //nolint:errcheck
 	}))
+	secure.Listener.Close()
+	secure.Listener = listenUpstream(t)
+	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	secure.StartTLS()
 	defer secure.Close()
 	p := startProxy(t, benchEntries, []string{"127.0.0.0/8"}, nil)
 
-	pool := x509.NewCertPool()
-	pool.AddCert(secure.Certificate())
 	proxyURL, _ := url.Parse("http://" + p.addr)
 	client := &http.Client{Transport: &http.Transport{
 		Proxy:           http.ProxyURL(proxyURL),
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "example.com"},
+		TLSClientConfig: &tls.Config{RootCAs: pool},
 	}, Timeout: 10 * time.Second}
 	pp, sp := portOf(t, plain.Listener.Addr().String()), portOf(t, secure.Listener.Addr().String())
 

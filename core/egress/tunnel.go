@@ -63,11 +63,20 @@ var aLongTimeAgo = time.Unix(1, 0)
 // last period means both were silent, and the tunnel is closed; if it moved
 // bytes it just carries on. Write deadlines only catch a peer that stopped
 // reading (see pipe); they end the tunnel.
-func (s *Server) tunnel(client, up net.Conn) {
+//
+// first, when set, runs before the client -> upstream direction starts
+// (upstream -> client already runs, so a server that speaks first is
+// heard): it may forward the client's first bytes itself, and returning
+// false ends the tunnel instead (see inspectHello).
+func (s *Server) tunnel(client, up net.Conn, first func(*tunnelState) bool) {
 	t := &tunnelState{idle: s.cfg.IdleTimeout, conns: [2]net.Conn{client, up}, copy: s.copyChunk}
 	done := make(chan struct{})
 	s.workers.run(func() {
-		t.pipe(0) // client -> upstream
+		if first == nil || first(t) {
+			t.pipe(0) // client -> upstream
+		} else {
+			t.closeBoth()
+		}
 		close(done)
 	})
 	t.pipe(1) // upstream -> client

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/corral-dev/corral/core/config"
@@ -24,6 +25,9 @@ type Want struct {
 	VMType     config.VMType
 	Network    config.Network // broker or offline (others need no proof)
 	BrokerPort int            // broker mode: the guestfwd port
+	// HostPorts are the named host ports (broker mode): one more guestfwd
+	// each, to the host's 127.0.0.1 at the same port (see Relay).
+	HostPorts []int
 }
 
 // PIDFile is the pid file Lima has qemu write for an instance.
@@ -121,13 +125,21 @@ func CheckArgs(args []string, pidFile, box string, w Want) error {
 			return fail("an offline box has a guestfwd")
 		}
 	case config.NetworkBroker:
-		if len(fwds) != 1 {
-			return fail("the netdev has %d guestfwd rules, want 1 (to the broker)", len(fwds))
+		if len(fwds) != 1+len(w.HostPorts) {
+			return fail("the netdev has %d guestfwd rules, want %d (to the broker, and one per named host port)", len(fwds), 1+len(w.HostPorts))
 		}
 		prefix := fmt.Sprintf("tcp:%s:%d-cmd:", GuestAddr, w.BrokerPort)
 		cmd, ok := strings.CutPrefix(fwds[0], prefix)
 		if !ok || !strings.HasSuffix(cmd, " "+GuestConnCommand+" "+shellWord(box)) {
 			return fail("the guestfwd %q does not lead to the broker of box %s at %s:%d", fwds[0], box, GuestAddr, w.BrokerPort)
+		}
+		// The others, in order, each to its named port and nothing else.
+		for i, port := range w.HostPorts {
+			f := fwds[1+i]
+			cmd, ok := strings.CutPrefix(f, fmt.Sprintf("tcp:%s:%d-cmd:", GuestAddr, port))
+			if !ok || !strings.HasSuffix(cmd, " "+BridgeCommandName+" "+shellWord(box)+" "+strconv.Itoa(port)) {
+				return fail("the guestfwd %q is not the named host port %d of box %s", f, port, box)
+			}
 		}
 	default:
 		return fmt.Errorf("proving the egress funnel of box %s: network %q needs no funnel", box, w.Network)

@@ -382,6 +382,10 @@ func Render(in Input) (Rendered, error) {
 	t.Param["TEMPLATE_HASH"] = hex.EncodeToString(sum[:])[:16]
 	if !in.Golden {
 		t.PortForwards = PortForwards(c.Ports())
+		// host_ports are applied at every start too (SetHostPorts).
+		if hp := HostPortsParam(c.BridgedPorts()); hp != "" {
+			t.Param[HostPortsKey] = hp
+		}
 	}
 	out, err := marshal(t)
 	if err != nil {

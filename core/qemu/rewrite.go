@@ -56,6 +56,17 @@ type Funnel struct {
 	// GuestConnCmd is parsed by qemu shell-like (no shell) and looked up in PATH; use an absolute path.
 	// Commas are escaped here (QEMU option syntax).
 	GuestConnCmd string
+	// Bridges are named host loopback ports the guest may reach, each at
+	// GuestFwdAddr:Port through a guestfwd rule of its own that runs Cmd
+	// (parsed like GuestConnCmd) per connection; Cmd connects to the
+	// host's 127.0.0.1:Port. restrict=on still drops everything else.
+	Bridges []Bridge
+}
+
+// Bridge is one named host port of a Funnel.
+type Bridge struct {
+	Port int
+	Cmd  string
 }
 
 // ErrUnexpectedNetwork means the command line has a network setup the funnel cannot vouch for.
@@ -250,7 +261,29 @@ func funnelNetdev(v string, f *Funnel) (string, error) {
 	if f.GuestFwdPort < 1 || f.GuestFwdPort > 65535 {
 		return "", fmt.Errorf("rewriting qemu args for the egress funnel: guestfwd port %d out of range", f.GuestFwdPort)
 	}
-	cmd := strings.TrimSpace(f.GuestConnCmd)
+	fwd, err := guestFwd(f.GuestFwdPort, f.GuestConnCmd)
+	if err != nil {
+		return "", err
+	}
+	out := v + ",restrict=on,ipv6=off," + fwd
+	seen := map[int]bool{f.GuestFwdPort: true}
+	for _, b := range f.Bridges {
+		if b.Port < 1 || b.Port > 65535 || seen[b.Port] {
+			return "", fmt.Errorf("rewriting qemu args for the egress funnel: host port %d out of range or named twice", b.Port)
+		}
+		seen[b.Port] = true
+		fwd, err := guestFwd(b.Port, b.Cmd)
+		if err != nil {
+			return "", err
+		}
+		out += "," + fwd
+	}
+	return out, nil
+}
+
+// guestFwd is one guestfwd option: connections to GuestFwdAddr:port run cmd.
+func guestFwd(port int, cmd string) (string, error) {
+	cmd = strings.TrimSpace(cmd)
 	if cmd == "" {
 		return "", errors.New("rewriting qemu args for the egress funnel: empty guest connection command")
 	}
@@ -258,5 +291,5 @@ func funnelNetdev(v string, f *Funnel) (string, error) {
 		return "", fmt.Errorf("rewriting qemu args for the egress funnel: guest connection command %q has a control character", cmd)
 	}
 	escaped := strings.ReplaceAll(cmd, ",", ",,")
-	return fmt.Sprintf("%s,restrict=on,ipv6=off,guestfwd=tcp:%s:%d-cmd:%s", v, GuestFwdAddr, f.GuestFwdPort, escaped), nil
+	return fmt.Sprintf("guestfwd=tcp:%s:%d-cmd:%s", GuestFwdAddr, port, escaped), nil
 }

@@ -11,6 +11,12 @@ umask 022
 	printf 'NETWORK=%s\n' "${PARAM_NETWORK:-broker}"
 	printf 'PROXY_HOST=%s\n' "${PARAM_PROXY_HOST:-192.168.5.2}"
 	printf 'PROXY_PORT=%s\n' "${PARAM_PROXY_PORT:-0}"
+	# host_ports: named host loopback ports, at PROXY_HOST:PORT (digits
+	# and spaces only; corral sets it at every start).
+	case "${PARAM_HOST_PORTS:-}" in
+	*[!0-9\ ]*) printf 'HOST_PORTS=\n' ;;
+	*) printf 'HOST_PORTS="%s"\n' "${PARAM_HOST_PORTS:-}" ;;
+	esac
 } >/etc/corral/network.env
 
 proxy=

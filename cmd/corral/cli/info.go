@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
@@ -65,7 +67,7 @@ func funnelProof(limaHome string, st box.Status) string {
 	if st.State != boxstate.Running || !funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
 		return "not applicable"
 	}
-	if err := funnel.Verify(limaHome, st.Name, funnel.Want{VMType: st.VMType, Network: st.Network, BrokerPort: st.BrokerPort}); err != nil {
+	if err := funnel.Verify(limaHome, st.Name, funnel.Want{VMType: st.VMType, Network: st.Network, BrokerPort: st.BrokerPort, HostPorts: st.HostPorts}); err != nil {
 		return "not proved: " + err.Error()
 	}
 	return "in force"
@@ -190,6 +192,7 @@ func infoRun(opts *InfoOptions) error {
 		ports = portsText(st.Ports) + " (on the host's 127.0.0.1)"
 	}
 	t.Row("ports", ports)
+	t.Row("host ports", hostPortsText(st))
 	t.Row("memory", mem)
 	t.Row("cpus", st.CPUs)
 	t.Row("sessions", st.Live)
@@ -211,4 +214,21 @@ func infoRun(opts *InfoOptions) error {
 		warnLines(opts.IO.ErrOut, "warning: its config does not load, so what its repository requests is unknown:", errors.New(in.PendingError))
 	}
 	return nil
+}
+
+// hostPortsText is the "host ports" row: the named host loopback ports
+// the box may reach, where it reaches them, and how (see host_ports).
+func hostPortsText(st box.Status) string {
+	if len(st.HostPorts) == 0 {
+		return "-"
+	}
+	ps := make([]string, len(st.HostPorts))
+	for i, p := range st.HostPorts {
+		ps[i] = strconv.Itoa(p)
+	}
+	how := "the guest's nftables open them"
+	if funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
+		how = "a qemu guestfwd each, host-enforced"
+	}
+	return strings.Join(ps, ", ") + " (the host's 127.0.0.1, at the broker address in the box; " + how + ")"
 }

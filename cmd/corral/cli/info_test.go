@@ -21,7 +21,7 @@ func infoFixture() Info {
 		Status: box.Status{
 			Meta: box.Meta{Name: "web-1a2b3c", Project: "/src/web", TemplateHash: "abc123", BrokerPort: 42001,
 				Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2, VMType: "qemu", MountType: "9p", IdleStop: "30m",
-				Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}},
+				Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}, HostPorts: []int{9229, 63342}},
 			State: boxstate.Running, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
 		},
 		Pending: []config.RepoRequest{{}},
@@ -71,6 +71,7 @@ mount type        9p
 mount             /src/web -> /src/web (writable)
 mount             /home/u/.corral/seed/web-1a2b3c -> /corral/seed (read-only)
 ports             3000,8080:80 (on the host's 127.0.0.1)
+host ports        9229, 63342 (the host's 127.0.0.1, at the broker address in the box; a qemu guestfwd each, host-enforced)
 memory            1GiB / 4GiB
 cpus              2
 sessions          0
@@ -107,6 +108,9 @@ func TestInfoJSON(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
+	}
+	if hp, ok := got["host_ports"].([]any); !ok || len(hp) != 2 || hp[1] != 63342.0 {
+		t.Errorf("host_ports = %v", got["host_ports"])
 	}
 	if p, ok := got["pending_requests"].([]any); !ok || len(p) != 1 {
 		t.Errorf("pending_requests %v", got["pending_requests"])

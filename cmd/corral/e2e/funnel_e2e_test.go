@@ -326,6 +326,10 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		x.t = t
 		gitGuardOptOut(t, x)
 	})
+	t.Run("a named host port is reachable and an unnamed one is not", func(t *testing.T) {
+		x.t = t
+		ideBridge(t, x)
+	})
 	t.Run("root in the guest cannot undo the funnel", func(t *testing.T) {
 		x.t = t
 		// Flush the guest's own firewall as root (the box user has sudo,
