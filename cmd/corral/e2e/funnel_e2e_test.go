@@ -198,6 +198,7 @@ func TestHostFunnel(t *testing.T) {
 			t.Errorf("via broker: %q, server hits %d", got, srv.count("/via-broker"))
 		}
 	})
+	testBoxRequests(t, x, proxy, srv)
 	t.Run("the broker denies a host not on the list", func(t *testing.T) {
 		x.t = t
 		got := x.ok("run", "--", "curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy, "http://denied.example.test/")
