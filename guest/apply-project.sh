@@ -3,12 +3,22 @@
 # (provision/50-project.sh) at every boot. HIDE covers paths with an empty
 # read-only tmpfs; BOX_DIRS bind-mounts box-local directories over project
 # paths.
-set -eu
+# The lists are space-separated relative paths (core/config allows no
+# space, glob or shell character in them); globbing stays off all the same,
+# and an entry that is absolute or climbs out with .. is skipped.
+set -euf
 
 # shellcheck disable=SC1091 # written by provision/50-project.sh
-. /etc/corral/project.env
+. "${CORRAL_ETC:-/etc/corral}/project.env"
 [ -n "$PROJECT" ] || exit 0
+# inside REL: REL is a relative path that stays inside the project.
+inside() {
+	case "/$1/" in
+	//* | */../* | */./*) return 1 ;;
+	esac
+}
 for p in $HIDE; do
+	inside "$p" || continue
 	t="$PROJECT/$p"
 	mountpoint -q "$t" && continue
 	if [ -d "$t" ]; then
@@ -18,6 +28,7 @@ for p in $HIDE; do
 	fi
 done
 for p in $BOX_DIRS; do
+	inside "$p" || continue
 	t="$PROJECT/$p"
 	src="/var/lib/corral/box-dirs/$(printf '%s' "$p" | tr '/' '_')"
 	mountpoint -q "$t" && continue

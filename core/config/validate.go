@@ -133,6 +133,19 @@ func validate(l Layer) []error {
 	oneOf("claude_install", str(c.ClaudeInstall), ClaudeInstalls)
 	oneOf("snapshots", str(c.Snapshots), SnapshotModes)
 	oneOf("idle_action", str(c.IdleAction), IdleActions)
+	for _, kv := range []struct {
+		key   string
+		paths []string
+	}{{"hide", c.Hide}, {"box_dirs", c.BoxDirs}} {
+		if len(kv.paths) > MaxProjectPaths {
+			bad(kv.key, strconv.Itoa(len(kv.paths))+" entries", fmt.Sprintf("at most %d", MaxProjectPaths), "")
+		}
+		for _, p := range kv.paths {
+			if err := CheckProjectPath(p); err != nil {
+				bad(kv.key, strconv.Quote(p), err.Error(), "name a path inside the project with letters, digits and . _ - + @ only, such as \"node_modules\" or \"secrets/.env\"")
+			}
+		}
+	}
 	if c.SnapshotsKeep != nil && (*c.SnapshotsKeep < 1 || *c.SnapshotsKeep > 100) {
 		bad("snapshots_keep", strconv.Itoa(*c.SnapshotsKeep), "must be between 1 and 100", "")
 	}
@@ -348,6 +361,43 @@ func checkAgent(eff *Effective) []error {
 			File: strings.Join(eff.Origin["agent"], ", "), Key: "agent", Value: strconv.Quote(*c.Agent),
 			Reason: "unknown agent", Fix: "use one of " + quoteList(agent.Names(c.Agents)) + ", or define it under [agents." + *c.Agent + "] in a trusted layer",
 		}}
+	}
+	return nil
+}
+
+// MaxProjectPaths caps the entries of hide and of box_dirs.
+const MaxProjectPaths = 64
+
+// CheckProjectPath is the grammar of a hide or box_dirs entry: a relative
+// path inside the project, components of letters, digits and . _ - + @
+// (none starting with -, none . or ..), one trailing / allowed, at most
+// 255 bytes. The guest
+// receives the list space-separated and mounts each entry as root
+// (guest/apply-project.sh): a space, glob or shell character would split or
+// change it, so none is allowed, in any layer.
+func CheckProjectPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case len(p) > 255:
+		return errors.New("longer than 255 bytes")
+	case strings.HasPrefix(p, "/"):
+		return errors.New("must be relative to the project")
+	}
+	for _, part := range strings.Split(strings.TrimSuffix(p, "/"), "/") {
+		switch {
+		case part == "":
+			return errors.New("has an empty component (// or a trailing /)")
+		case part == "." || part == "..":
+			return errors.New("has a . or .. component")
+		case part[0] == '-':
+			return errors.New("has a component starting with -")
+		}
+		for _, r := range part {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-+@", r)) {
+				return fmt.Errorf("has the character %q", r)
+			}
+		}
 	}
 	return nil
 }

@@ -7,10 +7,17 @@
 set -eu
 
 umask 022
+etc=${CORRAL_ETC:-/etc/corral}
+# quote VALUE: VALUE as one single-quoted shell word. The env file is
+# sourced as root; its values are config (a repository may add hide and
+# box_dirs entries) and the project path, which may hold spaces or quotes.
+quote() {
+	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
+}
 {
-	printf 'PROJECT=%s\n' "${PARAM_PROJECT:-}"
-	printf 'HIDE=%s\n' "${PARAM_HIDE:-}"
-	printf 'BOX_DIRS=%s\n' "${PARAM_BOX_DIRS:-}"
-} >/etc/corral/project.env
+	printf 'PROJECT=%s\n' "$(quote "${PARAM_PROJECT:-}")"
+	printf 'HIDE=%s\n' "$(quote "${PARAM_HIDE:-}")"
+	printf 'BOX_DIRS=%s\n' "$(quote "${PARAM_BOX_DIRS:-}")"
+} >"$etc/project.env"
 
 /usr/local/lib/corral/unit corral-project "corral project paths (hide, box_dirs)" "local-fs.target remote-fs.target" /usr/local/lib/corral/apply-project

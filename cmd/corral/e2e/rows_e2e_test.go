@@ -386,7 +386,20 @@ func claudeDetached(t *testing.T, x *h) {
 		return false
 	}
 	waitFor(t, "corral claude to open the box's claude session", 3*time.Minute, listed)
-	waitFor(t, "Claude Code's screen in the terminal", 3*time.Minute, func() bool { return strings.Contains(out.String(), "Claude") })
+	// The session's screen as tmux renders it (plain text, no escapes):
+	// Claude Code draws something once Node has loaded it.
+	screen := func() string {
+		o, _, _ := x.corral("run", "--", "tmux", "-L", "corral", "capture-pane", "-p", "-t", "claude")
+		return strings.TrimSpace(o)
+	}
+	shown := ""
+	for deadline := time.Now().Add(3 * time.Minute); shown == "" && time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		shown = screen()
+	}
+	if shown == "" {
+		t.Fatalf("the claude session's screen stayed empty; the terminal got:\n%q", tail([]byte(out.String()), 40))
+	}
+	t.Logf("the claude session's screen:\n%s", tail([]byte(shown), 40))
 	kill()
 	x.waitDetached(t, "claude")
 	if !listed() {
@@ -394,8 +407,17 @@ func claudeDetached(t *testing.T, x *h) {
 	}
 	c, out2, kill2 := x.attachClient(t, "claude")
 	defer func() { kill2(); _ = c.Wait() }()
-	// tmux redraws the whole screen for a new client.
-	waitFor(t, "Claude Code's screen after corral attach", 60*time.Second, func() bool { return strings.Contains(out2.String(), "Claude") })
+	// tmux redraws the whole screen for a new client, and the session
+	// counts it.
+	waitFor(t, "the re-attached client to get the screen", 60*time.Second, func() bool { return len(strings.TrimSpace(out2.String())) > 0 })
+	waitFor(t, "the session to count the re-attached client", 30*time.Second, func() bool {
+		for _, s := range x.sessions(t) {
+			if s.Box == x.box && s.Session == "claude" {
+				return s.Attached > 0
+			}
+		}
+		return false
+	})
 	// End it (the launcher's tmux server is -L corral): later subtests
 	// stop the box.
 	x.corral("run", "--", "tmux", "-L", "corral", "kill-session", "-t", "claude")
