@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/app/picker"
 	"github.com/corral-dev/corral/app/tray"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/recent"
 )
@@ -498,7 +499,7 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 	if menu.Allowable(d) && l.cool.Allow(box, d.Host) {
 		host := display.Host(d.Host, 0)
 		n := notify.Notification{
-			Box: box, Host: d.Host,
+			Box: box, Host: egress.EntryFor(d.Host, d.Port), // what its Allow grants
 			Title: fmt.Sprintf("%s was blocked from %s", display.Text(box, 0), host),
 			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", display.Text(box, 0), host, d.Port),
 		}

@@ -588,7 +588,7 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 		}
 		it.Children = append(it.Children, Item{
 			Key: hk, Title: title, Tooltip: tip,
-			Children: append(allowItems(hk, b.Name, d.Host), domain),
+			Children: append(allowItems(hk, b.Name, egress.EntryFor(d.Host, d.Port)), domain),
 		})
 	}
 	return it

@@ -3,6 +3,7 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -92,4 +93,23 @@ func (e AllowEntry) PortText() string {
 func validAddr(s string) bool {
 	_, err := netip.ParseAddr(s)
 	return err == nil
+}
+
+// EntryFor is the allow-list entry that allows a connection to host on
+// port, as a denial recorded it: the host alone for the ports an entry
+// without a port allows (80 and 443; 0 when the port is unknown), else
+// host:port; an IP address is its one-address range (IP literals are not
+// host entries). What the menu's and a notification's Allow grant for a
+// denial.
+func EntryFor(host string, port int) string {
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() != nil {
+			return ip.String() + "/32"
+		}
+		return ip.String() + "/128"
+	}
+	if port == 0 || port == 80 || port == 443 {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }

@@ -39,3 +39,34 @@ func FuzzParseAllowEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestEntryForAllowsExactlyTheDenial: the entry the menu grants for a
+// denial parses, and allows that host on that port (a non-default port
+// needs its own entry: "host" alone is 80 and 443).
+func TestEntryForAllowsExactlyTheDenial(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		port int
+		want string
+	}{
+		{"api.example.test", 443, "api.example.test"},
+		{"api.example.test", 80, "api.example.test"},
+		{"api.example.test", 0, "api.example.test"},
+		{"localhost", 39505, "localhost:39505"},
+		{"192.0.2.7", 8443, "192.0.2.7/32"},
+		{"2001:db8::1", 443, "2001:db8::1/128"},
+	} {
+		got := EntryFor(c.host, c.port)
+		if got != c.want {
+			t.Errorf("EntryFor(%q, %d) = %q, want %q", c.host, c.port, got, c.want)
+		}
+		e, err := ParseAllowEntry(got)
+		if err != nil {
+			t.Errorf("%q does not parse: %v", got, err)
+			continue
+		}
+		if !e.IsRange() && c.port != 0 && c.port != 80 && c.port != 443 && e.Port != c.port {
+			t.Errorf("%q allows port %d, want %d", got, e.Port, c.port)
+		}
+	}
+}
