@@ -14,23 +14,30 @@ import (
 	"github.com/corral-dev/corral/core/desktoptest"
 )
 
-// appStopsBox runs the real menu-bar app on a private D-Bus session, reads
-// its menu over dbusmenu, checks the running box shows a non-zero host
-// memory figure, and clicks the box's Stop item.
-func appStopsBox(t *testing.T, x *h) {
+// startApp runs the real menu-bar app on a private D-Bus session (with a
+// fake notification daemon when notifyd is set; env is added to the app's
+// environment, later entries winning) and returns its tray item once it
+// opens; the app is killed when t ends.
+func startApp(t *testing.T, x *h, notifyd bool, env ...string) (*desktoptest.Item, *desktoptest.FakeNotifyd) {
+	t.Helper()
 	addr := desktoptest.StartBus(t)
 	conn := desktoptest.Conn(t, addr)
 	w, err := desktoptest.StartWatcher(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var nd *desktoptest.FakeNotifyd
+	if notifyd {
+		if nd, err = desktoptest.StartFakeNotifyd(conn); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmd := exec.Command(x.bin, "app")
-	cmd.Env = append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr)
+	cmd.Env = append(append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	var id string
 	select {
 	case id = <-w.Registered:
@@ -44,6 +51,14 @@ func appStopsBox(t *testing.T, x *h) {
 	}) {
 		t.Fatalf("opening the tray item: %v", err)
 	}
+	return item, nd
+}
+
+// appStopsBox runs the real menu-bar app on a private D-Bus session, reads
+// its menu over dbusmenu, checks the running box shows a non-zero host
+// memory figure, and clicks the box's Stop item.
+func appStopsBox(t *testing.T, x *h) {
+	item, _ := startApp(t, x, false)
 	var boxNode *desktoptest.MenuNode
 	var dump string
 	if !desktoptest.WaitFor(30*time.Second, func() bool {
@@ -97,40 +112,15 @@ func findPrefix(n *desktoptest.MenuNode, prefix string) *desktoptest.MenuNode {
 // About 10 s on the shared running box (the app's first ask, then one
 // refresh).
 func appAttachesSession(t *testing.T, x *h, name string) {
-	addr := desktoptest.StartBus(t)
-	conn := desktoptest.Conn(t, addr)
-	w, err := desktoptest.StartWatcher(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	argvFile := filepath.Join(dir, "terminal.argv")
 	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > " + argvFile + ".tmp\nmv " + argvFile + ".tmp " + argvFile + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "x-terminal-emulator"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(x.bin, "app")
 	// Later entries win in exec's environment: the fake terminal first on
 	// PATH, no $TERMINAL.
-	cmd.Env = append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr,
-		"PATH="+dir+":"+os.Getenv("PATH"), "TERMINAL=")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var id string
-	select {
-	case id = <-w.Registered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app never registered its tray item")
-	}
-	var item *desktoptest.Item
-	if !desktoptest.WaitFor(10*time.Second, func() bool {
-		item, err = desktoptest.OpenItem(w.Conn(), id[:strings.Index(id, "/")], "/StatusNotifierItem")
-		return err == nil
-	}) {
-		t.Fatalf("opening the tray item: %v", err)
-	}
+	item, _ := startApp(t, x, false, "PATH="+dir+":"+os.Getenv("PATH"), "TERMINAL=")
 	var attach *desktoptest.MenuNode
 	var dump string
 	if !desktoptest.WaitFor(60*time.Second, func() bool {

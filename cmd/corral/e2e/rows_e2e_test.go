@@ -184,41 +184,14 @@ func appAllowsRealDenials(t *testing.T, x *h, proxy string) {
 		return x.ok("run", "--", "curl", "-sS", "--max-time", "30", "--noproxy", "", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy, "http://"+hostport+path)
 	}
 
-	addr := desktoptest.StartBus(t)
-	conn := desktoptest.Conn(t, addr)
-	w, err := desktoptest.StartWatcher(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	notifyd, err := desktoptest.StartFakeNotifyd(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(x.bin, "app")
-	cmd.Env = append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var id string
-	select {
-	case id = <-w.Registered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app never registered its tray item")
-	}
-	var item *desktoptest.Item
-	if !desktoptest.WaitFor(10*time.Second, func() bool {
-		item, err = desktoptest.OpenItem(w.Conn(), id[:strings.Index(id, "/")], "/StatusNotifierItem")
-		return err == nil
-	}) {
-		t.Fatalf("opening the tray item: %v", err)
-	}
+	item, notifyd := startApp(t, x, true)
 
 	if got := get("/before"); got != "403" {
 		t.Fatalf("before any allow: HTTP %q, want 403", got)
 	}
 	// Denials from earlier subtests may be posted first: wait for this one.
 	var n desktoptest.Notification
+	var err error
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		n, err = notifyd.WaitPosted(time.Until(deadline))
 		if err != nil {
@@ -429,31 +402,7 @@ func claudeDetached(t *testing.T, x *h) {
 // through corral meanwhile (a corral command would sweep first). The
 // app's own timer sweeps a minute after it starts: the click comes first.
 func appStopsIdle(t *testing.T, x *h) {
-	addr := desktoptest.StartBus(t)
-	conn := desktoptest.Conn(t, addr)
-	w, err := desktoptest.StartWatcher(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(x.bin, "app")
-	cmd.Env = append(append([]string{}, x.env...), "DBUS_SESSION_BUS_ADDRESS="+addr)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var id string
-	select {
-	case id = <-w.Registered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app never registered its tray item")
-	}
-	var item *desktoptest.Item
-	if !desktoptest.WaitFor(10*time.Second, func() bool {
-		item, err = desktoptest.OpenItem(w.Conn(), id[:strings.Index(id, "/")], "/StatusNotifierItem")
-		return err == nil
-	}) {
-		t.Fatalf("opening the tray item: %v", err)
-	}
+	item, _ := startApp(t, x, false)
 	var stopIdle *desktoptest.MenuNode
 	var dump string
 	if !desktoptest.WaitFor(45*time.Second, func() bool {
