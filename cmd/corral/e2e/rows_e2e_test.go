@@ -398,8 +398,8 @@ func claudeDetached(t *testing.T, x *h) {
 
 // appStopsIdle runs the real menu-bar app while the box is running and
 // idle past its idle_stop, waits for "Stop idle boxes (1)", clicks it and
-// waits until the VM is gone (Lima's qemu.pid removed), reading nothing
-// through corral meanwhile (a corral command would sweep first). The
+// waits for the stop's audit line, reading nothing through corral
+// meanwhile (a corral command would sweep first). The
 // app's own timer sweeps a minute after it starts: the click comes first.
 func appStopsIdle(t *testing.T, x *h) {
 	item, _ := startApp(t, x, false)
@@ -419,11 +419,8 @@ func appStopsIdle(t *testing.T, x *h) {
 	if err := item.Click(stopIdle.ID); err != nil {
 		t.Fatal(err)
 	}
-	pid := filepath.Join(x.home, "lima", x.box, "qemu.pid")
-	waitFor(t, "the box's VM to stop after Stop idle boxes", 2*time.Minute, func() bool {
-		_, err := os.Stat(pid)
-		return os.IsNotExist(err)
-	})
+	// The stop's last step is its audit line (the VM is gone before it).
+	waitFor(t, "the box's idle-stop after Stop idle boxes", 2*time.Minute, func() bool { return x.audited("idle-stop") })
 }
 
 // cliSweepsIdle: every corral command stops idle boxes first; here ls
@@ -447,12 +444,18 @@ func cliSweepsIdle(t *testing.T, x *h) {
 			t.Fatalf("idle box not stopped by the commands' sweep within 2m of idle_stop = 2s: %+v", x.ls())
 		}
 	}
-	audit, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
-	found := false
-	for _, l := range strings.Split(string(audit), "\n") {
-		found = found || (strings.Contains(l, `"kind":"idle-stop"`) && strings.Contains(l, `"`+x.box+`"`))
-	}
-	if !found {
+	if !x.audited("idle-stop") {
 		t.Errorf("no idle-stop of box %s in the audit log", x.box)
 	}
+}
+
+// audited reports whether the audit log has a line of kind for x's box.
+func (x *h) audited(kind string) bool {
+	b, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `"kind":"`+kind+`"`) && strings.Contains(l, `"box":"`+x.box+`"`) {
+			return true
+		}
+	}
+	return false
 }
