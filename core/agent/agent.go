@@ -198,7 +198,8 @@ var builtins = sync.OnceValue(func() map[string]Agent {
   "hasCompletedOnboarding": true,
   "lastOnboardingVersion": "99.0.0",
   "bypassPermissionsModeAccepted": true,
-  "autoUpdates": false
+  "autoUpdates": false,
+  "customApiKeyResponses": { "approved": ["` + placeholderKeySuffix + `"], "rejected": [] }
 }
 `,
 			},
@@ -337,3 +338,12 @@ func trustProject(files map[string][]byte, projectDir string) error {
 	files[claudeGlobal] = append(out, '\n')
 	return nil
 }
+
+// placeholderKeySuffix is how Claude Code remembers that the user approved
+// a custom API key (the key's last 20 characters, under
+// customApiKeyResponses.approved in .claude.json): the last 20 of the
+// placeholder a brokered session gets as ANTHROPIC_API_KEY
+// (core/credential Placeholder). Without it an interactive session first
+// asks "Detected a custom API key in your environment. Do you want to use
+// this API key?" with No preselected (seen in e2e claudeDetached).
+const placeholderKeySuffix = "brokered-placeholder"
