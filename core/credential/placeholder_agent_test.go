@@ -1,4 +1,4 @@
-package agent_test
+package credential
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/agent"
-	"github.com/corral-dev/corral/core/credential"
 )
 
 // TestClaudeApprovesThePlaceholderKey: the seeded .claude.json is JSON and
@@ -29,7 +28,7 @@ func TestClaudeApprovesThePlaceholderKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(seeded), &global); err != nil {
 		t.Fatalf("seeded .claude.json: %v\n%s", err, seeded)
 	}
-	p := credential.Placeholder
+	p := Placeholder
 	if want := p[len(p)-20:]; len(global.CustomAPIKeyResponses.Approved) != 1 || global.CustomAPIKeyResponses.Approved[0] != want {
 		t.Errorf("approved %q, want [%q]", global.CustomAPIKeyResponses.Approved, want)
 	}
