@@ -59,19 +59,12 @@ func startApp(t *testing.T, x *h, notifyd bool, env ...string) (*desktoptest.Ite
 // memory figure, and clicks the box's Stop item.
 func appStopsBox(t *testing.T, x *h) {
 	item, _ := startApp(t, x, false)
-	var boxNode *desktoptest.MenuNode
-	var dump string
-	if !desktoptest.WaitFor(30*time.Second, func() bool {
-		_, root, err := item.Layout()
-		if err != nil {
-			return false
+	boxNode, dump := waitMenu(t, item, 30*time.Second, "a running box item with a memory figure", func(root *desktoptest.MenuNode) *desktoptest.MenuNode {
+		if b := findPrefix(root, "● "+x.box); b != nil && (strings.Contains(b.Label(), "MiB") || strings.Contains(b.Label(), "GiB")) {
+			return b
 		}
-		dump = root.Dump()
-		boxNode = findPrefix(root, "● "+x.box)
-		return boxNode != nil && (strings.Contains(boxNode.Label(), "MiB") || strings.Contains(boxNode.Label(), "GiB"))
-	}) {
-		t.Fatalf("no running box item with a memory figure:\n%s", dump)
-	}
+		return nil
+	})
 	t.Logf("menu item: %s", boxNode.Label())
 	stop := boxNode.Find("Stop")
 	if stop == nil {
@@ -90,6 +83,27 @@ func appStopsBox(t *testing.T, x *h) {
 	}) {
 		t.Fatalf("the app's Stop did not stop the box")
 	}
+}
+
+// waitMenu reads the app's menu until find returns an item, and returns it
+// with the menu's dump; at the deadline it fails t naming what, with the
+// last dump.
+func waitMenu(t *testing.T, item *desktoptest.Item, within time.Duration, what string, find func(root *desktoptest.MenuNode) *desktoptest.MenuNode) (*desktoptest.MenuNode, string) {
+	t.Helper()
+	var found *desktoptest.MenuNode
+	var dump string
+	if !desktoptest.WaitFor(within, func() bool {
+		_, root, err := item.Layout()
+		if err != nil {
+			return false
+		}
+		dump = root.Dump()
+		found = find(root)
+		return found != nil
+	}) {
+		t.Fatalf("no %s in the menu:\n%s", what, dump)
+	}
+	return found, dump
 }
 
 func findPrefix(n *desktoptest.MenuNode, prefix string) *desktoptest.MenuNode {
@@ -121,21 +135,12 @@ func appAttachesSession(t *testing.T, x *h, name string) {
 	// Later entries win in exec's environment: the fake terminal first on
 	// PATH, no $TERMINAL.
 	item, _ := startApp(t, x, false, "PATH="+dir+":"+os.Getenv("PATH"), "TERMINAL=")
-	var attach *desktoptest.MenuNode
-	var dump string
-	if !desktoptest.WaitFor(60*time.Second, func() bool {
-		_, root, err := item.Layout()
-		if err != nil {
-			return false
-		}
-		dump = root.Dump()
+	attach, _ := waitMenu(t, item, 60*time.Second, "an Attach "+name+" item under the box", func(root *desktoptest.MenuNode) *desktoptest.MenuNode {
 		if b := findPrefix(root, "● "+x.box); b != nil {
-			attach = findPrefix(b, "Attach "+name)
+			return findPrefix(b, "Attach "+name)
 		}
-		return attach != nil
-	}) {
-		t.Fatalf("no Attach %s item under the box:\n%s", name, dump)
-	}
+		return nil
+	})
 	t.Logf("menu item: %s", attach.Label())
 	if err := item.Click(attach.ID); err != nil {
 		t.Fatal(err)

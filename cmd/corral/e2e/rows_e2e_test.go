@@ -219,23 +219,14 @@ func appAllowsRealDenials(t *testing.T, x *h, proxy string) {
 		t.Errorf("a second connection after Allow once: HTTP %q, want 403", got)
 	}
 
-	var allow *desktoptest.MenuNode
-	var dump string
-	if !desktoptest.WaitFor(60*time.Second, func() bool {
-		_, root, err := item.Layout()
-		if err != nil {
-			return false
-		}
-		dump = root.Dump()
+	allow, _ := waitMenu(t, item, 60*time.Second, "a denied "+hostport+" with Allow for 1 hour under the box", func(root *desktoptest.MenuNode) *desktoptest.MenuNode {
 		if b := findPrefix(root, "● "+x.box); b != nil {
 			if d := findPrefix(b, hostport); d != nil {
-				allow = d.Find("Allow for 1 hour")
+				return d.Find("Allow for 1 hour")
 			}
 		}
-		return allow != nil
-	}) {
-		t.Fatalf("no denied %s with Allow for 1 hour under the box:\n%s", hostport, dump)
-	}
+		return nil
+	})
 	if err := item.Click(allow.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -403,19 +394,12 @@ func claudeDetached(t *testing.T, x *h) {
 // app's own timer sweeps a minute after it starts: the click comes first.
 func appStopsIdle(t *testing.T, x *h) {
 	item, _ := startApp(t, x, false)
-	var stopIdle *desktoptest.MenuNode
-	var dump string
-	if !desktoptest.WaitFor(45*time.Second, func() bool {
-		_, root, err := item.Layout()
-		if err != nil {
-			return false
+	stopIdle, _ := waitMenu(t, item, 45*time.Second, "an enabled Stop idle boxes (1)", func(root *desktoptest.MenuNode) *desktoptest.MenuNode {
+		if n := root.Find("Stop idle boxes (1)"); n != nil && n.Enabled() {
+			return n
 		}
-		dump = root.Dump()
-		stopIdle = root.Find("Stop idle boxes (1)")
-		return stopIdle != nil && stopIdle.Enabled()
-	}) {
-		t.Fatalf("no enabled Stop idle boxes (1):\n%s", dump)
-	}
+		return nil
+	})
 	if err := item.Click(stopIdle.ID); err != nil {
 		t.Fatal(err)
 	}
