@@ -8,16 +8,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/core/broker/brokertest"
 )
 
 // TestRelay: a guest connection (a socketpair end, as qemu's guestfwd
 // cmd: gives) reaches a server on the host's 127.0.0.1 and both
 // directions end cleanly; a broker port is refused whatever listens.
 func TestRelay(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Outside the broker port range, which Relay refuses: the kernel's
+	// ephemeral ports include it (a listener there failed 1 run in 30).
+	ln := brokertest.ListenOutsideBrokerPorts(t)
 	defer ln.Close()
 	go func() {
 		c, err := ln.Accept()
