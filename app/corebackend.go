@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -332,6 +333,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		for _, p := range s.Ports {
 			v.Ports = append(v.Ports, p.Host)
 		}
+		v.HostPorts, v.HostPortsRoute = slices.Clone(s.HostPorts), box.HostPortsRoute(s.Meta)
 		var asked []egress.Entry
 		v.Denied, asked = b.deniedHosts(s.Name, now)
 		v.Asked = b.askedRequests(s.Name, asked)

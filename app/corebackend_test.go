@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -65,5 +68,32 @@ func TestIsNewDenial(t *testing.T) {
 		if got := isNewDenial(c.e, since); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestSnapshotHostPorts: the menu shows a box's named host ports from
+// core's status with core's route sentence (box.HostPortsRoute, which
+// corral info prints too), not a route of its own.
+func TestSnapshotHostPorts(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	m := box.Meta{Name: "ide-1", Network: config.NetworkBroker, BrokerPort: 42999, VMType: config.VMTypeQEMU, HostPorts: []int{9229, 63342}}
+	if err := box.WriteMeta(l, m); err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := boxtest.Service(l, time.Now(), audit.ActorApp)
+	st, err := (&coreBackend{svc: svc}).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := box.HostPortsRoute(m)
+	if len(st.Boxes) != 1 || !slices.Equal(st.Boxes[0].HostPorts, m.HostPorts) || st.Boxes[0].HostPortsRoute != route || route == "" {
+		t.Fatalf("snapshot %+v, want host ports %v with route %q", st.Boxes, m.HostPorts, route)
+	}
+	it, _ := menu.Build(st, menu.UI{Now: time.Now()}, menu.Limits{}).Find("box/ide-1/host-ports")
+	if it.Hidden || it.Title != "Host ports 9229, 63342 (IDE bridge)" || !strings.HasSuffix(it.Tooltip, "; "+route) {
+		t.Errorf("menu item %+v", it)
 	}
 }

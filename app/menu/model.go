@@ -388,6 +388,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 	}
 	children = append(children, sessionItems(k, b, ui.Now, lim)...)
 	children = append(children, portItems(k, b, lim)...)
+	children = append(children, hostPortsItem(k, b, lim))
 	return Item{
 		Key:     k,
 		Title:   BoxTitle(b, lim.MaxTitle),
@@ -423,6 +424,31 @@ func portItems(k string, b BoxView, lim Limits) []Item {
 		out = append(out, it)
 	}
 	return out
+}
+
+// hostPortsItem is the label "Host ports 9229, 63342 (IDE bridge)": the
+// ports of this machine's loopback the box may reach (host_ports), as
+// `corral info` shows them, with the route in the tooltip. Display only,
+// not clickable; hidden when the box has none, so the submenu keeps its
+// slots. Ports outside 1-65535 are not shown.
+func hostPortsItem(k string, b BoxView, lim Limits) Item {
+	it := Item{Key: k + "/host-ports", Disabled: true, Hidden: true}
+	var ps []string
+	for _, p := range b.HostPorts {
+		if p > 0 && p <= 65535 {
+			ps = append(ps, strconv.Itoa(p))
+		}
+	}
+	if len(ps) == 0 {
+		return it
+	}
+	it.Hidden = false
+	it.Title = Truncate("Host ports "+strings.Join(ps, ", "), 2*lim.MaxTitle) + " (IDE bridge)"
+	it.Tooltip = "The box may reach these ports of this machine (host_ports): " + strings.Join(ps, ", ")
+	if b.HostPortsRoute != "" {
+		it.Tooltip += "; " + b.HostPortsRoute
+	}
+	return it
 }
 
 // quietAfter: a session with input or output this recent is shown as

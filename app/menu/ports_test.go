@@ -2,6 +2,7 @@ package menu
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/core/boxstate"
@@ -48,6 +49,53 @@ func TestPortItems(t *testing.T) {
 			}
 			if _, ok := m.Find("box/web/port/3"); ok {
 				t.Error("a fourth port slot")
+			}
+		})
+	}
+}
+
+// TestHostPortsItem: a box with named host ports (host_ports, the IDE
+// bridge) shows them in its submenu as one label, not clickable, with the
+// route core describes in the tooltip, running or not (as corral info
+// shows them); a box without any has the slot hidden, so the submenu
+// keeps its shape, and a port outside 1-65535 is never shown.
+func TestHostPortsItem(t *testing.T) {
+	route := "the host's 127.0.0.1, at the broker address in the box; a qemu guestfwd each, host-enforced"
+	tests := []struct {
+		name    string
+		box     BoxView
+		title   string // "" = hidden
+		tooltip string
+	}{
+		{"none", BoxView{Name: "web", State: boxstate.Running}, "", ""},
+		{"two", BoxView{Name: "web", State: boxstate.Running, HostPorts: []int{9229, 63342}, HostPortsRoute: route},
+			"Host ports 9229, 63342 (IDE bridge)", "The box may reach these ports of this machine (host_ports): 9229, 63342; " + route},
+		{"stopped", BoxView{Name: "web", State: boxstate.Stopped, HostPorts: []int{9229}, HostPortsRoute: route},
+			"Host ports 9229 (IDE bridge)", "The box may reach these ports of this machine (host_ports): 9229; " + route},
+		{"no route known", BoxView{Name: "web", State: boxstate.Running, HostPorts: []int{9229}},
+			"Host ports 9229 (IDE bridge)", "The box may reach these ports of this machine (host_ports): 9229"},
+		{"out of range", BoxView{Name: "web", State: boxstate.Running, HostPorts: []int{0, 70000, -1, 9229}, HostPortsRoute: route},
+			"Host ports 9229 (IDE bridge)", "The box may reach these ports of this machine (host_ports): 9229; " + route},
+		{"only out of range", BoxView{Name: "web", State: boxstate.Running, HostPorts: []int{0, 70000}}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Build(State{Boxes: []BoxView{tt.box}}, UI{}, Limits{})
+			it, ok := m.Find("box/web/host-ports")
+			if !ok {
+				t.Fatalf("no host ports slot in\n%s", m.Text())
+			}
+			if tt.title == "" {
+				if !it.Hidden {
+					t.Errorf("shown: %+v", it)
+				}
+				return
+			}
+			if it.Hidden || !it.Disabled || it.Title != tt.title || it.Tooltip != tt.tooltip || it.Action != (Action{}) {
+				t.Errorf("item = %+v\nwant title %q tooltip %q, disabled, no action", it, tt.title, tt.tooltip)
+			}
+			if !strings.Contains(m.Text(), "  "+tt.title+" [disabled]\n") {
+				t.Errorf("not in the box's submenu:\n%s", m.Text())
 			}
 		})
 	}

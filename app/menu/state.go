@@ -64,6 +64,11 @@ type BoxView struct {
 	// Ports are the host ports (on 127.0.0.1) the box forwards to its own
 	// ports (the ports key, corral port), in config order.
 	Ports []int
+	// HostPorts are the host loopback ports the box may reach (host_ports,
+	// the IDE bridge), as applied at its last start; HostPortsRoute says
+	// where and how it reaches them (core/box HostPortsRoute).
+	HostPorts      []int
+	HostPortsRoute string
 
 	Denied []DeniedHost // hosts the egress proxy refused, any order
 	// Asked are the requests programs in the box filed (corral-request)

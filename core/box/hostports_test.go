@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -112,5 +113,22 @@ func TestApplyHostPorts(t *testing.T) {
 	s.followConfig(r, &m)
 	if !slices.Equal(m.HostPorts, []int{63342}) {
 		t.Errorf("following a running box's config changed its host ports to %v", m.HostPorts)
+	}
+}
+
+// TestHostPortsRoute: the route sentence info and the menu show follows
+// the funnel: host-enforced where it applies, the guest's nftables on vz,
+// and nothing for a box without host ports.
+func TestHostPortsRoute(t *testing.T) {
+	if got := HostPortsRoute(Meta{Network: config.NetworkBroker, VMType: "qemu"}); got != "" {
+		t.Errorf("no host ports: %q", got)
+	}
+	vz := HostPortsRoute(Meta{Network: config.NetworkBroker, VMType: "vz", HostPorts: []int{9229}})
+	if !strings.HasSuffix(vz, "the guest's nftables open them") {
+		t.Errorf("vz: %q", vz)
+	}
+	q := HostPortsRoute(Meta{Network: config.NetworkBroker, VMType: "qemu", HostPorts: []int{9229}})
+	if want := funnel.Applies(runtime.GOOS, "qemu", config.NetworkBroker); want != strings.HasSuffix(q, "a qemu guestfwd each, host-enforced") {
+		t.Errorf("qemu on %s: %q", runtime.GOOS, q)
 	}
 }

@@ -217,7 +217,7 @@ func infoRun(opts *InfoOptions) error {
 }
 
 // hostPortsText is the "host ports" row: the named host loopback ports
-// the box may reach, where it reaches them, and how (see host_ports).
+// the box may reach, and where and how (core/box HostPortsRoute).
 func hostPortsText(st box.Status) string {
 	if len(st.HostPorts) == 0 {
 		return "-"
@@ -226,9 +226,5 @@ func hostPortsText(st box.Status) string {
 	for i, p := range st.HostPorts {
 		ps[i] = strconv.Itoa(p)
 	}
-	how := "the guest's nftables open them"
-	if funnel.Applies(runtime.GOOS, st.VMType, st.Network) {
-		how = "a qemu guestfwd each, host-enforced"
-	}
-	return strings.Join(ps, ", ") + " (the host's 127.0.0.1, at the broker address in the box; " + how + ")"
+	return strings.Join(ps, ", ") + " (" + box.HostPortsRoute(st.Meta) + ")"
 }
