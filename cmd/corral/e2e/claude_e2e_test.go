@@ -264,11 +264,19 @@ func TestClaudeBrokered(t *testing.T) {
 	runGit(t, seed, "commit", "-q", "--allow-empty", "-m", "seed")
 	runGit(t, seed, "push", "-q", "origin", "HEAD:main")
 	gitPort := gitServer(t, ca, gitRoot, token)
+	// Another repository on the same git host, which the token could push
+	// to, and the same host again on another port for a read-only
+	// credential (credentialRulesRefuse).
+	runGit(t, dir, "init", "-q", "--bare", "-b", "main", filepath.Join(gitRoot, "other.git"))
+	runGit(t, filepath.Join(gitRoot, "other.git"), "config", "http.receivepack", "true")
+	roPort := gitServer(t, ca, gitRoot, token)
 
 	// The trusted layer: Claude's key and a git token as configured
 	// credentials, and Codex's and Gemini's keys configured under their
 	// agent key's names, so `corral codex` and `corral gemini` in this
-	// claude box get their base URLs too (agentCredentials).
+	// claude box get their base URLs too (agentCredentials). The git
+	// token has rules: gitfake reaches the one repository repo.git, gitro
+	// (the same token on the same git host's second port) only fetches.
 	trusted := fmt.Sprintf(`
 [credentials.anthropic]
 upstream = "https://127.0.0.1:%s"
@@ -281,7 +289,15 @@ upstream = "https://127.0.0.1:%s"
 header = "basic"
 env_from_host = "E2E_GIT_TOKEN"
 ca = %q
-`, apiPort, ca.pemPath, gitPort, ca.pemPath)
+paths = ["/repo.git"]
+
+[credentials.gitro]
+upstream = "https://127.0.0.1:%s"
+header = "basic"
+env_from_host = "E2E_GIT_TOKEN"
+ca = %q
+read_only = true
+`, apiPort, ca.pemPath, gitPort, ca.pemPath, roPort, ca.pemPath)
 	// Top-level keys first: agentCredentials starts with network and
 	// agent, then its tables.
 	trusted = "sudo = true\ngolden = false\n" + agentCredentials(oaiPort, gemPort, ca.pemPath) + trusted
@@ -295,6 +311,7 @@ ca = %q
 		"E2E_GEMINI_KEY=" + geminiKey, "ANTHROPIC_API_KEY=" + key}
 	x.ok("up") // from an environment without any key
 	meta := x.meta(t)
+	rulesRefused := false // the credential rules' subtest saw both refusals
 
 	if _, _, code := x.corral("run", "--", "test", "-x", "/usr/local/bin/claude-real"); code != 0 {
 		t.Fatalf("the test image has no Claude Code (/usr/local/bin/claude-real)\nhint: rebuild it with packaging/linux/build-image.sh (it installs the package pinned in core/pins/npm.txt)")
@@ -467,6 +484,11 @@ echo PUSHED`, gitPort)
 			t.Errorf("the host repository's main is %q, want the box's commit", b)
 		}
 	})
+	t.Run("credential rules: a push to another repository or through a read-only credential is refused and logged", func(t *testing.T) {
+		x.t = t
+		credentialRulesRefuse(t, x, gitRoot, gitPort, roPort)
+		rulesRefused = !t.Failed()
+	})
 	t.Run("codex exec answers through the broker", func(t *testing.T) {
 		x.t = t
 		// Codex first tries a WebSocket; the broker relays it as a plain
@@ -587,6 +609,20 @@ echo PUSHED`, gitPort)
 			}
 			if !found {
 				t.Errorf("corral audit lists no credential-use of %s", name)
+			}
+		}
+		// The pushes the credential rules refused (credentialRulesRefuse)
+		// are in the audit too, as refusals for a rule.
+		for _, name := range []string{"gitfake", "gitro"} {
+			if !rulesRefused {
+				break
+			}
+			found := false
+			for _, line := range strings.Split(audit, "\n") {
+				found = found || (strings.Contains(line, "credential-refused") && strings.Contains(line, "credential="+name) && strings.Contains(line, "reason=rule"))
+			}
+			if !found {
+				t.Errorf("corral audit lists no credential-refused of %s for a rule", name)
 			}
 		}
 		if n := strings.Count(audit, "\n"); n > 2000 {
