@@ -65,15 +65,27 @@ func startHostServer(t *testing.T) *hostServer {
 	s := &hostServer{hits: map[string]int{}}
 	ln := brokertest.ListenOutsideBrokerPorts(t)
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits[r.URL.Path]++
-		s.mu.Unlock()
-		fmt.Fprint(w, "HOST-REACHED "+r.URL.Path)
-	})}
+	srv := &http.Server{Handler: s}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return s
+}
+
+// startTLSHostServer is a hostServer behind TLS with ca's leaf (for
+// 127.0.0.1), on host loopback.
+func startTLSHostServer(t *testing.T, ca *testCA) *hostServer {
+	t.Helper()
+	s := &hostServer{hits: map[string]int{}}
+	s.port = ca.serveTLS(t, s)
+	return s
+}
+
+// ServeHTTP counts the request's path and answers "HOST-REACHED PATH".
+func (s *hostServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits[r.URL.Path]++
+	s.mu.Unlock()
+	fmt.Fprint(w, "HOST-REACHED "+r.URL.Path)
 }
 
 func (s *hostServer) count(path string) int {
@@ -143,13 +155,15 @@ func TestHostFunnel(t *testing.T) {
 	must(t, json.Unmarshal([]byte(out), &cfg))
 	x.box = cfg.Box
 	// The trusted layer puts this box in broker mode and lets the broker
-	// reach host loopback (the test's upstream). It also gives the box user
-	// sudo (sudo = true, a host-only key), so that guest root can try to
-	// undo the funnel below without a second boot; that a broker-mode box
-	// has no sudo by default is checked on TestClaudeBrokered's box.
+	// reach host loopback (the test's upstream), and by name the TLS
+	// server of sniMismatch. It also gives the box user sudo (sudo =
+	// true, a host-only key), so that guest root can try to undo the
+	// funnel below without a second boot; that a broker-mode box has no
+	// sudo by default is checked on TestClaudeBrokered's box.
+	tlsSrv := startTLSHostServer(t, newTestCA(t, t.TempDir()))
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
 	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"),
-		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\"]\nsudo = true\ngit_shadow = false\n"), 0o600))
+		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\", \"localhost:"+tlsSrv.port+"\"]\nsudo = true\ngit_shadow = false\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(x.project), "outside-marker"), []byte("HOST-SECRET\n"), 0o644))
 	defer x.corral("rm", "-f")
 	srv := startHostServer(t)
@@ -199,6 +213,10 @@ func TestHostFunnel(t *testing.T) {
 		}
 	})
 	testBoxRequests(t, x, proxy, srv)
+	t.Run("a CONNECT whose TLS server name is not the CONNECT host is refused; the matching name passes", func(t *testing.T) {
+		x.t = t
+		sniMismatch(t, x, proxy, tlsSrv)
+	})
 	t.Run("the broker denies a host not on the list", func(t *testing.T) {
 		x.t = t
 		got := x.ok("run", "--", "curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy, "http://denied.example.test/")
