@@ -137,10 +137,14 @@ func requestNotification(box string, r BoxRequest) notify.Notification {
 			Body: fmt.Sprintf("%s in %s asks to forward %s: %s. corral port %s forwards it.", who, display.Text(box, 0),
 				display.Text(r.Request, 0), why, display.Text(box, 0))}
 	}
-	target := display.Authority(r.Request, 0)
+	target := egress.ShowTarget(r.Request, 0)
+	local := ""
+	if egress.ThisMachine(egress.EntryHost(r.Request)) {
+		local = " " + egress.ThisMachineNotice
+	}
 	return notify.Notification{Box: box, Host: r.Request,
 		Title: fmt.Sprintf("%s asks to reach %s", display.Text(box, 0), target),
-		Body:  fmt.Sprintf("%s in %s asks for %s: %s. The reason is the box's own. Allow it?", who, display.Text(box, 0), target, why)}
+		Body:  fmt.Sprintf("%s in %s asks for %s: %s. The reason is the box's own.%s Allow it?", who, display.Text(box, 0), target, why, local)}
 }
 
 // whoText is what a decision's client said about itself, for the menu and

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/app/notify"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box/boxtest"
@@ -78,5 +79,30 @@ func TestRequestNotification(t *testing.T) {
 	p := requestNotification("web", BoxRequest{Request: "port 3000", IsPort: true, Why: "dev"})
 	if p.Kind != notify.KindInfo || !strings.Contains(p.Body, "corral port web") {
 		t.Errorf("port request: %+v", p)
+	}
+	if strings.Contains(n.Title+n.Body+p.Title+p.Body, "this machine") {
+		t.Errorf("marked as this machine: %+v %+v", n, p)
+	}
+	// A host on this computer says so, in the title and the body, and
+	// Allow still grants the host asked for.
+	l := requestNotification("web", BoxRequest{Request: "localhost:5432", Why: "db"})
+	if l.Host != "localhost:5432" || l.Title != "web asks to reach localhost:5432 (this machine)" || !strings.Contains(l.Body, egress.ThisMachineNotice+" Allow it?") {
+		t.Errorf("local request: %+v", l)
+	}
+}
+
+// A denial's notification names the host and who says they asked, made
+// safe; a host on this computer is marked, and Allow grants what was
+// denied either way.
+func TestDenialNotification(t *testing.T) {
+	n := denialNotification("web", menu.DeniedHost{Host: "api.example.test", Port: 443, Who: "session ab\x1b[2J"})
+	if n.Host != "api.example.test" || n.Title != "web was blocked from api.example.test" ||
+		n.Body != `session ab\x1b[2J in the box web tried to reach api.example.test (port 443). Allow it?` {
+		t.Errorf("denial: %+v", n)
+	}
+	l := denialNotification("web", menu.DeniedHost{Host: "localhost", Port: 3000})
+	if l.Host != "localhost:3000" || l.Title != "web was blocked from localhost (this machine)" ||
+		l.Body != "The box web tried to reach localhost (port 3000). "+egress.ThisMachineNotice+" Allow it?" {
+		t.Errorf("local denial: %+v", l)
 	}
 }

@@ -497,16 +497,7 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 	// offers Allow, and raw request text is nothing to allow (the menu
 	// still lists it). Shown text goes through core/display.
 	if menu.Allowable(d) && l.cool.Allow(box, d.Host) {
-		host := display.Host(d.Host, 0)
-		n := notify.Notification{
-			Box: box, Host: egress.EntryFor(d.Host, d.Port), // what its Allow grants
-			Title: fmt.Sprintf("%s was blocked from %s", display.Text(box, 0), host),
-			Body:  fmt.Sprintf("The box %s tried to reach %s (port %d). Allow it?", display.Text(box, 0), host, d.Port),
-		}
-		if d.Who != "" {
-			// The client's own word about itself: shown, never decided on.
-			n.Body = fmt.Sprintf("%s in the box %s tried to reach %s (port %d). Allow it?", display.Text(d.Who, 80), display.Text(box, 0), host, d.Port)
-		}
+		n := denialNotification(box, d)
 		l.goDo(ctx, func(ctx context.Context) func() {
 			if err := l.opts.Notifier.Notify(ctx, n); err != nil {
 				l.log.Warn("posting notification", "err", err)
@@ -515,6 +506,28 @@ func (l *loop) denied(ctx context.Context, box string, d menu.DeniedHost) {
 		})
 	}
 	l.refresh(ctx)
+}
+
+// denialNotification is the notification of a denial: "web was blocked
+// from localhost (this machine)", with Allow for what was denied. A host
+// that names this computer is marked, with what allowing it means.
+func denialNotification(box string, d menu.DeniedHost) notify.Notification {
+	host := display.Host(d.Host, 0)
+	who := "The box " + display.Text(box, 0)
+	if d.Who != "" {
+		// The client's own word about itself: shown, never decided on.
+		who = display.Text(d.Who, 80) + " in the box " + display.Text(box, 0)
+	}
+	n := notify.Notification{
+		Box: box, Host: egress.EntryFor(d.Host, d.Port), // what its Allow grants
+		Title: fmt.Sprintf("%s was blocked from %s", display.Text(box, 0), host),
+		Body:  fmt.Sprintf("%s tried to reach %s (port %d). Allow it?", who, host, d.Port),
+	}
+	if egress.ThisMachine(d.Host) {
+		n.Title += " (" + egress.ThisMachineMark + ")"
+		n.Body = fmt.Sprintf("%s tried to reach %s (port %d). %s Allow it?", who, host, d.Port, egress.ThisMachineNotice)
+	}
+	return n
 }
 
 // notifyGitRevert posts one informational notification (no actions) for a

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/egress"
 )
 
 // The inbox lists a box's requests with their reason and process (the
@@ -65,4 +66,44 @@ func TestAskedItem(t *testing.T) {
 			t.Error("empty inbox shown")
 		}
 	})
+}
+
+// TestThisMachineMarked: a request or a denial for a host that names this
+// computer (localhost, loopback) is marked "this machine" in its title,
+// with what allowing it means beside it; other hosts are not, and the
+// Allow still grants exactly the host asked for.
+func TestThisMachineMarked(t *testing.T) {
+	b := BoxView{Name: "web", State: boxstate.Running,
+		Asked: []BoxRequest{
+			{Request: "localhost:5432", Why: "the tests need the database", Time: now.Add(-time.Minute)},
+			{Request: "registry.example.test", Why: "npm", Time: now.Add(-2 * time.Minute)},
+		},
+		Denied: []DeniedHost{
+			{Host: "127.0.0.1", Port: 6379, Count: 2, Last: now.Add(-time.Minute)},
+			{Host: "api.example.test", Port: 443, Count: 1, Last: now.Add(-2 * time.Minute)},
+		}}
+	m := Build(State{Boxes: []BoxView{b}}, UI{Now: now}, Limits{})
+	byKey := map[string]Item{}
+	walk(m, func(it Item) { byKey[it.Key] = it })
+
+	local := byKey["box/web/asked/localhost:5432"]
+	if !strings.HasPrefix(local.Title, "localhost:5432 (this machine) · ") || !strings.Contains(local.Tooltip, egress.ThisMachineWhy) {
+		t.Errorf("local request: %q / %q", local.Title, local.Tooltip)
+	}
+	if it := byKey["box/web/asked/localhost:5432/this-machine"]; it.Hidden || !it.Disabled || !strings.Contains(it.Title, "This machine") {
+		t.Errorf("local request's warning: %+v", it)
+	}
+	if a := byKey["box/web/asked/localhost:5432/allow-once"].Action; a.Host != "localhost:5432" {
+		t.Errorf("local request's Allow grants %q", a.Host)
+	}
+	other := byKey["box/web/asked/registry.example.test"]
+	if strings.Contains(other.Title+other.Tooltip, "this machine") || !byKey["box/web/asked/registry.example.test/this-machine"].Hidden {
+		t.Errorf("a public host marked: %+v", other)
+	}
+	if d := byKey["box/web/denied/127.0.0.1:6379"]; !strings.HasPrefix(d.Title, "127.0.0.1:6379 (this machine) · 2× · ") || !strings.Contains(d.Tooltip, egress.ThisMachineWhy) {
+		t.Errorf("local denial: %q / %q", d.Title, d.Tooltip)
+	}
+	if d := byKey["box/web/denied/api.example.test:443"]; strings.Contains(d.Title+d.Tooltip, "this machine") {
+		t.Errorf("a public denial marked: %+v", d)
+	}
 }

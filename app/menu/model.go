@@ -593,7 +593,7 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 	}
 	for _, d := range ds {
 		hk := k + "/denied/" + hostPort(d)
-		title := fmt.Sprintf("%s · %d× · %s", display.Authority(hostPort(d), lim.MaxTitle+8), d.Count, FormatWhen(d.Last, now))
+		title := fmt.Sprintf("%s · %d× · %s", egress.ShowTarget(hostPort(d), lim.MaxTitle+8), d.Count, FormatWhen(d.Last, now))
 		if !Allowable(d) {
 			// The request did not parse: show it, offer nothing.
 			it.Children = append(it.Children, Item{
@@ -608,7 +608,10 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 				Tooltip: "Allow " + display.Host(dom, 0) + " and all its subdomains, permanently",
 				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain}}
 		}
-		tip := display.Authority(hostPort(d), 0)
+		tip := egress.ShowTarget(hostPort(d), 0)
+		if egress.ThisMachine(d.Host) {
+			tip += " — " + egress.ThisMachineWhy
+		}
 		if d.Who != "" {
 			tip += " — last from " + display.Text(d.Who, 0) + " (the box's word)"
 		}
@@ -643,17 +646,23 @@ func askedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 	it.Tooltip = "Programs in the box asked for these (corral-request). The reason and the process are the box's own words; nothing is allowed until you answer."
 	for _, r := range rs {
 		target := display.Text(r.Request, lim.MaxTitle+8)
+		local := !r.IsPort && egress.ThisMachine(egress.EntryHost(r.Request))
 		if !r.IsPort {
-			target = display.Authority(r.Request, lim.MaxTitle+8)
+			target = egress.ShowTarget(r.Request, lim.MaxTitle+8)
 		}
 		hk := k + "/asked/" + r.Request
 		tip := "“" + display.Text(r.Why, 0) + "”"
 		if r.Who != "" {
 			tip += " — asked by " + display.Text(r.Who, 0)
 		}
+		if local {
+			tip += " — " + egress.ThisMachineMark + ": " + egress.ThisMachineWhy
+		}
 		children := []Item{
 			{Key: hk + "/why", Title: "“" + display.Text(r.Why, 2*lim.MaxTitle) + "”", Tooltip: tip, Disabled: true},
 			{Key: hk + "/who", Title: "asked by " + display.Text(r.Who, 2*lim.MaxTitle), Disabled: true, Hidden: r.Who == ""},
+			{Key: hk + "/this-machine", Title: "⚠ This machine: the box would reach your own local services", Tooltip: egress.ThisMachineWhy,
+				Disabled: true, Hidden: !local},
 		}
 		switch {
 		case r.IsPort:

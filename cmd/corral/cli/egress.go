@@ -357,12 +357,13 @@ func held(e egress.Entry) string {
 // hostPort joins a logged host and port for a terminal. Hosts of malformed
 // requests are logged as sent (capped): core/display escapes controls and
 // shows a non-ASCII or punycode name with its Unicode form beside it, cut
-// from the left so the registrable domain stays visible.
+// from the left so the registrable domain stays visible. A host that
+// names this computer is marked "(this machine)" (core/egress ShowTarget).
 func hostPort(host string, port int) string {
 	if port == 0 {
-		return display.Host(host, 0)
+		return egress.ShowHost(host, 0)
 	}
-	return display.Authority(net.JoinHostPort(host, strconv.Itoa(port)), 0)
+	return egress.ShowTarget(net.JoinHostPort(host, strconv.Itoa(port)), 0)
 }
 
 // safeText quotes s unless it is printable ASCII without spaces, so that a

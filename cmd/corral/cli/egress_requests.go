@@ -24,6 +24,9 @@ type boxRequestJSON struct {
 	// Process is Who as one line ("node (pid 42, npm < bash, session
 	// tests)"), for display only.
 	Process string `json:"process,omitempty"`
+	// ThisMachine marks a host request that names the host computer
+	// itself (core/egress ThisMachine: localhost, a loopback address).
+	ThisMachine bool `json:"this_machine,omitempty"`
 }
 
 // boxRequests are the box's requests waiting for an answer, newest first
@@ -53,17 +56,20 @@ func boxRequestsJSON(rs []egress.Entry) []boxRequestJSON {
 		if r.Who != nil {
 			j.Process = r.Who.String()
 		}
+		j.ThisMachine = r.What != egress.RequestPort && egress.ThisMachine(egress.EntryHost(r.Request))
 		out = append(out, j)
 	}
 	return out
 }
 
-// requestTarget is what a request asked for, for a terminal.
+// requestTarget is what a request asked for, for a terminal: a host
+// marked "(this machine)" when it names this computer (core/egress
+// ShowTarget).
 func requestTarget(r egress.Entry) string {
 	if r.What == egress.RequestPort {
 		return display.Text(r.Request, 0)
 	}
-	return display.Authority(r.Request, 0)
+	return egress.ShowTarget(r.Request, 0)
 }
 
 // requestWho is the process that filed r, for a terminal ("" when unknown).
@@ -84,6 +90,9 @@ func printBoxRequests(w io.Writer, box string, rs []egress.Entry, now time.Time)
 		fmt.Fprintf(w, "  %s  %q  %s ago\n", requestTarget(r), display.Text(r.Why, 0), shortDuration(now.Sub(r.Time)))
 		if who := requestWho(r); who != "" {
 			fmt.Fprintf(w, "    asked by %s\n", who)
+		}
+		if r.What != egress.RequestPort && egress.ThisMachine(egress.EntryHost(r.Request)) {
+			fmt.Fprintf(w, "    %s: %s\n", egress.ThisMachineMark, egress.ThisMachineWhy)
 		}
 	}
 	fmt.Fprintf(w, "answer: corral allow %s HOST [--once|--session|--for 1h] (a held connection proceeds), corral deny %s HOST, corral port %s PORT\n", box, box, box)

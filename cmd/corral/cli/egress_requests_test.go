@@ -112,3 +112,78 @@ func TestEgressShowsDecisionSession(t *testing.T) {
 		t.Fatalf("recent denials:\n%s", out)
 	}
 }
+
+// TestEgressMarksThisMachine: a request for a host that names this
+// computer (localhost, a loopback address) is marked "this machine" with
+// what allowing it means, in the terminal and in --json; other hosts and
+// ports are not.
+func TestEgressMarksThisMachine(t *testing.T) {
+	e := setup(t, "")
+	seedRequests(t, e)
+	l := paths.Layout{Home: e.home}
+	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := egress.NewDecisionLog(e.box, w, nil)
+	if err := dl.LogRequest(egress.BoxRequest{Time: fixedNow.Add(-time.Minute), What: egress.RequestEgress, Entry: "localhost:5432",
+		Why: "the tests need the database"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	code, out, errOut := runEgressAt(e, true, fixedNow)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		`  localhost:5432 (this machine)  "the tests need the database"  1m ago`,
+		"    this machine: " + egress.ThisMachineWhy,
+		`  registry.example.test  "npm install needs the registry"  10m ago`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "this machine"); n != 2 {
+		t.Errorf("%d marks, want the one request's two:\n%s", n, out)
+	}
+	_, out, _ = runEgressAt(e, false, fixedNow, "--json")
+	var got struct {
+		BoxRequests []boxRequestJSON `json:"box_requests"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	marked := map[string]bool{}
+	for _, r := range got.BoxRequests {
+		marked[r.Request] = r.ThisMachine
+	}
+	if len(marked) != 3 || !marked["localhost:5432"] || marked["registry.example.test"] || marked["port 3000"] {
+		t.Errorf("this_machine: %v", marked)
+	}
+}
+
+// A denial of a host on this computer is marked in the summary and the
+// log; a public one is not.
+func TestEgressMarksLocalDenials(t *testing.T) {
+	e := setup(t, "")
+	l := paths.Layout{Home: e.home}
+	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := egress.NewDecisionLog(e.box, w, nil)
+	dl.LogDecision(egress.Decision{Time: fixedNow.Add(-time.Minute), Kind: egress.KindConnect, Host: "localhost", Port: 5432,
+		Reason: egress.ReasonPrivateIP})
+	dl.LogDecision(egress.Decision{Time: fixedNow.Add(-time.Minute), Kind: egress.KindConnect, Host: "denied.example.test", Port: 443,
+		Reason: egress.ReasonHostNotAllowed})
+	dl.Close()
+	w.Close()
+	for _, args := range [][]string{nil, {"--log"}} {
+		_, out, _ := runEgressAt(e, true, fixedNow, args...)
+		if !strings.Contains(out, "localhost:5432 (this machine)") || strings.Contains(out, "denied.example.test:443 (this machine)") ||
+			!strings.Contains(out, "denied.example.test:443") {
+			t.Errorf("corral egress %v:\n%s", args, out)
+		}
+	}
+}

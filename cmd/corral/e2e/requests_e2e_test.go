@@ -55,7 +55,8 @@ type boxRequestJSON struct {
 		Chain   string `json:"chain"`
 		Session string `json:"session"`
 	} `json:"who"`
-	Process string `json:"process"`
+	Process     string `json:"process"`
+	ThisMachine bool   `json:"this_machine"`
 }
 
 func (x *h) boxRequests(t *testing.T) []boxRequestJSON {
@@ -103,7 +104,7 @@ func testBoxRequests(t *testing.T, x *h, proxy string, srv *hostServer) {
 		}
 		if found.From != "box" || found.What != "egress" || found.Why != "the test server, for issue 29" ||
 			found.Who.Exe != "sh" || found.Who.PID <= 1 || !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(found.Who.Session) ||
-			!strings.HasPrefix(found.Process, "sh (pid ") {
+			!strings.HasPrefix(found.Process, "sh (pid ") || !found.ThisMachine {
 			t.Errorf("request: %+v", *found)
 		}
 		// It granted nothing.

@@ -202,8 +202,8 @@ func appAllowsRealDenials(t *testing.T, x *h, proxy string) {
 		}
 		t.Logf("another notification first: %s", n.Summary)
 	}
-	if !strings.Contains(n.Summary, "localhost") || !strings.Contains(n.Summary, x.box) {
-		t.Errorf("notification %+v: want the host and the box", n)
+	if !strings.Contains(n.Summary, "localhost") || !strings.Contains(n.Summary, x.box) || !strings.Contains(n.Summary, "(this machine)") {
+		t.Errorf("notification %+v: want the host, marked as this machine, and the box", n)
 	}
 	if err := notifyd.Invoke(n.ID, "allow-once"); err != nil {
 		t.Fatal(err)
