@@ -13,8 +13,9 @@ import (
 
 // sniProbe runs in the box: it opens a CONNECT tunnel through the broker
 // (argv: the broker's HOST:PORT, the CONNECT target HOST:PORT), then
-// starts TLS in it with the server name in argv[3] ("" sends none, as
-// clients do for an IP address) and asks for the path in argv[4]. It
+// starts TLS in it with the server name in argv[3] ("-" sends none, as
+// clients do for an IP address; not "": an empty word may not survive the
+// session's command line) and asks for the path in argv[4]. It
 // prints "CONNECT <status line>", then "REFUSED <error>" when the
 // handshake fails, or "TLS <status line> | <body>". Certificates are not
 // checked: what is under test is the broker's decision on the server
@@ -38,7 +39,7 @@ ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE
 try:
-    t = ctx.wrap_socket(s, server_hostname=sni or None)
+    t = ctx.wrap_socket(s, server_hostname=None if sni == "-" else sni)
 except (ssl.SSLError, OSError) as e:
     print("REFUSED", e)
     sys.exit(0)
@@ -77,7 +78,7 @@ func sniMismatch(t *testing.T, x *h, proxy string, tls *hostServer) {
 		{"an allowed address, another name", ip, "fronted.example.test", "/sni-ip-fronted", true},
 		{"an allowed name, another name", name, "fronted.example.test", "/sni-name-fronted", true},
 		{"an allowed name, the same name", name, "localhost", "/sni-name-match", false},
-		{"an allowed address, no name", ip, "", "/sni-ip-no-name", false},
+		{"an allowed address, no name", ip, "-", "/sni-ip-no-name", false},
 		{"an allowed address, a name allowed on that port", ip, "localhost", "/sni-ip-allowed-name", false},
 	} {
 		got := probe(tc.target, tc.sni, tc.path)
