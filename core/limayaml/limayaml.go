@@ -344,17 +344,17 @@ func Render(in Input) (Rendered, error) {
 		}
 	}
 	var names []string
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.LaunchPath, Permissions: "755", Content: guest.Launch()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitCredentialPath, Permissions: "755", Content: guest.GitCredential()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RepoPath, Permissions: "755", Content: guest.Repo()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.RequestPath, Permissions: "755", Content: guest.Request()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.GitShadowPath, Permissions: "755", Content: guest.GitShadow()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.UnitPath, Permissions: "755", Content: guest.Unit()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyNetworkPath, Permissions: "755", Content: guest.ApplyNetwork()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.ApplyProjectPath, Permissions: "755", Content: guest.ApplyProject()})
-	t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.SuspendPath, Permissions: "755", Content: guest.Suspend()})
-	names = append(names, guest.LaunchPath, guest.GitCredentialPath, guest.RepoPath, guest.RequestPath, guest.GitShadowPath,
-		guest.UnitPath, guest.ApplyNetworkPath, guest.ApplyProjectPath, guest.SuspendPath)
+	// corral's own programs: one script that writes them, before every
+	// other provision script (guest.Installer says why not data files).
+	programs := guest.Programs()
+	installer, err := guest.Installer(programs)
+	if err != nil {
+		return Rendered{}, err
+	}
+	t.Provision = append(t.Provision, Provision{Mode: "system", Script: installer})
+	for _, p := range programs {
+		names = append(names, p.Path)
+	}
 	if install {
 		t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.AgentInstallPath, Permissions: "755", Content: a.Install})
 		names = append(names, "agent "+a.Name+" install step")

@@ -206,7 +206,7 @@ func TestGitShadow(t *testing.T) {
 			}
 			hasScript := false
 			for _, pr := range tmpl.Provision {
-				if pr.Path == "/usr/local/lib/corral/git-shadow" && pr.Mode == "data" {
+				if pr.Mode == "system" && strings.Contains(pr.Script, "\nput /usr/local/lib/corral/git-shadow <<'") {
 					hasScript = true
 				}
 			}

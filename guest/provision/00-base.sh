@@ -16,6 +16,10 @@ if [ "$(cat "$conf" 2>/dev/null || true)" != "$want" ]; then
 fi
 
 # A box must never reach out on its own: no time sync, no apt timers.
+# Disable only what is enabled or running: each disable reloads systemd,
+# seconds under TCG, and this runs at every boot.
 for unit in apt-daily.timer apt-daily-upgrade.timer systemd-timesyncd.service; do
-	systemctl disable --now "$unit" 2>/dev/null || true
+	if systemctl -q is-enabled "$unit" 2>/dev/null || systemctl -q is-active "$unit" 2>/dev/null; then
+		systemctl disable --now "$unit" 2>/dev/null || true
+	fi
 done

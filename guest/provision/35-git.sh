@@ -1,6 +1,6 @@
 #!/bin/sh
 # Git in the box asks /usr/local/bin/corral-git-credential (written by
-# Lima's data provisioning, see core/limayaml) for https credentials; it
+# the first provision script, guest.Installer) for https credentials; it
 # answers from the session's CORRAL_GIT_TOKEN_* variables. Idempotent:
 # --replace-all with a value pattern keeps exactly one entry across boots.
 # Order: before 40-network.sh, which adds http.proxy to the same

@@ -3,7 +3,7 @@
 # the project's git directories, so the box's git writes land on the box's
 # disk, never in the host's .git. The mount itself is
 # /usr/local/lib/corral/git-shadow (guest/corral-git-shadow.sh, written by
-# Lima's data provisioning) run by a systemd unit, so corral-launch can
+# the first provision script, guest.Installer) run by a systemd unit, so corral-launch can
 # check it is active. Runs after the project mount exists (Lima mounts
 # before provisioning); the unit orders itself after remote-fs.target for
 # later boots. With source = "clone" (45-clone.sh) the project is the box's

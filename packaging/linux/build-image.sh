@@ -342,11 +342,12 @@ if [ "$AGENTS" != skip ]; then
 fi
 
 # Host keys: cloud-init's ssh module creates them on first boot (before ssh.service); this drop-in is the fallback
-# so sshd never fails to start for lack of keys.
+# so sshd never fails to start for lack of keys. Only when there is none, and only ed25519 (as cloud-init's
+# ssh_genkeytypes below): `ssh-keygen -A` would add the RSA key cloud-init skipped, tens of seconds under TCG.
 mkdir -p "$ROOT/etc/systemd/system/ssh.service.d"
 cat >"$ROOT/etc/systemd/system/ssh.service.d/10-hostkeys.conf" <<'UNIT'
 [Service]
-ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/bin/sh -c 'ls /etc/ssh/ssh_host_*_key >/dev/null 2>&1 || /usr/bin/ssh-keygen -q -t ed25519 -N "" -f /etc/ssh/ssh_host_ed25519_key'
 UNIT
 
 # corral forwards secrets as CORRAL_FWD_* over ssh SendEnv. Baked in (not provisioned) so that Lima's ssh
@@ -369,6 +370,8 @@ cat >"$ROOT/etc/cloud/cloud.cfg.d/99-corral.cfg" <<'CFG'
 # corral: Lima's cidata (NoCloud) is the only datasource; no cloud metadata probing, no package modules.
 datasource_list: [ NoCloud, None ]
 manage_etc_hosts: true
+# One host key type: under TCG an RSA 3072 key takes tens of seconds of every new box's first boot.
+ssh_genkeytypes: [ed25519]
 apt:
   preserve_sources_list: true
 cloud_init_modules: [seed_random, bootcmd, write_files, growpart, resizefs, disk_setup, mounts, set_hostname, update_hostname, update_etc_hosts, users_groups, ssh]

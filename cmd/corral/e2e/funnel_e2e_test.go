@@ -160,10 +160,13 @@ func TestHostFunnel(t *testing.T) {
 	// true, a host-only key), so that guest root can try to undo the
 	// funnel below without a second boot; that a broker-mode box has no
 	// sudo by default is checked on TestClaudeBrokered's box.
+	// It names one host port for the IDE bridge (ideBridge), at the first
+	// boot: host_ports take a restart, minutes under TCG.
+	ideNamed, ideUnnamed := startHostServer(t), startHostServer(t)
 	tlsSrv := startTLSHostServer(t, newTestCA(t, t.TempDir()))
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
 	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"),
-		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\", \"localhost:"+tlsSrv.port+"\"]\nsudo = true\ngit_shadow = false\n"), 0o600))
+		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\", \"localhost:"+tlsSrv.port+"\"]\nsudo = true\ngit_shadow = false\nhost_ports = ["+ideNamed.port+"]\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(x.project), "outside-marker"), []byte("HOST-SECRET\n"), 0o644))
 	defer x.corral("rm", "-f")
 	srv := startHostServer(t)
@@ -190,8 +193,9 @@ func TestHostFunnel(t *testing.T) {
 				t.Errorf("qemu command line lacks %q:\n%s", want, cl)
 			}
 		}
-		if strings.Count(cl, "-netdev ") != 1 || strings.Count(cl, "guestfwd=") != 1 {
-			t.Errorf("want exactly one netdev and one guestfwd:\n%s", cl)
+		// The broker's guestfwd and the named host port's (ideBridge).
+		if strings.Count(cl, "-netdev ") != 1 || strings.Count(cl, "guestfwd=") != 2 {
+			t.Errorf("want exactly one netdev and two guestfwds:\n%s", cl)
 		}
 	})
 	t.Run("the guest sees the broker at 192.168.5.4", func(t *testing.T) {
@@ -347,7 +351,7 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 	})
 	t.Run("a named host port is reachable and an unnamed one is not", func(t *testing.T) {
 		x.t = t
-		ideBridge(t, x)
+		ideBridge(t, x, ideNamed, ideUnnamed)
 	})
 	t.Run("root in the guest cannot undo the funnel", func(t *testing.T) {
 		x.t = t

@@ -3,29 +3,19 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // ideBridge proves the IDE bridge (host_ports) on TestHostFunnel's
-// broker-mode qemu box: a host loopback server whose port the trusted
-// layer names is reachable from the box at 192.168.5.4:PORT, through a
-// guestfwd of its own that runs `corral host-conn`; a server on a port no
-// one named is not, at either slirp address, even after guest root
-// flushes the guest's firewall (the boundary is the qemu process). It
-// restarts the box with the port named and leaves it so: the subtests
-// after it aim at other ports.
-func ideBridge(t *testing.T, x *h) {
-	named, unnamed := startHostServer(t), startHostServer(t)
-	trusted := filepath.Join(x.home, "projects", x.box+".toml")
-	b, err := os.ReadFile(trusted)
-	must(t, err)
-	must(t, os.WriteFile(trusted, append(b, []byte("host_ports = ["+named.port+"]\n")...), 0o600))
-	x.ok("stop")
-	x.ok("up")
-
+// broker-mode qemu box, which booted with named's port in its trusted
+// layer (naming it at the first boot saves a restart, minutes under TCG):
+// a host loopback server whose port the trusted layer names is reachable
+// from the box at 192.168.5.4:PORT, through a guestfwd of its own that
+// runs `corral host-conn`; unnamed, a server on a port no one named, is
+// not, at either slirp address, even after guest root flushes the
+// guest's firewall (the boundary is the qemu process).
+func ideBridge(t *testing.T, x *h, named, unnamed *hostServer) {
 	cl := x.qemuCmdline(x.box)
 	if want := ",guestfwd=tcp:192.168.5.4:" + named.port + "-cmd:"; !strings.Contains(cl, want) ||
 		!strings.Contains(cl, " host-conn "+x.box+" "+named.port) {
