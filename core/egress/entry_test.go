@@ -70,3 +70,33 @@ func TestEntryForAllowsExactlyTheDenial(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyTakesTheConfigsEntries: ParsePolicy's entries are the config's
+// egress entries, ranges among them, blanks around them ignored; its
+// ranges must be ranges.
+func TestPolicyTakesTheConfigsEntries(t *testing.T) {
+	p, err := ParsePolicy([]string{" 10.9.0.0/16 ", "a.example.test"}, []string{"127.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.String(); got != "a.example.test, range 10.9.0.0/16, range 127.0.0.0/8" {
+		t.Errorf("policy %q", got)
+	}
+	if _, err := ParsePolicy(nil, []string{"a.example.test"}); err == nil || !strings.Contains(err.Error(), "not a range") {
+		t.Errorf("a host as a range: %v", err)
+	}
+}
+
+func TestDomainEntry(t *testing.T) {
+	for in, want := range map[string]string{
+		"Example.TEST.": "*.example.test", "bücher.example": "*.xn--bcher-kva.example",
+		"": "", "a b": "", "example.test:80": "", "10.0.0.1": "",
+	} {
+		if got := DomainEntry(in); got != want {
+			t.Errorf("DomainEntry(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := RegistrableDomain("a.b.example.co.uk"); got != "example.co.uk" {
+		t.Errorf("RegistrableDomain = %q", got)
+	}
+}
