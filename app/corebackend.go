@@ -428,7 +428,7 @@ func (b *coreBackend) Allow(ctx context.Context, name, host string, scope AllowS
 	case AllowOnce:
 		sc = approval.ScopeOnce
 	case AllowDomain:
-		host = "*." + host
+		host = egress.DomainEntry(host) // "" (refused by Allow) when host is no domain
 	case AllowHour:
 		_, err := approval.AllowFor(b.svc.Layout, name, host, menu.HourFor, audit.ActorApp)
 		return err

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/publicsuffix"
-
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
@@ -788,7 +786,7 @@ func RequestAllowable(r BoxRequest) bool {
 		return false
 	}
 	e, err := egress.ParseAllowEntry(r.Request)
-	return err == nil && !e.IsRange() && !e.Wild && !e.AnyPort && e.String() == r.Request
+	return err == nil && e.OneHost() && e.String() == r.Request
 }
 
 func hostPort(d DeniedHost) string {
@@ -802,17 +800,7 @@ func hostPort(d DeniedHost) string {
 // the registrable domain (eTLD+1, e.g. "example.test" for
 // "api.example.test", "example.co.uk" for "a.b.example.co.uk"). It returns
 // "" for IP addresses and for names without a registrable domain.
-func ParentDomain(host string) string {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "" || net.ParseIP(host) != nil || !strings.Contains(host, ".") {
-		return ""
-	}
-	d, err := publicsuffix.EffectiveTLDPlusOne(host)
-	if err != nil {
-		return ""
-	}
-	return d
-}
+func ParentDomain(host string) string { return egress.RegistrableDomain(host) }
 
 func plural(n int) string {
 	if n == 1 {

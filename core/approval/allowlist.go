@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"slices"
 	"time"
 
 	"github.com/corral-dev/corral/core/agent"
@@ -58,52 +59,88 @@ func (r Rule) Refused() bool { return r.Risk == config.RiskRefused }
 // res must come from a config that loaded without error: a failed load's
 // partial result may still hold a layer the trust policy refused.
 func AllowList(res config.Result, tc Toolchains, approvals []Approval) ([]Rule, error) {
-	var out []Rule
-	seen := map[string]bool{}
-	add := func(r Rule) {
-		v := config.CheckGrant("egress", r.Entry, config.GrantContext{})
-		r.Risk, r.Why = v.Risk, v.Why
-		if !seen[r.Entry] {
-			seen[r.Entry] = true
-			out = append(out, r)
-		}
+	rules, err := ConfigRules(res, tc)
+	if err != nil {
+		return nil, err
 	}
+	return WithApprovals(rules, approvals), nil
+}
+
+// ConfigRules is AllowList without approvals: the rules the config and the
+// golden give, which change only when a file does (a broker builds them
+// once per reload and adds the approvals in force with WithApprovals).
+func ConfigRules(res config.Result, tc Toolchains) ([]Rule, error) {
+	var l ruleList
 	if res.Config.Agent != nil {
 		a, err := agent.Find(res.Config.Agents, *res.Config.Agent)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range a.Egress {
-			add(Rule{Entry: e, Origin: OriginAgent, Source: a.Name})
+			l.add(Rule{Entry: e, Origin: OriginAgent, Source: a.Name})
 		}
 	}
 	for _, e := range tc.Entries {
-		add(Rule{Entry: e, Origin: OriginGroup, Source: egress.ToolchainsGroup + " (" + tc.Golden + ")"})
+		l.add(Rule{Entry: e, Origin: OriginGroup, Source: egress.ToolchainsGroup + " (" + tc.Golden + ")"})
 	}
 	for _, name := range res.Config.EgressGroups {
 		if g, ok := egress.LookupGroup(name); ok {
 			for _, e := range g.Entries {
-				add(Rule{Entry: e, Origin: OriginGroup, Source: g.Name})
+				l.add(Rule{Entry: e, Origin: OriginGroup, Source: g.Name})
 			}
 		}
 	}
-	for _, l := range res.Layers {
-		for _, e := range l.Config.Egress {
-			add(Rule{Entry: e, Origin: OriginConfig, Source: l.Path})
+	for _, ly := range res.Layers {
+		for _, e := range ly.Config.Egress {
+			l.add(Rule{Entry: e, Origin: OriginConfig, Source: ly.Path})
 		}
 	}
-	for _, a := range approvals {
-		add(Rule{Entry: a.Entry, Origin: OriginApproval, Source: string(a.Scope), Expires: a.Expires})
-	}
-	return out, nil
+	return l.rules, nil
 }
 
-// Entries returns the entries of rules the grant check does not refuse,
-// for egress.ParsePolicy.
-func Entries(rules []Rule) []string {
-	var out []string
+// WithApprovals returns rules followed by the approvals' rules (a new
+// slice; rules is not changed), an entry already listed keeping its first
+// source.
+func WithApprovals(rules []Rule, approvals []Approval) []Rule {
+	l := ruleList{rules: slices.Clip(rules), seen: map[string]bool{}}
+	for _, r := range rules {
+		l.seen[r.Entry] = true
+	}
+	for _, a := range approvals {
+		l.add(Rule{Entry: a.Entry, Origin: OriginApproval, Source: string(a.Scope), Expires: a.Expires})
+	}
+	return l.rules
+}
+
+// ruleList collects rules, each with the grant check's verdict, the first
+// of an entry kept.
+type ruleList struct {
+	rules []Rule
+	seen  map[string]bool
+}
+
+func (l *ruleList) add(r Rule) {
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	if l.seen[r.Entry] {
+		return
+	}
+	l.seen[r.Entry] = true
+	v := config.CheckGrant("egress", r.Entry, config.GrantContext{})
+	r.Risk, r.Why = v.Risk, v.Why
+	l.rules = append(l.rules, r)
+}
+
+// Entries returns the parsed entries of the rules the grant check does not
+// refuse, for egress.NewPolicy: the grant check parsed each
+// (egress.ParseAllowEntry), so none is dropped here.
+func Entries(rules []Rule) []egress.AllowEntry {
+	var out []egress.AllowEntry
 	for _, r := range Allowed(rules) {
-		out = append(out, r.Entry)
+		if e, err := egress.ParseAllowEntry(r.Entry); err == nil {
+			out = append(out, e)
+		}
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -368,7 +369,7 @@ func TestAllowList(t *testing.T) {
 	if !reflect.DeepEqual(rules, want) {
 		t.Fatalf("rules:\n%+v\nwant:\n%+v", rules, want)
 	}
-	if got := Entries(rules[:2]); !reflect.DeepEqual(got, []string{"api.anthropic.com", "platform.claude.com"}) {
+	if got := egress.NewPolicy(Entries(rules[:2])).String(); got != "api.anthropic.com, platform.claude.com" {
 		t.Errorf("Entries = %q", got)
 	}
 	if got := NextExpiry([]Approval{{}, {Expires: exp.Add(time.Hour)}, {Expires: exp}}); !got.Equal(exp) {

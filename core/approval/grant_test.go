@@ -32,7 +32,7 @@ func TestAllowAgreesWithTheGrantCheck(t *testing.T) {
 	if !rules[0].Refused() || rules[1].Refused() {
 		t.Errorf("rules %+v", rules)
 	}
-	if got := Entries(rules); len(got) != 1 || got[0] != "api.example.com" {
-		t.Errorf("Entries = %q", got)
+	if got := Entries(rules); len(got) != 1 || got[0].String() != "api.example.com" {
+		t.Errorf("Entries = %v", got)
 	}
 }

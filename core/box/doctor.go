@@ -478,12 +478,11 @@ type GuestRunner func(ctx context.Context, argv, environ []string, script string
 type DoctorBoxOptions struct {
 	// Resolved is the box's project and effective config.
 	Resolved Resolved
-	// Environ are the session's CORRAL_FWD_NAME=value entries
-	// (launchenv.Env.SSHEnviron) and EnvNames their names; EnvErr is
-	// Assemble's refusal, reported one check per config key.
-	Environ  []string
-	EnvNames []string
-	EnvErr   error
+	// Host is what a session of the caller's would take from the host
+	// (SessionHost): DoctorBox assembles the box's session environment
+	// from it as a session does (DoctorEnv), checks that its variables
+	// arrive, and reports its refusal one check per config key.
+	Host SessionHost
 	// RunGuest runs the guest script; nil runs ssh.
 	RunGuest GuestRunner
 }
@@ -514,13 +513,16 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 
 	// Without the resolved project (its config did not load) there is no
 	// session environment to check; the caller reports why.
+	var env launchenv.Env
 	if opt.Resolved.Project.Box == box {
+		var envErr error
+		env, envErr = s.DoctorEnv(ctx, opt.Resolved, deref(opt.Resolved.Loaded.Config.Agent), opt.Host)
 		if rendered, err := Render(s.Layout, opt.Resolved, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
 			out = append(out, fail("config", "the box's config changed since it was created", "corral rebuild -C "+m.Project))
 		} else if err == nil {
 			out = append(out, pass("config", "the box matches its config"))
 		}
-		out = append(out, envChecks(opt.EnvErr)...)
+		out = append(out, envChecks(envErr)...)
 	}
 
 	out = append(out, agentStateCheck(m, opt.Resolved))
@@ -549,7 +551,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		}
 	}
 
-	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: opt.EnvNames}
+	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names()}
 	if opt.Resolved.Project.Box == box {
 		want.GitHosts = opt.Resolved.Loaded.Config.GitTokens
 	}
@@ -564,7 +566,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	}
 	ctx, cancel := context.WithTimeout(ctx, guestTimeout)
 	defer cancel()
-	b, err := run(ctx, argv, opt.Environ, doctorGuestScript)
+	b, err := run(ctx, argv, env.SSHEnviron(), doctorGuestScript)
 	kv := parseGuestReport(b)
 	if kv["end"] != "1" {
 		detail := "no answer from the guest"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -303,15 +304,18 @@ func TestDoctorBoxRunsTheGuestScript(t *testing.T) {
 	dir := filepath.Join(s.Layout.LimaHome(), box)
 	_ = os.WriteFile(filepath.Join(dir, "ha.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	_ = os.WriteFile(filepath.Join(dir, "qemu.pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
-	var gotArgv []string
+	var gotArgv, gotEnv []string
 	run := func(ctx context.Context, argv, environ []string, script string) ([]byte, error) {
-		gotArgv = argv
+		gotArgv, gotEnv = argv, environ
 		remote := argv[len(argv)-1]
+		// The session's variables as assembled, less one that is lost on
+		// the way.
+		environ = slices.DeleteFunc(slices.Clone(environ), func(e string) bool { return strings.HasPrefix(e, "CORRAL_FWD_MISSING=") })
 		return runSSH(ctx, []string{"sh", "-c", remote}, environ, script)
 	}
-	cs := s.DoctorBox(ctx, box, DoctorBoxOptions{
-		Resolved: r, Environ: []string{"CORRAL_FWD_CORRAL_BOX=" + box}, EnvNames: []string{"CORRAL_BOX", "MISSING"}, RunGuest: run,
-	})
+	r.Loaded.Config.ForwardEnv = []string{"MISSING"}
+	host := SessionHost{Getenv: func(n string) (string, bool) { return "v", n == "MISSING" }}
+	cs := s.DoctorBox(ctx, box, DoctorBoxOptions{Resolved: r, Host: host, RunGuest: run})
 	m := byName(t, cs)
 	if !m["box "+box].OK || !m["config"].OK || !m["session environment"].OK {
 		t.Errorf("%+v", cs)
@@ -321,6 +325,9 @@ func TestDoctorBoxRunsTheGuestScript(t *testing.T) {
 	}
 	if _, ok := m["network full"]; !ok {
 		t.Errorf("no network check: %+v", cs)
+	}
+	if !slicesContain(gotEnv, "CORRAL_FWD_CORRAL_BOX="+box) || !slicesContain(gotEnv, "CORRAL_FWD_MISSING=v") {
+		t.Errorf("the guest script's environment is not the session's: %q", gotEnv)
 	}
 	if !slicesContain(gotArgv, "SendEnv=CORRAL_FWD_*") || !slicesContain(gotArgv, "ControlMaster=no") {
 		t.Errorf("ssh argv %v", gotArgv)

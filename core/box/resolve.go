@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"runtime"
 
+	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
@@ -29,6 +30,12 @@ type Resolved struct {
 	Project  project.Project
 	Platform config.Platform
 	Loaded   config.Result // the effective config (Loaded.Config), with its warnings and origins
+}
+
+// Agent is the agent name names in r's config (a built-in or an
+// [agents.NAME] of a trusted layer): the one lookup a command makes.
+func (r Resolved) Agent(name string) (agent.Agent, error) {
+	return agent.Find(r.Loaded.Config.Agents, name)
 }
 
 // ResolveOptions tune Resolve.

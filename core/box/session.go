@@ -10,13 +10,17 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/agent"
+	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/credential"
+	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hint"
@@ -49,23 +53,84 @@ const (
 
 // SessionOptions describe one session.
 type SessionOptions struct {
-	Agent   string
-	Argv    []string // run in the box; empty = login shell
-	Workdir string   // in the box; "" = the project directory
-	TTY     bool
-	Mode    SessionMode
-	Name    string // the detachable session's name (ModeOpen, ModeNew)
-	// Env is what the session's environment is assembled from
-	// (core/launchenv), once the box is up: in broker mode Session first
-	// asks the box's broker which credential routes it serves to this
-	// session (core/credential Ask; the broker owns the plan) and adds its
-	// answer (Env.Brokered, Env.BrokerURL). The variables reach the ssh
-	// process's environment as CORRAL_FWD_<NAME>, never its argv; the
-	// audit records their names.
-	Env    launchenv.Input
+	// Agent is the agent the session is for (Resolved.Agent): its
+	// environment (forwarded variables, state) and, with AgentCommand, its
+	// command. "shell" is the plain login shell.
+	Agent agent.Agent
+	// Argv is run in the box; empty = login shell. With AgentCommand it
+	// follows the agent's command (corral claude -- --continue).
+	Argv         []string
+	AgentCommand bool
+	Workdir      string // in the box; "" = the project directory
+	TTY          bool
+	Mode         SessionMode
+	Name         string // the detachable session's name (ModeOpen, ModeNew)
+	// Host is what the session's environment takes from the host it is
+	// opened on (see [SessionHost]).
+	Host   SessionHost
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+}
+
+// SessionHost is what a session's environment (core/launchenv) is
+// assembled from besides the config and the agent: the opening process's
+// environment, its keychain and its terminal. Session assembles it once
+// the box is up: in broker mode it first asks the box's broker which
+// credential routes it serves to this session (core/credential Ask; the
+// broker owns the plan) and adds its answer. The variables reach the ssh
+// process's environment as CORRAL_FWD_<NAME>, never its argv; the audit
+// records their names.
+type SessionHost struct {
+	// Getenv reads the host environment: a variable exported but empty
+	// is set (core/launchenv's env_from_host rule). nil: os.LookupEnv.
+	Getenv func(string) (string, bool)
+	// Secrets is the keychain (nil: none).
+	Secrets secret.Store
+	// Terminal is the size of the terminal the session draws on (nil:
+	// none).
+	Terminal *launchenv.Terminal
+}
+
+// launchInput is what a session's environment is assembled from, for
+// agent a on host h. The git identity is read once per change of the git
+// config files (launchenv.CachedGitConfig), not by two git processes per
+// session.
+func (s *Service) launchInput(r Resolved, a agent.Agent, h SessionHost) launchenv.Input {
+	getenv := h.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	return launchenv.Input{
+		Config: r.Loaded.Config, Agent: a, Getenv: getenv,
+		Box: r.Project.Box, Project: r.Project.Dir, Logger: s.Logger,
+		GitConfig: launchenv.CachedGitConfig(r.Project.Dir, s.Layout.CacheDir()),
+		Secrets:   h.Secrets, Terminal: h.Terminal,
+	}
+}
+
+// sessionNotices are the one-line notices a session opens with (on
+// Progress): another agent than the box's own, a repository's requests
+// not granted yet, a box that learns.
+func (s *Service) sessionNotices(r Resolved, a agent.Agent) {
+	c := r.Loaded.Config
+	name := r.Project.Box
+	if c.Agent != nil && *c.Agent != a.Name && a.Name != "shell" {
+		s.progress("corral: box %s's agent is %s: %s runs only if the box has it installed, and its hosts need corral allow (or set agent = %q in the box's trusted layer and corral rebuild)",
+			name, *c.Agent, a.Name, a.Name)
+	}
+	if c.NetworkMode() != config.NetworkBroker {
+		return
+	}
+	if p := r.Loaded.Pending(); len(p) > 0 {
+		// One line: the broker denies these until the user approves them.
+		s.progress("corral: the repository requests %d host(s), port(s), toolchain(s) or package(s) not granted yet; review them with: corral approve %s", len(p), name)
+	}
+	now := s.now()
+	if lr, err := approval.ReadLearning(s.Layout, name); err == nil && lr.ActiveAt(now) {
+		s.progress("corral: box %s is learning until %s: its broker allows public hosts off the allow-list and logs them; corral egress learn %s proposes an allow-list",
+			name, display.Clock(lr.Until, now), name)
+	}
 }
 
 // ExitError carries a session's exit code.
@@ -85,7 +150,16 @@ type SessionRecord struct {
 
 // Session brings the box up and runs a session in it over ssh, passing
 // stdio through. The returned error is an *ExitError for a non-zero exit.
+//
+// It is the one entry point of `corral claude` (and every agent), `run`
+// and `shell`: the notices are written to Progress, the environment is
+// assembled in core.
 func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) error {
+	a := opt.Agent
+	if opt.AgentCommand {
+		opt.Argv = append(slices.Clip(a.Command), opt.Argv...)
+	}
+	s.sessionNotices(r, a)
 	m, err := s.Up(ctx, r, UpOptions{})
 	if err != nil {
 		return err
@@ -109,7 +183,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		if err := CheckSessionName(opt.Name); err != nil {
 			return err
 		}
-		remote = []string{"--tmux", string(opt.Mode), opt.Name, opt.Agent}
+		remote = []string{"--tmux", string(opt.Mode), opt.Name, a.Name}
 	default:
 		return fmt.Errorf("unknown session mode %q", opt.Mode)
 	}
@@ -124,7 +198,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		return err
 	}
 	id := newSessionID()
-	env, err := s.sessionEnv(ctx, r, m, id, opt.Env, opt.TTY)
+	env, err := s.sessionEnv(ctx, r, m, id, s.launchInput(r, a, opt.Host), opt.TTY)
 	if err != nil {
 		return err
 	}
@@ -145,7 +219,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 	case err != nil:
 		return fmt.Errorf("running ssh for box %s: %w", m.Name, err)
 	}
-	s.recordExit(m.Name, id, opt.Agent, code)
+	s.recordExit(m.Name, id, a.Name, code)
 	switch code {
 	case 126:
 		return hint.New(fmt.Errorf("box %s has no tmux for detachable sessions", m.Name), "corral golden rm the box's golden image, then corral rebuild")
@@ -195,7 +269,12 @@ func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string,
 // box's broker does not answer (a stopped box), the environment is still
 // assembled, to report what cannot be supplied, but none of it is
 // returned: without the broker's answer nobody knows what to withhold.
-func (s *Service) DoctorEnv(ctx context.Context, r Resolved, in launchenv.Input) (launchenv.Env, error) {
+func (s *Service) DoctorEnv(ctx context.Context, r Resolved, agentName string, h SessionHost) (launchenv.Env, error) {
+	a, err := r.Agent(agentName)
+	if err != nil {
+		return launchenv.Env{}, err
+	}
+	in := s.launchInput(r, a, h)
 	m, err := ReadMeta(s.Layout, r.Project.Box)
 	if err != nil {
 		return launchenv.Env{}, err
@@ -265,11 +344,11 @@ func (s *Service) sessionsLog(rec SessionRecord) {
 }
 
 func (s *Service) beginSession(m *Meta, id string, opt SessionOptions, envNames []string) {
-	if err := s.addSession(m.Name, Session{ID: id, PID: os.Getpid(), Agent: opt.Agent, Started: s.now()}); err != nil {
+	if err := s.addSession(m.Name, Session{ID: id, PID: os.Getpid(), Agent: opt.Agent.Name, Started: s.now()}); err != nil {
 		s.Logger.Warn("recording the session", "box", m.Name, "err", err)
 	}
-	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: envNames, Fields: map[string]any{"session": id, "agent": opt.Agent}})
-	s.sessionsLog(SessionRecord{Time: s.now(), Event: "start", Box: m.Name, Session: id, Agent: opt.Agent})
+	s.audit(audit.Event{Kind: audit.KindSessionStart, Box: m.Name, EnvNames: envNames, Fields: map[string]any{"session": id, "agent": opt.Agent.Name}})
+	s.sessionsLog(SessionRecord{Time: s.now(), Event: "start", Box: m.Name, Session: id, Agent: opt.Agent.Name})
 	s.egressMarker(*m, id, (*egress.DecisionLog).StartSession)
 }
 

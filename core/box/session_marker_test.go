@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -26,7 +27,7 @@ func TestSessionMarksTheEgressLog(t *testing.T) {
 		if err := WriteMeta(l, m); err != nil {
 			t.Fatal(err)
 		}
-		s.beginSession(&m, "s-"+m.Name, SessionOptions{Agent: "claude"}, nil)
+		s.beginSession(&m, "s-"+m.Name, SessionOptions{Agent: agent.Agent{Name: "claude"}}, nil)
 		dl, err := egress.OpenLog(l.EgressLog("web-a1b2c3"), "web-a1b2c3", discard())
 		if err != nil {
 			t.Fatal(err)

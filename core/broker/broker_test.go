@@ -270,10 +270,43 @@ func TestAllowListWithBrokenConfig(t *testing.T) {
 	}
 }
 
-func TestSplitRanges(t *testing.T) {
-	names, ranges := splitRanges([]string{"api.example.test", "127.0.0.0/8", "*.example.test:*", "fd00::/8", "10.0.0.1"})
-	if strings.Join(names, " ") != "api.example.test *.example.test:* 10.0.0.1" || strings.Join(ranges, " ") != "127.0.0.0/8 fd00::/8" {
-		t.Errorf("names %q ranges %q", names, ranges)
+// TestPolicyFromTrustedLayer: the trusted layer's egress entries, hosts
+// and ranges in one list, make the broker's policy in their canonical
+// form, a range with blanks around it included (the config accepts it; the
+// broker once split ranges off by a stricter parse and refused the whole
+// config), an IP literal in no range stays refused, and a range a once-
+// approval's policy needs is there too.
+func TestPolicyFromTrustedLayer(t *testing.T) {
+	l, name := newBox(t, "")
+	m, err := box.ReadMeta(l, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, os.WriteFile(l.ProjectConfig(name), []byte(`egress = ["API.example.test.", " 127.0.0.0/8 ", "*.example.test:*", "fd00:1:2::/48"]`+"\n"), 0o600))
+	if _, err := approval.Allow(l, name, "once.example.test", approval.ScopeOnce, audit.ActorCLI); err != nil {
+		t.Fatal(err)
+	}
+	bp, err := newBoxPolicy(l, name, m.Project, linux, nil, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, once, err := bp.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.String(), "api.example.test, *.example.test:*, range 127.0.0.0/8, range fd00:1:2::/48"; !strings.HasSuffix(got, ", "+want) {
+		t.Errorf("policy %q, want the agent's hosts, then %q", got, want)
+	}
+	for _, c := range []struct {
+		host string
+		want bool
+	}{{"127.0.0.1", true}, {"10.0.0.1", false}, {"api.example.test", true}} {
+		if d := p.Decide(egress.Request{Kind: egress.KindConnect, Host: c.host, Port: 443}); d.Allowed != c.want {
+			t.Errorf("%s: allowed %v (%s), want %v", c.host, d.Allowed, d.Reason, c.want)
+		}
+	}
+	if len(once) != 1 || once[0].Policy.String() != "once.example.test, range 127.0.0.0/8, range fd00:1:2::/48" {
+		t.Errorf("once rules %+v", once)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -54,7 +53,7 @@ type boxPolicy struct {
 	project  string
 	snapshot *config.Snapshot // the repository file, as read at start
 	platform config.Platform
-	ranges   []string
+	ranges   []egress.AllowEntry // extra ranges (ExtraRanges), parsed at start
 	store    *approval.Store
 	// golden is the box's golden image ("" for none): its record is the
 	// box's toolchains group, followed like the host-owned files.
@@ -64,6 +63,7 @@ type boxPolicy struct {
 
 	mu        sync.Mutex
 	cfg       *config.Result      // last config that loaded
+	cfgRules  []approval.Rule     // its rules (approval.ConfigRules)
 	approvals []approval.Approval // last approvals that loaded
 	learning  approval.Learning   // last learning window that loaded
 	next      time.Time           // earliest expiry among the active approvals
@@ -75,12 +75,16 @@ func newBoxPolicy(l paths.Layout, boxName, projectDir string, platform config.Pl
 	if err != nil {
 		return nil, err
 	}
+	extra, err := egress.ParseAllowList(nil, ranges)
+	if err != nil {
+		return nil, fmt.Errorf("the extra ranges of box %s: %w", boxName, err)
+	}
 	golden := ""
 	if m, err := box.ReadMeta(l, boxName); err == nil {
 		golden = m.Golden
 	}
 	return &boxPolicy{layout: l, box: boxName, project: projectDir, snapshot: config.ReadSnapshot(projectDir),
-		platform: platform, ranges: ranges, store: store, golden: golden,
+		platform: platform, ranges: extra, store: store, golden: golden,
 		logger: logger, now: time.Now, changed: make(chan struct{}, 1)}, nil
 }
 
@@ -112,26 +116,24 @@ func (b *boxPolicy) files() []string {
 	return files
 }
 
-// loadConfig loads the box's effective config and checks that its
-// allow-list parses. A config with problems is an error as a whole: a
-// failed load's partial result may hold a layer the trust policy refused.
-func (b *boxPolicy) loadConfig() (config.Result, error) {
+// loadConfig loads the box's effective config and the rules it gives
+// (approval.ConfigRules: the agent, the groups, every layer's egress). A
+// config with problems is an error as a whole: a failed load's partial
+// result may hold a layer the trust policy refused. An entry the grant
+// check refuses is no error: it is listed, refused, and in force nowhere.
+func (b *boxPolicy) loadConfig() (config.Result, []approval.Rule, error) {
 	r, err := box.Resolve(b.layout, box.ResolveOptions{Dir: b.project, Platform: b.platform, Snapshot: b.snapshot})
 	if err != nil {
-		return config.Result{}, fmt.Errorf("loading the config of box %s: %w", b.box, err)
+		return config.Result{}, nil, fmt.Errorf("loading the config of box %s: %w", b.box, err)
 	}
 	if r.Project.Box != b.box {
-		return config.Result{}, fmt.Errorf("loading the config of box %s: its project %s now belongs to box %s", b.box, b.project, r.Project.Box)
+		return config.Result{}, nil, fmt.Errorf("loading the config of box %s: its project %s now belongs to box %s", b.box, b.project, r.Project.Box)
 	}
-	rules, err := approval.AllowList(r.Loaded, b.toolchains(), nil)
-	if err == nil {
-		names, ranges := splitRanges(approval.Entries(rules))
-		_, err = egress.ParsePolicy(names, ranges)
-	}
+	rules, err := approval.ConfigRules(r.Loaded, b.toolchains())
 	if err != nil {
-		return config.Result{}, fmt.Errorf("loading the allow-list of box %s: %w", b.box, err)
+		return config.Result{}, nil, fmt.Errorf("loading the allow-list of box %s: %w", b.box, err)
 	}
-	return r.Loaded, nil
+	return r.Loaded, rules, nil
 }
 
 // rules returns the allow-list in force now. The config and the approvals
@@ -142,13 +144,18 @@ func (b *boxPolicy) loadConfig() (config.Result, error) {
 func (b *boxPolicy) rules() ([]approval.Rule, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cfg, err := b.loadConfig(); err != nil {
+	if cfg, rules, err := b.loadConfig(); err != nil {
 		if b.cfg == nil {
 			return nil, err
 		}
 		b.logger.Error("reloading egress config; keeping the previous one", "box", b.box, "err", err)
+		// The previous config, with the golden's record as it is now (the
+		// record is followed on its own; it loaded with this config before).
+		if rules, err := approval.ConfigRules(*b.cfg, b.toolchains()); err == nil {
+			b.cfgRules = rules
+		}
 	} else {
-		b.cfg = &cfg
+		b.cfg, b.cfgRules = &cfg, rules
 	}
 	if all, err := b.store.All(); err != nil {
 		if b.approvals == nil {
@@ -184,7 +191,7 @@ func (b *boxPolicy) rules() ([]approval.Rule, error) {
 		default:
 		}
 	}
-	return approval.AllowList(*b.cfg, b.toolchains(), active)
+	return approval.WithApprovals(b.cfgRules, active), nil
 }
 
 // learningAt reports whether the box learns at now (as last loaded).
@@ -211,21 +218,23 @@ func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 			lasting = append(lasting, r)
 		}
 	}
-	names, ranges := splitRanges(approval.Entries(lasting))
-	ranges = append(ranges, b.ranges...)
-	p, err := egress.ParsePolicy(names, ranges)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The one build of this reload (rules assembled the config's rules
+	// once, each entry in the one grammar, egress.ParseAllowEntry).
+	entries := append(approval.Entries(lasting), b.ranges...)
+	p := egress.NewPolicy(entries)
 	if b.learningAt(b.now()) {
 		p = p.Learning()
 	}
+	// A once-approval's policy is its entry with every range in force.
+	var ranges []egress.AllowEntry
+	for _, e := range entries {
+		if e.IsRange() {
+			ranges = append(ranges, e)
+		}
+	}
 	var onceRules []egress.OnceRule
 	for _, r := range once {
-		op, err := egress.ParsePolicy([]string{r.Entry}, ranges)
-		if err != nil {
-			return nil, nil, err
-		}
+		op := egress.NewPolicy(append(approval.Entries([]approval.Rule{r}), ranges...))
 		onceRules = append(onceRules, egress.OnceRule{Entry: r.Entry, Policy: op})
 	}
 	return p, onceRules, nil
@@ -249,20 +258,6 @@ func (b *boxPolicy) consumeOnce(entry string) bool {
 		return false
 	}
 	return ok
-}
-
-// splitRanges separates CIDR entries of the trusted egress config (such as
-// "127.0.0.0/8") from host entries: ParsePolicy takes them as ranges.
-// Approvals never hold one (approval.Canonical refuses IP literals).
-func splitRanges(entries []string) (names, ranges []string) {
-	for _, e := range entries {
-		if _, err := netip.ParsePrefix(e); err == nil {
-			ranges = append(ranges, e)
-		} else {
-			names = append(names, e)
-		}
-	}
-	return names, ranges
 }
 
 func (b *boxPolicy) nextExpiry() time.Time {

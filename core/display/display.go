@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -308,4 +309,14 @@ func escapeBoundary(s string, start int) int {
 		i += l
 	}
 	return start
+}
+
+// Clock is t as a person reads it beside now: "15:04" on the same day,
+// else "2006-01-02 15:04", in now's location.
+func Clock(t, now time.Time) string {
+	t = t.In(now.Location())
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("2006-01-02 15:04")
 }

@@ -170,7 +170,7 @@ func ParseBoxRequest(body []byte) (BoxRequest, error) {
 		switch {
 		case err != nil:
 			return r, fmt.Errorf("request: target %q: %w", display.Text(seen["target"], 64), err)
-		case e.IsRange() || e.Wild || e.AnyPort:
+		case !e.OneHost():
 			return r, fmt.Errorf("request: target %q: ask for one host (host or host:port), not a wildcard, any port or range", display.Text(seen["target"], 64))
 		}
 		r.Entry = e.String()

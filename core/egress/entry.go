@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 // AllowEntry is one allow-list entry, parsed: the one grammar of every
@@ -112,4 +114,83 @@ func EntryFor(host string, port int) string {
 		return host
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+func canonicalEntry(host string, port int, anyPort, wild bool) string {
+	if wild {
+		host = "*." + host
+	}
+	switch {
+	case anyPort:
+		return host + ":*"
+	case port != 0:
+		return fmt.Sprintf("%s:%d", host, port)
+	}
+	return host
+}
+
+// parseEntry parses one allow-list entry. port 0 with anyPort false means
+// "no port given" (80 and 443).
+func parseEntry(e string) (host string, port int, anyPort, wild bool, err error) {
+	s := strings.TrimSpace(e)
+	if s == "" {
+		return "", 0, false, false, errors.New("empty entry")
+	}
+	if strings.ContainsAny(s, "/@[] \t") {
+		return "", 0, false, false, errors.New("want host, *.suffix, host:port or host:* (no scheme, path, userinfo or IPv6 literal)")
+	}
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		ps := s[i+1:]
+		s = s[:i]
+		if ps == "*" {
+			anyPort = true
+		} else if port, err = parsePort(ps); err != nil {
+			return "", 0, false, false, fmt.Errorf("port %q: %w", ps, err)
+		}
+	}
+	if strings.HasPrefix(s, "*.") {
+		wild = true
+		s = s[2:]
+	}
+	if strings.Contains(s, "*") {
+		return "", 0, false, false, errors.New("'*' is only allowed as a leading '*.' label")
+	}
+	if _, perr := netip.ParseAddr(s); perr == nil {
+		return "", 0, false, false, errors.New("IP literals are not host entries; allow a range such as 10.0.0.5/32 instead")
+	}
+	host, err = canonicalHost(s)
+	if err != nil {
+		return "", 0, false, false, err
+	}
+	return host, port, anyPort, wild, nil
+}
+
+// OneHost reports whether e names one host: no range, wildcard or any
+// port. What a box may ask for and what the menu offers to allow for one.
+func (e AllowEntry) OneHost() bool { return !e.IsRange() && !e.Wild && !e.AnyPort }
+
+// RegistrableDomain is host's registrable domain (eTLD+1: "example.test"
+// for "api.example.test", "example.co.uk" for "a.b.example.co.uk"), or ""
+// for an IP address and a name without one. How learn proposals group
+// hosts and the domain the menu's "Allow *.domain" offers.
+func RegistrableDomain(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" || net.ParseIP(host) != nil || !strings.Contains(host, ".") {
+		return ""
+	}
+	d, err := publicsuffix.EffectiveTLDPlusOne(host)
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// DomainEntry is the entry that allows every name below domain
+// ("*.domain"), in canonical form; "" when domain is no host name.
+func DomainEntry(domain string) string {
+	e, err := ParseAllowEntry("*." + domain)
+	if err != nil || !e.Wild || e.Port != 0 || e.AnyPort {
+		return ""
+	}
+	return e.String()
 }

@@ -8,8 +8,8 @@ import (
 // FuzzParseAllowEntry: the one allow-list grammar. Whatever the input,
 // ParseAllowEntry never panics; an entry that parses has a canonical form
 // that parses back to the same entry (parse -> canonical -> parse is
-// stable), the broker's policy accepts that form (ranges as ranges), and
-// the form is printable ASCII without blanks.
+// stable), the broker's policy accepts the entry and lists it in that
+// form, and the form is printable ASCII without blanks.
 func FuzzParseAllowEntry(f *testing.F) {
 	for _, s := range []string{"api.example.com", "*.example.com:*", "EXAMPLE.com.:8443", "bücher.example", "x_y.example.com",
 		"10.1.2.3/24", "::ffff:169.254.169.254/128", "fe80::1%eth0/64", "https://a.example/", "*.com", "a..b", "0x1.example", "1.2.3.4"} {
@@ -28,14 +28,16 @@ func FuzzParseAllowEntry(f *testing.F) {
 		if strings.ContainsFunc(canon, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
 			t.Fatalf("%q: canonical %q is not printable ASCII", s, canon)
 		}
-		var perr error
-		if e.IsRange() {
-			_, perr = ParsePolicy(nil, []string{canon})
-		} else {
-			_, perr = ParsePolicy([]string{canon}, nil)
+		if _, perr := ParsePolicy([]string{s}, nil); perr != nil {
+			t.Fatalf("%q refused by the policy's entries: %v", s, perr)
 		}
-		if perr != nil {
-			t.Fatalf("%q: canonical %q refused by the policy: %v", s, canon, perr)
+		if e.IsRange() {
+			if _, perr := ParsePolicy(nil, []string{canon}); perr != nil {
+				t.Fatalf("%q: canonical %q refused as a range: %v", s, canon, perr)
+			}
+		}
+		if got := NewPolicy([]AllowEntry{e}).String(); got != canon && got != "range "+canon {
+			t.Fatalf("%q: policy %q, want %q", s, got, canon)
 		}
 	})
 }
@@ -68,5 +70,35 @@ func TestEntryForAllowsExactlyTheDenial(t *testing.T) {
 		if !e.IsRange() && c.port != 0 && c.port != 80 && c.port != 443 && e.Port != c.port {
 			t.Errorf("%q allows port %d, want %d", got, e.Port, c.port)
 		}
+	}
+}
+
+// TestPolicyTakesTheConfigsEntries: ParsePolicy's entries are the config's
+// egress entries, ranges among them, blanks around them ignored; its
+// ranges must be ranges.
+func TestPolicyTakesTheConfigsEntries(t *testing.T) {
+	p, err := ParsePolicy([]string{" 10.9.0.0/16 ", "a.example.test"}, []string{"127.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.String(); got != "a.example.test, range 10.9.0.0/16, range 127.0.0.0/8" {
+		t.Errorf("policy %q", got)
+	}
+	if _, err := ParsePolicy(nil, []string{"a.example.test"}); err == nil || !strings.Contains(err.Error(), "not a range") {
+		t.Errorf("a host as a range: %v", err)
+	}
+}
+
+func TestDomainEntry(t *testing.T) {
+	for in, want := range map[string]string{
+		"Example.TEST.": "*.example.test", "bücher.example": "*.xn--bcher-kva.example",
+		"": "", "a b": "", "example.test:80": "", "10.0.0.1": "",
+	} {
+		if got := DomainEntry(in); got != want {
+			t.Errorf("DomainEntry(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := RegistrableDomain("a.b.example.co.uk"); got != "example.co.uk" {
+		t.Errorf("RegistrableDomain = %q", got)
 	}
 }

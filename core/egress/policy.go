@@ -133,109 +133,86 @@ func (p *Policy) Learning() *Policy {
 // IsLearning reports whether p was made by [Policy.Learning].
 func (p *Policy) IsLearning() bool { return p.learn }
 
-// ParsePolicy builds a policy from allow-list entries and CIDR ranges.
+// ParsePolicy builds a policy from allow-list entries and CIDR ranges,
+// each parsed by [ParseAllowEntry], the one grammar: entries are what a
+// config's egress key takes (host, *.suffix, host:port, host:* or a range),
+// ranges must be ranges (the standalone broker's --allow-range).
 //
-// An entry is "host", "*.suffix", either followed by ":port" or ":*" (any
-// port). Without a port only 80 and 443 are allowed. "*.example.com" matches
-// every name below example.com, but not example.com itself. Names are
-// case-insensitive, a trailing dot is ignored and Unicode names are converted
-// to punycode. IP literals are not entries: use a range.
-//
-// A range ("10.1.2.0/24", "127.0.0.0/8", "fd00::/8") allows destinations in
-// it that are otherwise denied: private, loopback and link-local addresses
-// and IP-literal targets. Every malformed entry and range is reported, joined
-// into one error.
+// Without a port only 80 and 443 are allowed. "*.example.com" matches
+// every name below example.com, but not example.com itself. IP literals
+// are not host entries: use a range. A range ("10.1.2.0/24",
+// "127.0.0.0/8", "fd00::/8") allows destinations in it that are otherwise
+// denied: private, loopback and link-local addresses and IP-literal
+// targets. Every malformed entry and range is reported, joined into one
+// error.
 func ParsePolicy(entries []string, ranges []string) (*Policy, error) {
-	p := &Policy{exact: map[string]*portSet{}, suffix: map[string]*portSet{}}
+	parsed, err := ParseAllowList(entries, ranges)
+	if err != nil {
+		return nil, err
+	}
+	return NewPolicy(parsed), nil
+}
+
+// ParseAllowList parses entries and ranges as [ParsePolicy] does, and
+// returns them parsed, for [NewPolicy].
+func ParseAllowList(entries []string, ranges []string) ([]AllowEntry, error) {
+	var parsed []AllowEntry
 	var errs []error
-	for _, e := range entries {
-		host, port, anyPort, wild, err := parseEntry(e)
+	for _, s := range entries {
+		e, err := ParseAllowEntry(s)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("allow entry %q: %w", e, err))
+			errs = append(errs, fmt.Errorf("allow entry %q: %w", s, err))
 			continue
 		}
-		m, key := p.exact, host
-		if wild {
-			m, key = p.suffix, "."+host
+		parsed = append(parsed, e)
+	}
+	for _, s := range ranges {
+		e, err := ParseAllowEntry(s)
+		if err == nil && !e.IsRange() {
+			err = errors.New("not a range")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("allow range %q: %w (want CIDR such as 10.0.0.0/8)", s, err))
+			continue
+		}
+		parsed = append(parsed, e)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return parsed, nil
+}
+
+// NewPolicy builds a policy from parsed entries (see [ParseAllowEntry]):
+// what a caller that already parsed its allow-list builds, once, without
+// parsing it again.
+func NewPolicy(entries []AllowEntry) *Policy {
+	p := &Policy{exact: map[string]*portSet{}, suffix: map[string]*portSet{}}
+	var ranges []string
+	for _, e := range entries {
+		if e.IsRange() {
+			p.ranges = append(p.ranges, e.Range)
+			ranges = append(ranges, "range "+e.String())
+			continue
+		}
+		m, key := p.exact, e.Host
+		if e.Wild {
+			m, key = p.suffix, "."+e.Host
 		}
 		ps := m[key]
 		if ps == nil {
 			ps = &portSet{}
 			m[key] = ps
 		}
-		ps.add(port, anyPort)
-		p.text = append(p.text, canonicalEntry(host, port, anyPort, wild))
+		ps.add(e.Port, e.AnyPort)
+		p.text = append(p.text, e.String())
 	}
-	for _, r := range ranges {
-		pfx, err := netip.ParsePrefix(strings.TrimSpace(r))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("allow range %q: %w (want CIDR such as 10.0.0.0/8)", r, err))
-			continue
-		}
-		if pfx.Addr().Zone() != "" {
-			errs = append(errs, fmt.Errorf("allow range %q: zones are not supported", r))
-			continue
-		}
-		p.ranges = append(p.ranges, pfx.Masked())
-		p.text = append(p.text, "range "+pfx.Masked().String())
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-func canonicalEntry(host string, port int, anyPort, wild bool) string {
-	if wild {
-		host = "*." + host
-	}
-	switch {
-	case anyPort:
-		return host + ":*"
-	case port != 0:
-		return fmt.Sprintf("%s:%d", host, port)
-	}
-	return host
+	p.text = append(p.text, ranges...) // names first, as String has always listed them
+	return p
 }
 
 // String lists the canonical entries and ranges, for diagnostics.
 func (p *Policy) String() string { return strings.Join(p.text, ", ") }
-
-// parseEntry parses one allow-list entry. port 0 with anyPort false means
-// "no port given" (80 and 443).
-func parseEntry(e string) (host string, port int, anyPort, wild bool, err error) {
-	s := strings.TrimSpace(e)
-	if s == "" {
-		return "", 0, false, false, errors.New("empty entry")
-	}
-	if strings.ContainsAny(s, "/@[] \t") {
-		return "", 0, false, false, errors.New("want host, *.suffix, host:port or host:* (no scheme, path, userinfo or IPv6 literal)")
-	}
-	if i := strings.LastIndexByte(s, ':'); i >= 0 {
-		ps := s[i+1:]
-		s = s[:i]
-		if ps == "*" {
-			anyPort = true
-		} else if port, err = parsePort(ps); err != nil {
-			return "", 0, false, false, fmt.Errorf("port %q: %w", ps, err)
-		}
-	}
-	if strings.HasPrefix(s, "*.") {
-		wild = true
-		s = s[2:]
-	}
-	if strings.Contains(s, "*") {
-		return "", 0, false, false, errors.New("'*' is only allowed as a leading '*.' label")
-	}
-	if _, perr := netip.ParseAddr(s); perr == nil {
-		return "", 0, false, false, errors.New("IP literals are not host entries; allow a range such as 10.0.0.5/32 instead")
-	}
-	host, err = canonicalHost(s)
-	if err != nil {
-		return "", 0, false, false, err
-	}
-	return host, port, anyPort, wild, nil
-}
 
 // Decide checks a request against the policy. It never resolves names:
 // without Request.IP it checks the name and port only; with it, it also

@@ -2,12 +2,9 @@ package egress
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
-
-	"golang.org/x/net/publicsuffix"
 )
 
 // maxProposalSessions caps the session IDs kept per destination.
@@ -60,9 +57,11 @@ func Propose(entries []Entry, from, to time.Time) []Proposal {
 		if e.Port != 80 && e.Port != 443 {
 			entry = e.Host + ":" + strconv.Itoa(e.Port)
 		}
-		if _, err := ParsePolicy([]string{entry}, nil); err != nil {
-			continue
+		parsed, err := ParseAllowEntry(entry)
+		if err != nil || !parsed.OneHost() {
+			continue // not an entry of the one grammar (an IP literal, port 0, a bad name)
 		}
+		entry = parsed.String()
 		l := byEntry[entry]
 		if l == nil {
 			l = &Learned{Entry: entry, Sessions: []string{}}
@@ -80,7 +79,8 @@ func Propose(entries []Entry, from, to time.Time) []Proposal {
 	}
 	byDomain := map[string]*Proposal{}
 	for _, l := range byEntry {
-		d := registrableDomain(entryHost(l.Entry))
+		e, _ := ParseAllowEntry(l.Entry) // parsed above
+		d := cmp.Or(RegistrableDomain(e.Host), e.Host)
 		p := byDomain[d]
 		if p == nil {
 			p = &Proposal{Domain: d, Sessions: []string{}}
@@ -113,35 +113,6 @@ func ProposedEntries(ps []Proposal) []string {
 		}
 	}
 	return out
-}
-
-func registrableDomain(host string) string {
-	d, err := publicsuffix.EffectiveTLDPlusOne(host)
-	if err != nil {
-		return host
-	}
-	return d
-}
-
-// entryHost is the host of a host or host:port entry.
-func entryHost(entry string) string {
-	if h, _, err := splitEntryPort(entry); err == nil {
-		return h
-	}
-	return entry
-}
-
-func splitEntryPort(entry string) (string, int, error) {
-	for i := len(entry) - 1; i >= 0; i-- {
-		if entry[i] == ':' {
-			p, err := strconv.Atoi(entry[i+1:])
-			if err != nil {
-				return "", 0, fmt.Errorf("port %q: %w", entry[i+1:], err)
-			}
-			return entry[:i], p, nil
-		}
-	}
-	return entry, 0, nil
 }
 
 func sortedSet(m map[string]bool) []string {

@@ -120,7 +120,7 @@ func Read(l paths.Layout, name string) (Record, error) {
 	// The file is the host's own, but its entries reach the broker: check
 	// them again as Parse does.
 	for _, g := range r.Registries {
-		if _, err := egress.ParsePolicy([]string{g.Entry}, nil); err != nil {
+		if err := checkEntry(g.Entry); err != nil {
 			return Record{}, fmt.Errorf("reading the record of golden image %s (%s): %w", name, path, err)
 		}
 	}
@@ -287,7 +287,7 @@ func (r *Record) add(tool Tool, source, host string, port int) {
 	if port != 80 && port != 443 {
 		entry = fmt.Sprintf("%s:%d", host, port)
 	}
-	if _, err := egress.ParsePolicy([]string{entry}, nil); err != nil {
+	if err := checkEntry(entry); err != nil {
 		r.note("%s %s: %s is not an allow-list entry; skipped", tool, source, display.Host(host, 100))
 		return
 	}
@@ -558,3 +558,17 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // ParseBytes is Parse of b.
 func ParseBytes(b []byte) (Record, error) { return Parse(bytes.NewReader(b)) }
+
+// checkEntry checks a registry's allow-list entry: one of the one grammar
+// (egress.ParseAllowEntry) that names hosts, never a range (a range is a
+// config-only entry; a golden's record must not open private networks).
+func checkEntry(entry string) error {
+	e, err := egress.ParseAllowEntry(entry)
+	if err == nil && e.IsRange() {
+		err = errors.New("a range is not a registry")
+	}
+	if err != nil {
+		return fmt.Errorf("allow entry %q: %w", entry, err)
+	}
+	return nil
+}

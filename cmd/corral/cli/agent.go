@@ -5,7 +5,6 @@ import (
 
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/box"
-	"github.com/corral-dev/corral/core/config"
 	"github.com/spf13/cobra"
 )
 
@@ -80,25 +79,10 @@ func agentRun(opts *AgentOptions) error {
 	if !agent.ValidName(opts.Name) {
 		return fmt.Errorf("agent %q: not an agent name", opts.Name)
 	}
-	r, err := f.Resolve(config.Config{})
-	if err != nil {
-		return err
-	}
-	c := r.Loaded.Config
-	a, err := agent.Find(c.Agents, opts.Name)
-	if err != nil {
-		return err
-	}
-	if c.Agent != nil && *c.Agent != a.Name && a.Name != "shell" {
-		// One line: what differs from the box's own agent.
-		fmt.Fprintf(opts.IO.ErrOut, "corral: box %s's agent is %s: %s runs only if the box has it installed, and its hosts need corral allow (or set agent = %q in the box's trusted layer and corral rebuild)\n",
-			r.Project.Box, *c.Agent, a.Name, a.Name)
-	}
-	argv := append(append([]string{}, a.Command...), opts.Args...)
 	tty := opts.IO.InTTY && opts.IO.OutTTY
 	mode := box.ModeForeground
 	if tty && !opts.Foreground {
 		mode = box.ModeOpen
 	}
-	return sessionRunResolved(f, r, a.Name, argv, tty, mode, a.Name)
+	return sessionRun(f, opts.Name, box.SessionOptions{Argv: opts.Args, AgentCommand: true, TTY: tty, Mode: mode, Name: opts.Name})
 }

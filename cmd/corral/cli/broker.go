@@ -58,7 +58,7 @@ The broker listens on loopback only.`,
 	}
 	cmd.Flags().StringVar(&opts.Listen, egress.BrokerFlagListen, "", "loopback `address` to listen on, such as 127.0.0.1:42000")
 	cmd.Flags().StringVar(&opts.Box, egress.BrokerFlagBox, "", "serve `BOX` with its config and approvals")
-	cmd.Flags().StringArrayVar(&opts.Allow, "allow", nil, "allow `ENTRY` (host, *.domain, host:port or host:*); without --box only")
+	cmd.Flags().StringArrayVar(&opts.Allow, "allow", nil, "allow `ENTRY` (host, *.domain, host:port, host:* or a CIDR range, as egress takes); without --box only")
 	cmd.Flags().StringArrayVar(&opts.AllowRanges, "allow-range", nil, "allow private or IP-literal destinations in `CIDR`; without --box only")
 	cmd.Flags().StringVar(&opts.LogFile, "log", "", "append decisions to `FILE` as JSON lines; without --box only")
 	return cmd

@@ -101,12 +101,7 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 		}
 		return name, opt, []box.Check{{Check: "config", Detail: err.Error(), Fix: fix}}
 	}
-	opt.Resolved = r
-	agent := ""
-	if r.Loaded.Config.Agent != nil {
-		agent = *r.Loaded.Config.Agent
-	}
-	opt.Environ, opt.EnvNames, opt.EnvErr = launchEnv(ctx, f, r, agent)
+	opt.Resolved, opt.Host = r, sessionHost(f, false)
 	return name, opt, nil
 }
 

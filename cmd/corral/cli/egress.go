@@ -193,7 +193,7 @@ func egressRun(opts *EgressOptions) error {
 	w := opts.IO.Out
 	fmt.Fprintf(w, "box %s\n", name)
 	if !learningUntil.IsZero() {
-		fmt.Fprintf(w, "learning until %s: the broker also allows public hosts off this list and logs them (corral egress learn %s)\n", clock(learningUntil, now), name)
+		fmt.Fprintf(w, "learning until %s: the broker also allows public hosts off this list and logs them (corral egress learn %s)\n", display.Clock(learningUntil, now), name)
 	}
 	fmt.Fprintf(w, "\nallow-list:\n")
 	tw := newTable(w, true)

@@ -88,9 +88,9 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 	w := opts.IO.Out
 	switch {
 	case active && !stopped:
-		fmt.Fprintf(w, "box %s is learning since %s, until %s\n", name, clock(lr.Started, now), clock(lr.Until, now))
+		fmt.Fprintf(w, "box %s is learning since %s, until %s\n", name, display.Clock(lr.Started, now), display.Clock(lr.Until, now))
 	default:
-		fmt.Fprintf(w, "box %s learned from %s to %s\n", name, clock(lr.Started, now), clock(end, now))
+		fmt.Fprintf(w, "box %s learned from %s to %s\n", name, display.Clock(lr.Started, now), display.Clock(end, now))
 	}
 	if len(props) == 0 {
 		fmt.Fprintln(w, "it reached nothing off its allow-list: nothing to propose")
@@ -138,16 +138,6 @@ func sessionsText(ids []string) string {
 		safe[i] = safeText(id)
 	}
 	return "sessions " + strings.Join(safe, ", ")
-}
-
-// clock shows t as a time of day when it is today (in now's location),
-// else as date and time.
-func clock(t, now time.Time) string {
-	t = t.In(now.Location())
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
-		return t.Format("15:04")
-	}
-	return t.Format("2006-01-02 15:04")
 }
 
 func nonNil(s []string) []string {

@@ -10,11 +10,9 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
-	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/paths"
-	"github.com/corral-dev/corral/core/project"
 )
 
 func runEgressLearnAt(e env, tty bool, now time.Time, args ...string) (int, string, string) {
@@ -77,13 +75,7 @@ func TestEgressLearn(t *testing.T) {
 	if _, out, _ := runEgressAt(e, true, now); !strings.Contains(out, "box "+e.box+"\nlearning until 12:10: the broker also allows public hosts off this list and logs them (corral egress learn "+e.box+")\n") {
 		t.Errorf("corral egress while learning:\n%s", out)
 	}
-	// The session's banner (stderr) while the box learns.
-	f, _, errBuf := testFactory(e, false)
-	network := config.NetworkBroker
-	learningBanner(f, box.Resolved{Project: project.Project{Box: e.box}, Loaded: config.Result{Effective: config.Effective{Config: config.Config{Network: &network}}}}, now)
-	if got := errBuf.String(); !strings.HasPrefix(got, "corral: box "+e.box+" is learning until ") || !strings.HasSuffix(got, "; corral egress learn "+e.box+" proposes an allow-list\n") {
-		t.Errorf("banner %q", got)
-	}
+	// The session's banner while the box learns: core/box TestSessionNotices.
 
 	code, out, errOut = runEgressLearnAt(e, false, now, "--apply", "--json", e.box)
 	var got struct {

@@ -38,6 +38,8 @@ type Factory struct {
 	App AppFunc
 	// Verbose is the --verbose flag.
 	Verbose bool
+	// service is the one Service built for this command (Service).
+	service *box.Service
 	// Geteuid is the effective user id (the sweep never runs as root); nil
 	// means os.Geteuid. Tests, which may run as root in containers, set it.
 	Geteuid func() int

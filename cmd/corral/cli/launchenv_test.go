@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -40,13 +41,17 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 }
 
 // assemble is what a session's environment is built from, in this
-// command's environment seam (launchInput), assembled as core/box does.
+// command's environment seam (sessionHost, which core/box's Session and
+// DoctorEnv read), assembled as core/box does.
 func assemble(f *Factory, r box.Resolved) ([]string, []string, error) {
-	in, err := launchInput(f, r, "shell", false)
+	sh, err := agent.Find(nil, "shell")
 	if err != nil {
 		return nil, nil, err
 	}
-	env, err := launchenv.Assemble(context.Background(), in)
+	h := sessionHost(f, false)
+	env, err := launchenv.Assemble(context.Background(), launchenv.Input{
+		Config: r.Loaded.Config, Agent: sh, Getenv: h.Getenv, Box: r.Project.Box, Project: r.Project.Dir, Secrets: h.Secrets,
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,9 +51,9 @@ corral sessions lists it, and it ends when CMD exits.`,
 				if name == "" {
 					name = newRunName()
 				}
-				return sessionRun(f, "shell", opts.Argv, false, box.ModeNew, name)
+				return sessionRun(f, "shell", box.SessionOptions{Argv: opts.Argv, Mode: box.ModeNew, Name: name})
 			}
-			return sessionRun(f, "shell", opts.Argv, false, box.ModeForeground, "")
+			return sessionRun(f, "shell", box.SessionOptions{Argv: opts.Argv})
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Detach, "detach", "d", false, "run in a detachable session in the box and return (corral attach re-enters it)")

@@ -13,8 +13,22 @@ import (
 )
 
 // Service builds the lifecycle service for a command: the one way
-// commands get it (options hold it behind a narrow interface).
+// commands get it (options hold it behind a narrow interface). It is built
+// once per command: the idle sweep before the command and the command
+// share it.
 func (f *Factory) Service() (*box.Service, error) {
+	if f.service != nil {
+		return f.service, nil
+	}
+	s, err := f.newService()
+	if err != nil {
+		return nil, err
+	}
+	f.service = s
+	return s, nil
+}
+
+func (f *Factory) newService() (*box.Service, error) {
 	if f.NewService != nil {
 		return f.NewService()
 	}

@@ -23,7 +23,7 @@ func NewCmdShell(f *Factory, runF func(*ShellOptions) error) *cobra.Command {
 			if runF != nil {
 				return runF(opts)
 			}
-			return sessionRun(f, "shell", nil, opts.IO.InTTY && opts.IO.OutTTY, box.ModeForeground, "")
+			return sessionRun(f, "shell", box.SessionOptions{TTY: opts.IO.InTTY && opts.IO.OutTTY})
 		},
 	}
 }
