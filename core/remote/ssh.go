@@ -32,8 +32,9 @@ type Invocation struct {
 	// Args are corral's arguments on the remote side, without the binary.
 	Args []string
 	// TTY asks ssh for a terminal on the remote side (-t): set when the
-	// local stdin is a terminal, so an agent or a shell draws as it does
-	// locally. Otherwise -T: bytes pass through untouched.
+	// local stdin and stdout are terminals, so an agent or a shell draws as
+	// it does locally. Otherwise -T: bytes pass through untouched (a remote
+	// terminal would turn "\n" into "\r\n" in output piped to a file).
 	TTY bool
 }
 

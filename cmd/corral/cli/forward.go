@@ -52,7 +52,10 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					return remote.NotYet(top.Name(), h.Name)
 				}
 				in, out, errOut := f.IO.Terminal()
-				inv := remote.Invocation{Args: remote.StripHostFlag(f.args), TTY: f.IO.InTTY}
+				// A remote terminal only when there is a local one to pass
+				// through: a terminal on the remote side turns "\n" into
+				// "\r\n", which would corrupt output piped to a file here.
+				inv := remote.Invocation{Args: remote.StripHostFlag(f.args), TTY: f.IO.InTTY && f.IO.OutTTY}
 				code, err := f.Remote.Run(context.Background(), h, inv, in, out, errOut)
 				if err != nil {
 					return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -133,6 +135,9 @@ LogLevel ERROR
 	var sshdLog bytes.Buffer
 	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
 	cmd.Stdout, cmd.Stderr = &sshdLog, &sshdLog
+	// Should the test binary die (its timeout skips cleanups), the kernel
+	// ends this sshd with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +176,12 @@ func write(t *testing.T, path, s string) {
 	}
 }
 
+// cmdTimeout bounds one corral run: a hang fails the subtest (and the
+// process is killed) instead of the whole test binary, whose timeout would
+// skip the cleanup that stops sshd. Generous: two ssh connections each,
+// on a loaded 2-core machine.
+const cmdTimeout = 3 * time.Minute
+
 type result struct {
 	out, err string
 	code     int
@@ -179,7 +190,9 @@ type result struct {
 // corral runs bin with home as CORRAL_HOME and stdin.
 func (fx *sshFixture) corral(t *testing.T, bin, home, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "CORRAL_HOME="+home)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
@@ -205,17 +218,20 @@ func TestRemoteHostOverRealSSHD(t *testing.T) {
 	fx := startSSHD(t)
 	url := fmt.Sprintf("ssh://%s@127.0.0.1:%d", fx.user, fx.port)
 	// A stand-in for corral on the remote side that answers the version
-	// check as corral-a, then shows its argv, copies stdin and exits 3.
+	// check as corral-a, then says whether it has a terminal, shows its
+	// argv, copies stdin (when it is no terminal: one never ends) and
+	// exits 3.
 	fake := filepath.Join(fx.dir, "fake-corral")
 	write(t, fake, `#!/bin/sh
 if [ "$3" = version ]; then
 	printf '%s\n' '{"version":"0.0.0-remote-a","commit":"aaaa"}'
 	exit 0
 fi
+if [ -t 0 ]; then echo 'stdin: a terminal'; else echo 'stdin: no terminal'; fi
 printf 'args:'
 for a; do printf ' [%s]' "$a"; done
 printf '\n'
-cat
+[ -t 0 ] || cat
 exit 3
 `)
 	if err := os.Chmod(fake, 0o700); err != nil {
@@ -261,9 +277,26 @@ exit 3
 	t.Run("stdio", func(t *testing.T) {
 		in := "hello\x00world\n\x1b[31mred\n"
 		got := fx.corral(t, fx.corralA, fx.local, in, "--host", "tcat", "run", "--", "sh", "-c", "echo 'it''s' $HOME; `id`")
-		want := "args: [--host] [local] [run] [--] [sh] [-c] [echo 'it''s' $HOME; `id`]\n" + in
+		want := "stdin: no terminal\nargs: [--host] [local] [run] [--] [sh] [-c] [echo 'it''s' $HOME; `id`]\n" + in
 		if got.out != want || got.code != 3 || got.err != "" {
 			t.Errorf("got %+v\nwant stdout %q, exit 3", got, want)
+		}
+	})
+	t.Run("terminal", func(t *testing.T) {
+		// Under a terminal here (script(1) gives corral one), the remote
+		// command gets one too (ssh -t); the stdio subtest is the other side.
+		script, err := exec.LookPath("script")
+		if err != nil {
+			t.Skip("script (util-linux) not installed")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, script, "-qec", fx.corralA+" --host tcat run -- x", "/dev/null")
+		cmd.Env = append(os.Environ(), "CORRAL_HOME="+fx.local)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "stdin: a terminal") {
+			t.Errorf("exit %v, output %q", err, out)
 		}
 	})
 	t.Run("version mismatch", func(t *testing.T) {
