@@ -276,8 +276,8 @@ exit 3
 	})
 	t.Run("stdio", func(t *testing.T) {
 		in := "hello\x00world\n\x1b[31mred\n"
-		got := fx.corral(t, fx.corralA, fx.local, in, "--host", "tcat", "run", "--", "sh", "-c", "echo 'it''s' $HOME; `id`")
-		want := "stdin: no terminal\nargs: [--host] [local] [run] [--] [sh] [-c] [echo 'it''s' $HOME; `id`]\n" + in
+		got := fx.corral(t, fx.corralA, fx.local, in, "--host", "tcat", "-C", "/srv/web", "run", "--", "sh", "-c", "echo 'it''s' $HOME; `id`")
+		want := "stdin: no terminal\nargs: [--host] [local] [-C] [/srv/web] [run] [--] [sh] [-c] [echo 'it''s' $HOME; `id`]\n" + in
 		if got.out != want || got.code != 3 || got.err != "" {
 			t.Errorf("got %+v\nwant stdout %q, exit 3", got, want)
 		}
@@ -291,7 +291,7 @@ exit 3
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, script, "-qec", fx.corralA+" --host tcat run -- x", "/dev/null")
+		cmd := exec.CommandContext(ctx, script, "-qec", fx.corralA+" --host tcat -C /srv/web run -- x", "/dev/null")
 		cmd.Env = append(os.Environ(), "CORRAL_HOME="+fx.local)
 		out, err := cmd.Output()
 		var ee *exec.ExitError

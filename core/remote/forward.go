@@ -17,9 +17,15 @@ const (
 	// machine's own state (hosts, keychain, the menu) or are program modes
 	// corral starts on the machine of the box.
 	ScopeLocal Scope = iota
-	// ScopeRemote commands act on boxes, goldens and their state, which
-	// live where the box runs: they run on the chosen host.
-	ScopeRemote
+	// ScopeHost commands act on the host as a whole (its boxes, images,
+	// logs, checks, version): they run on the chosen host as given.
+	ScopeHost
+	// ScopeProject commands act on a project's box (the one named, else
+	// the project's): they run on the chosen host, and need -C there,
+	// since the project is not copied to the host yet (docs/REMOTE.md):
+	// without it the remote corral would take the remote user's home
+	// directory for the project.
+	ScopeProject
 	// ScopeNotYet commands would need this machine and the host together
 	// (pull brings the box's commits into the laptop's repository); they
 	// refuse a host until that part is built.
@@ -29,17 +35,17 @@ const (
 // scopes is the one list of which command runs where. A top-level command
 // missing from it is local; TestScopesCoverTheTree keeps it complete.
 var scopes = map[string]Scope{
-	// Boxes: lifecycle, sessions, state.
-	"up": ScopeRemote, "start": ScopeRemote, "stop": ScopeRemote, "rm": ScopeRemote,
-	"ls": ScopeRemote, "info": ScopeRemote, "rebuild": ScopeRemote,
-	"run": ScopeRemote, "shell": ScopeRemote, "claude": ScopeRemote, "codex": ScopeRemote,
-	"gemini": ScopeRemote, "agent": ScopeRemote, "agents": ScopeRemote,
-	"port": ScopeRemote, "attach": ScopeRemote, "sessions": ScopeRemote,
-	// Egress and approvals: the broker and the trusted layer of the box are there.
-	"allow": ScopeRemote, "deny": ScopeRemote, "approve": ScopeRemote, "egress": ScopeRemote,
-	// The host's own images, checks, logs and config.
-	"golden": ScopeRemote, "snapshot": ScopeRemote, "render": ScopeRemote, "doctor": ScopeRemote,
-	"gc": ScopeRemote, "audit": ScopeRemote, "config": ScopeRemote, "version": ScopeRemote,
+	// A project's box: lifecycle, sessions, egress and approvals (the
+	// broker and the box's trusted layer are on the host).
+	"up": ScopeProject, "start": ScopeProject, "stop": ScopeProject, "rm": ScopeProject,
+	"info": ScopeProject, "rebuild": ScopeProject, "run": ScopeProject, "shell": ScopeProject,
+	"claude": ScopeProject, "codex": ScopeProject, "gemini": ScopeProject, "agent": ScopeProject,
+	"agents": ScopeProject, "port": ScopeProject, "attach": ScopeProject,
+	"allow": ScopeProject, "deny": ScopeProject, "approve": ScopeProject, "egress": ScopeProject,
+	"snapshot": ScopeProject, "render": ScopeProject, "config": ScopeProject,
+	// The host as a whole.
+	"ls": ScopeHost, "sessions": ScopeHost, "golden": ScopeHost, "doctor": ScopeHost,
+	"gc": ScopeHost, "audit": ScopeHost, "version": ScopeHost,
 	// Needs both sides.
 	"pull": ScopeNotYet,
 	// This machine's own: hosts, keychain, menu, shell completion, and the
@@ -68,6 +74,12 @@ func Commands(s Scope) []string {
 func NotYet(command, host string) error {
 	return hint.New(fmt.Errorf("corral %s does not run on a remote host yet (host %s)", command, host),
 		"run it there over ssh for now; see docs/REMOTE.md, next steps")
+}
+
+// NeedsDir is the error of a ScopeProject command forwarded without -C.
+func NeedsDir(command, host string) error {
+	return hint.New(fmt.Errorf("corral %s on host %s needs -C with the project's path there: the project is not copied to remote hosts yet", command, host),
+		fmt.Sprintf("corral --host %s -C /PATH/ON/%s %s ... (see docs/REMOTE.md)", host, strings.ToUpper(host), command))
 }
 
 // StripHostFlag returns args without the --host flag and its value

@@ -119,10 +119,10 @@ func FuzzQuote(f *testing.F) {
 
 // fakeSSH answers the version check with out and code, and records argv.
 type fakeSSH struct {
-	out   string
-	code  int
+	out    string
+	code   int
 	stderr string
-	calls [][]string
+	calls  [][]string
 }
 
 func (f *fakeSSH) exec(_ context.Context, name string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {

@@ -50,6 +50,8 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					return run(cmd, args)
 				case scope == remote.ScopeNotYet:
 					return remote.NotYet(top.Name(), h.Name)
+				case scope == remote.ScopeProject && f.Dir == "":
+					return remote.NeedsDir(top.Name(), h.Name)
 				}
 				in, out, errOut := f.IO.Terminal()
 				// A remote terminal only when there is a local one to pass

@@ -164,8 +164,16 @@ func TestProjectHostKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, fr, _ := hostFactory(t, home, false)
-	if code := Run(f, []string{"-C", proj, "info"}); code != 0 || len(fr.calls) != 2 {
+	if code := Run(f, []string{"-C", proj, "sessions"}); code != 0 || len(fr.calls) != 2 {
 		t.Errorf("host key: exit %d, ssh %q", code, fr.calls)
+	}
+	// A project command needs -C on the host: here -C is the local
+	// project, which the host key came from, and the host has no copy.
+	t.Chdir(proj)
+	f, fr, out := hostFactory(t, home, false)
+	code := Run(f, []string{"info"})
+	if o, e := out(); code != 1 || len(fr.calls) != 0 || !strings.Contains(e, "corral info on host gpu needs -C") {
+		t.Errorf("project command without -C: exit %d, ssh %q, %q %q", code, fr.calls, o, e)
 	}
 	f, fr, _ = hostFactory(t, home, false)
 	Run(f, []string{"-C", proj, "--host", "local", "version"})
@@ -192,7 +200,7 @@ func TestScopesCoverTheTree(t *testing.T) {
 	io, _, _, _ := Test(false)
 	root := NewCmdRoot(&Factory{IO: io})
 	known := map[string]bool{}
-	for _, s := range []remote.Scope{remote.ScopeLocal, remote.ScopeRemote, remote.ScopeNotYet} {
+	for _, s := range []remote.Scope{remote.ScopeLocal, remote.ScopeHost, remote.ScopeProject, remote.ScopeNotYet} {
 		for _, n := range remote.Commands(s) {
 			known[n] = true
 		}
