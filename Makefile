@@ -69,6 +69,9 @@ bench-e2e: build ## the e2e measurements (session overhead, claude first answer 
 # After packaging/linux/test-deps.sh the desktop stack (D-Bus, keyring,
 # notification daemon, Xvfb) is installed, so its tests must run, not skip.
 test-all: export CORRAL_REQUIRE_DESKTOP := 1
+# ... and sshd (openssh-server), so the remote-host test over a real sshd on
+# 127.0.0.1 (cmd/corral TestRemoteHostOverRealSSHD) must run, not skip.
+test-all: export CORRAL_REQUIRE_SSHD := 1
 # test-race and fuzz-short run in test-e2e's second lane, alongside the
 # suite: about 4 and 2 CPU-minutes that cost no wall time there.
 test-all: E2E_ALONGSIDE := test-race fuzz-short

@@ -64,6 +64,9 @@ const (
 	// one line per reason (and credential, when the token was valid) per
 	// flush: a flood of bogus requests is a count, not a line each.
 	KindCredentialRefused Kind = "credential-refused"
+	// KindHost: a remote host was added to or removed from
+	// ~/.corral/hosts.toml (core/remote); fields "op", "host", "url".
+	KindHost Kind = "host"
 )
 
 // Field names of the credential events. Never a value, a token, a path or

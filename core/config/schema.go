@@ -113,6 +113,7 @@ var Schema = []Key{
 	{"snapshots_keep", "integer", "3", ClassFree, MergeReplace, "How many automatic snapshots to keep."},
 	{"terminal", "string", `"Terminal" on macOS; on Linux the first terminal found`, ClassHost, MergeReplace, `The terminal app the menu opens sessions and shells in. macOS: "Terminal" (a .command script opened through LaunchServices, no Automation prompt), "iTerm2" (AppleScript run by osascript: allow Corral under System Settings › Privacy & Security › Automation), "Ghostty", or the name of another app that opens .command scripts. Linux: a terminal command that takes -e, tried before $TERMINAL.`},
 	{"project_roots", "list of paths", "[]", ClassHost, MergeUnion, "Folders the menu's Projects lists repositories from: each is scanned one level deep for directories holding .git (at most 16 roots, 512 entries read per root, 50 repositories listed; symlinks below a root are not followed). Absolute or starting with ~/, e.g. [\"~/src\"]. A repository's .corral.toml may not set it."},
+	{"host", "string", "", ClassHost, MergeReplace, "The remote host (a NAME from `corral host add`) the project's box runs on: every box command (`corral up`, `claude`, `run`, `ls`, `egress`, ...) runs there over ssh, with the same corral on both sides. Set it in ~/.corral/projects/<box>.toml; `corral --host NAME` chooses a host for one command, and `--host local` this machine. A repository's .corral.toml may not set it. See docs/REMOTE.md."},
 }
 
 // Toolchains corral knows how to install.
@@ -236,4 +237,5 @@ type Config struct {
 	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
 	Terminal        *string               `toml:"terminal" json:"terminal,omitempty"`
 	ProjectRoots    []string              `toml:"project_roots" json:"project_roots,omitempty"`
+	Host            *string               `toml:"host" json:"host,omitempty"`
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/core/remote"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -128,6 +129,11 @@ func validate(l Layer) []error {
 		bad("agent", strconv.Quote(*c.Agent), "not an agent name", "use one of "+quoteList(agent.Builtins())+" or a name defined under [agents]")
 	}
 	oneOf("agent_state", str(c.AgentState), AgentStateOrder)
+	if c.Host != nil {
+		if err := remote.CheckName(*c.Host); err != nil {
+			bad("host", strconv.QuoteToASCII(*c.Host), err.Error(), "use a name from corral host ls")
+		}
+	}
 	oneOf("profile", str(c.Profile), ProfileOrder)
 	oneOf("agent_credentials", str(c.AgentCreds), AgentCredentialsOrder)
 	oneOf("claude_install", str(c.ClaudeInstall), ClaudeInstalls)

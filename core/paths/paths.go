@@ -55,6 +55,10 @@ func Default() (Layout, error) {
 // GlobalConfig is the global config layer.
 func (l Layout) GlobalConfig() string { return filepath.Join(l.Home, "config.toml") }
 
+// HostsFile lists the remote hosts corral runs commands on (core/remote);
+// only `corral host add|rm` write it.
+func (l Layout) HostsFile() string { return filepath.Join(l.Home, "hosts.toml") }
+
 // LimaHome is the LIMA_HOME corral runs limactl with.
 func (l Layout) LimaHome() string { return filepath.Join(l.Home, "lima") }
 

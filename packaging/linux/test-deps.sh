@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs everything corral's tests need on a fresh Debian 12 machine
 # (run as root): linters, the desktop test stack (private D-Bus, keyring,
-# notification daemon, Xvfb), and real Lima (1.2.2, the declared minimum,
-# and 2.2.0 beside it from packaging/third_party) with an offline test
+# notification daemon, Xvfb), sshd (the remote-host test runs its own on
+# 127.0.0.1 with its own config and keys), and real Lima (1.2.2, the
+# declared minimum, and 2.2.0 beside it from packaging/third_party) with an offline test
 # image for the end-to-end tests. Idempotent; safe to re-run.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,7 +13,13 @@ apt-get update -q
 apt-get install -y -q --no-install-recommends \
 	shellcheck shfmt git curl ca-certificates make iproute2 util-linux \
 	dbus gnome-keyring libsecret-tools xvfb dunst \
-	dpkg-dev desktop-file-utils
+	dpkg-dev desktop-file-utils \
+	openssh-server
+# The tests run their own sshd on 127.0.0.1; the system's stays off where
+# systemd started it on installation.
+if [ -d /run/systemd/system ]; then
+	systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+fi
 # npm fetches the pinned agent packages (core/pins). Machines of this kind
 # already have Node.js and npm from outside Debian, and Debian's npm
 # conflicts with that nodejs: install Debian's only where there is none.

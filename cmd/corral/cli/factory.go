@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/remote"
 	"github.com/corral-dev/corral/core/secret"
 )
 
@@ -33,6 +34,15 @@ type Factory struct {
 	SecretStore func() secret.Store
 	// Dir is the -C flag: the project directory.
 	Dir string
+	// Host is the --host flag: the remote host a box command runs on
+	// ("" = the project's host key; "local" = this machine).
+	Host string
+	// Remote runs commands on a remote host; its zero value runs the
+	// system ssh client.
+	Remote remote.Runner
+	// args are the arguments Run was given, which a forwarded command
+	// hands to the remote corral (without --host).
+	args []string
 	// App runs the menu-bar app; main injects it so the CLI package never
 	// imports the GUI libraries.
 	App AppFunc

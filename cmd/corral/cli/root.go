@@ -53,6 +53,7 @@ func LaunchArgs(argv []string) []string {
 
 // Run executes args against a factory; tests call it in-process.
 func Run(f *Factory, args []string) int {
+	f.args = args
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	root.SetIn(f.IO.In)
@@ -92,6 +93,7 @@ the hosts the host side allows.`,
 	}
 	root.PersistentFlags().StringVarP(&f.Dir, "dir", "C", "", "project `directory` (default: the working directory)")
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "log what corral does to stderr")
+	root.PersistentFlags().StringVar(&f.Host, "host", "", "run a box command on this remote `host` (corral host ls; \"local\": this machine)")
 	root.AddCommand(
 		NewCmdConfig(f),
 		NewCmdUp(f, nil),
@@ -128,6 +130,7 @@ the hosts the host side allows.`,
 		NewCmdGC(f, nil),
 		NewCmdAudit(f, nil),
 		NewCmdPull(f, nil),
+		NewCmdHost(f),
 	)
 	// completion is cobra's own group; made now so that the walk below
 	// covers it too.
@@ -141,6 +144,7 @@ the hosts the host side allows.`,
 		}
 	}
 	strictGroups(root)
+	forwardRemote(f, root)
 	return root
 }
 

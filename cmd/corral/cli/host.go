@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// NewCmdHost builds `corral host` and its subcommands.
+func NewCmdHost(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "host <command>",
+		Short: "Add, list and remove the remote hosts boxes can run on",
+		Long: `A remote host is another Linux machine, reached with the system ssh client,
+whose own corral (the same version as this one) runs the boxes: Lima, qemu,
+the broker and the funnel all work there. corral host writes only this
+machine's ~/.corral/hosts.toml (recording each change in the audit log
+first). Then corral --host NAME COMMAND runs a box command there, and
+host = "NAME" in a project's ~/.corral/projects/<box>.toml runs all of its
+box commands there. See docs/REMOTE.md.`,
+		Example: `  corral host add gpu ssh://me@gpu.internal
+  corral --host gpu version
+  corral host ls
+  corral host rm gpu`,
+	}
+	cmd.AddCommand(
+		NewCmdHostAdd(f, nil),
+		NewCmdHostLs(f, nil),
+		NewCmdHostRm(f, nil),
+	)
+	return cmd
+}

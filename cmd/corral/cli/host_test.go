@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
+	"github.com/corral-dev/corral/core/remote"
+	"github.com/corral-dev/corral/core/version"
+)
+
+// fakeRemote records the ssh argv a forwarded command runs and answers
+// the version check with this binary's version.
+type fakeRemote struct {
+	calls [][]string
+	code  int
+}
+
+func (r *fakeRemote) exec(_ context.Context, name string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	r.calls = append(r.calls, argv)
+	if strings.HasSuffix(argv[len(argv)-1], `'version' '--json'`) {
+		io.WriteString(stdout, `{"version":"`+version.Version+`","commit":"`+version.Commit+`"}`)
+		return 0, nil
+	}
+	io.WriteString(stdout, "remote out\n")
+	return r.code, nil
+}
+
+func hostFactory(t *testing.T, home string, tty bool) (*Factory, *fakeRemote, func() (string, string)) {
+	t.Helper()
+	io, _, out, errOut := Test(tty)
+	fr := &fakeRemote{}
+	f := &Factory{
+		IO:        io,
+		Layout:    func() (paths.Layout, error) { return paths.Layout{Home: home}, nil },
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Remote:    remote.Runner{Exec: fr.exec},
+	}
+	return f, fr, func() (string, string) { return out.String(), errOut.String() }
+}
+
+func TestHostAddLsRm(t *testing.T) {
+	home := t.TempDir()
+	f, _, out := hostFactory(t, home, false)
+	code := Run(f, []string{"host", "add", "gpu", "ssh://me@gpu.internal:2222", "--corral", "/opt/corral/bin/corral"})
+	o, e := out()
+	check(t, code, o, e, 0, "host gpu: ssh://me@gpu.internal:2222 added to "+filepath.Join(home, "hosts.toml")+"\n", "")
+
+	f, _, out = hostFactory(t, home, false)
+	code = Run(f, []string{"host", "ls"})
+	o, e = out()
+	check(t, code, o, e, 0, "gpu\tssh://me@gpu.internal:2222\t/opt/corral/bin/corral\t-\n", "")
+
+	f, _, out = hostFactory(t, home, true)
+	code = Run(f, []string{"host", "ls"})
+	o, e = out()
+	check(t, code, o, e, 0, "NAME  URL                         CORRAL                  SSH CONFIG\ngpu   ssh://me@gpu.internal:2222  /opt/corral/bin/corral  -\n", "")
+
+	for _, bad := range [][]string{
+		{"host", "add", "-x", "ssh://h"},
+		{"host", "add", "x", "ssh://-oProxyCommand=touch /tmp/p"},
+		{"host", "add", "x", "ssh://h y"},
+		{"host", "add", "x", "ssh://h\x1b[2J"},
+		{"host", "add", "local", "ssh://h"},
+		{"host", "add", "gpu", "ssh://other"},
+	} {
+		f, _, out = hostFactory(t, home, false)
+		if code := Run(f, bad); code != 1 {
+			o, e := out()
+			t.Errorf("%q: exit %d, %q %q", bad, code, o, e)
+		}
+	}
+
+	f, _, out = hostFactory(t, home, false)
+	code = Run(f, []string{"host", "rm", "gpu"})
+	o, e = out()
+	check(t, code, o, e, 0, "host gpu removed from "+filepath.Join(home, "hosts.toml")+"\n", "")
+}
+
+func addHost(t *testing.T, home, name, url string) {
+	t.Helper()
+	f, _, out := hostFactory(t, home, false)
+	if code := Run(f, []string{"host", "add", name, url}); code != 0 {
+		t.Fatal(out())
+	}
+}
+
+// TestHostForwards: a box command with --host runs the remote corral with
+// the same argv (less --host, plus --host local), each word quoted, -T
+// without a terminal and -t with one, and its exit code passes through.
+func TestHostForwards(t *testing.T) {
+	home := t.TempDir()
+	addHost(t, home, "gpu", "ssh://me@gpu:2222")
+	f, fr, out := hostFactory(t, home, false)
+	fr.code = 7
+	code := Run(f, []string{"-C", "/srv/src/web", "run", "--host", "gpu", "--", "sh", "-c", "echo 'hi'; exit 3"})
+	o, e := out()
+	check(t, code, o, e, 7, "remote out\n", "")
+	want := [][]string{
+		{"-p", "2222", "-T", "-e", "none", "--", "me@gpu", `'corral' --host local 'version' '--json'`},
+		{"-p", "2222", "-T", "-e", "none", "--", "me@gpu", `'corral' --host local '-C' '/srv/src/web' 'run' '--' 'sh' '-c' 'echo '\''hi'\''; exit 3'`},
+	}
+	if !slices.EqualFunc(fr.calls, want, slices.Equal) {
+		t.Errorf("ssh argv\n %q\nwant\n %q", fr.calls, want)
+	}
+
+	f, fr, _ = hostFactory(t, home, true)
+	if code := Run(f, []string{"--host=gpu", "ls"}); code != 0 || len(fr.calls) != 2 || !slices.Contains(fr.calls[1], "-t") {
+		t.Errorf("tty: exit %d, %q", code, fr.calls)
+	}
+}
+
+// TestHostLocalOnly: this machine's commands refuse --host; pull says it
+// is not built yet; --host local runs here.
+func TestHostLocalOnly(t *testing.T) {
+	home := t.TempDir()
+	addHost(t, home, "gpu", "ssh://gpu")
+	for _, args := range [][]string{
+		{"--host", "gpu", "secret", "get", "--service", "s", "--account", "a"},
+		{"--host", "gpu", "host", "ls"},
+		{"--host", "gpu", "app"},
+		{"--host", "gpu", "pull"},
+	} {
+		f, fr, out := hostFactory(t, home, false)
+		code := Run(f, args)
+		o, e := out()
+		if code != 1 || len(fr.calls) != 0 || o != "" || !strings.Contains(e, "gpu") {
+			t.Errorf("%q: exit %d, ssh %q, %q %q", args, code, fr.calls, o, e)
+		}
+	}
+	f, fr, out := hostFactory(t, home, false)
+	code := Run(f, []string{"--host", "local", "version", "--json"})
+	if o, _ := out(); code != 0 || len(fr.calls) != 0 || !strings.Contains(o, `"version"`) {
+		t.Errorf("--host local: exit %d, ssh %q, %q", code, fr.calls, o)
+	}
+	f, fr, out = hostFactory(t, home, false)
+	code = Run(f, []string{"--host", "nope", "ls"})
+	if o, e := out(); code != 1 || len(fr.calls) != 0 || !strings.Contains(e, "host nope: unknown host") {
+		t.Errorf("unknown host: exit %d, %q %q", code, o, e)
+	}
+}
+
+// TestProjectHostKey: host = "NAME" in the box's trusted layer sends its
+// box commands there; --host local overrides it.
+func TestProjectHostKey(t *testing.T) {
+	home := t.TempDir()
+	addHost(t, home, "gpu", "ssh://gpu")
+	proj := t.TempDir()
+	l := paths.Layout{Home: home}
+	p, err := project.Resolve(proj, l.LimaHome())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(l.ProjectsDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.ProjectConfig(p.Box), []byte("host = \"gpu\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, fr, _ := hostFactory(t, home, false)
+	if code := Run(f, []string{"-C", proj, "sessions"}); code != 0 || len(fr.calls) != 2 {
+		t.Errorf("host key: exit %d, ssh %q", code, fr.calls)
+	}
+	// A project command needs -C on the host: here -C is the local
+	// project, which the host key came from, and the host has no copy.
+	t.Chdir(proj)
+	f, fr, out := hostFactory(t, home, false)
+	code := Run(f, []string{"info"})
+	if o, e := out(); code != 1 || len(fr.calls) != 0 || !strings.Contains(e, "corral info on host gpu needs -C") {
+		t.Errorf("project command without -C: exit %d, ssh %q, %q %q", code, fr.calls, o, e)
+	}
+	f, fr, _ = hostFactory(t, home, false)
+	Run(f, []string{"-C", proj, "--host", "local", "version"})
+	if len(fr.calls) != 0 {
+		t.Errorf("--host local forwarded: %q", fr.calls)
+	}
+	// A repository cannot choose the host: its .corral.toml is not read
+	// for it, and loading it refuses the key.
+	proj2 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj2, ".corral.toml"), []byte("host = \"gpu\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, fr, _ = hostFactory(t, home, false)
+	Run(f, []string{"-C", proj2, "version"})
+	if len(fr.calls) != 0 {
+		t.Errorf("a repository's host key forwarded: %q", fr.calls)
+	}
+}
+
+// TestScopesCoverTheTree: every top-level command has a place in
+// remote's one list of where commands run, so a new command is classified
+// on purpose.
+func TestScopesCoverTheTree(t *testing.T) {
+	io, _, _, _ := Test(false)
+	root := NewCmdRoot(&Factory{IO: io})
+	known := map[string]bool{}
+	for _, s := range []remote.Scope{remote.ScopeLocal, remote.ScopeHost, remote.ScopeProject, remote.ScopeNotYet} {
+		for _, n := range remote.Commands(s) {
+			known[n] = true
+		}
+	}
+	for _, c := range root.Commands() {
+		if !known[c.Name()] {
+			t.Errorf("corral %s: not in core/remote's scopes", c.Name())
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package remote
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/untrusted"
+)
+
+// Host is one remote host of ~/.corral/hosts.toml.
+type Host struct {
+	Name   string `json:"name"`
+	URL    string `json:"url"` // canonical: Target.String()
+	Target Target `json:"-"`
+	// Corral is the corral binary on the remote host, an absolute path;
+	// "" runs "corral" from the remote shell's PATH.
+	Corral string `json:"corral,omitempty"`
+	// SSHConfig is an ssh client config file on this machine (ssh -F),
+	// absolute; "" uses ssh's defaults (~/.ssh/config).
+	SSHConfig string `json:"ssh_config,omitempty"`
+}
+
+// Limits of the hosts file.
+const (
+	MaxFileSize = 64 << 10
+	MaxHosts    = 64
+	maxPathLen  = 1024
+)
+
+// ErrUnknownHost is a name that hosts.toml does not list.
+var ErrUnknownHost = errors.New("unknown host")
+
+// NewHost checks a host's parts and returns it with its canonical URL.
+func NewHost(name, url, corral, sshConfig string) (Host, error) {
+	var errs []error
+	if err := CheckName(name); err != nil {
+		errs = append(errs, err)
+	}
+	t, err := ParseURL(url)
+	errs = append(errs, err)
+	if corral != "" {
+		errs = append(errs, checkPath("corral", corral))
+	}
+	if sshConfig != "" {
+		errs = append(errs, checkPath("ssh_config", sshConfig))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Host{}, err
+	}
+	return Host{Name: name, URL: t.String(), Target: t, Corral: corral, SSHConfig: sshConfig}, nil
+}
+
+// checkPath: absolute, clean, no control characters, bounded. The remote
+// binary's path is quoted for the remote shell and the ssh config's is one
+// argv element, so these are about clear errors and honest display.
+func checkPath(key, p string) error {
+	switch {
+	case len(p) > maxPathLen:
+		return fmt.Errorf("%s: longer than %d bytes", key, maxPathLen)
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%s %s: must be an absolute path", key, strconv.QuoteToASCII(cut(p, 80)))
+	case filepath.Clean(p) != p:
+		return fmt.Errorf("%s %s: must be a clean path (no //, ./ or ../)", key, strconv.QuoteToASCII(cut(p, 80)))
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == '\uFFFD' {
+			return fmt.Errorf("%s %s: control character", key, strconv.QuoteToASCII(cut(p, 80)))
+		}
+	}
+	return nil
+}
+
+// Load reads the hosts file at path, sorted by name. A missing file is no
+// hosts. The file is the user's, but it is read as hostile input all the
+// same (it costs nothing): a regular file of at most MaxFileSize bytes,
+// exactly the keys of the format, every value checked as NewHost checks
+// it; any problem fails the whole file, naming it.
+func Load(path string) ([]Host, error) {
+	data, err := untrusted.ReadFile(path, MaxFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	var fe *untrusted.FileError
+	if errors.As(err, &fe) {
+		return nil, fmt.Errorf("reading hosts %s: %s", path, fe.What)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading hosts %s: %w", path, err)
+	}
+	hosts, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return hosts, nil
+}
+
+// hostKeys are the keys of a [hosts.NAME] table.
+var hostKeys = []string{"url", "corral", "ssh_config"}
+
+// Parse decodes a hosts file. Tables are decoded into maps, never structs,
+// so a key is known only when it is exactly one of the format's names.
+func Parse(data []byte) ([]Host, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	}
+	var top map[string]any
+	if _, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&top); err != nil {
+		return nil, fmt.Errorf("not a hosts file: %w", err)
+	}
+	var errs []error
+	for k := range top {
+		if k != "hosts" {
+			errs = append(errs, fmt.Errorf("unknown key %s (only [hosts.NAME] tables)", strconv.QuoteToASCII(cut(k, 64))))
+		}
+	}
+	table, ok := top["hosts"].(map[string]any)
+	if !ok && top["hosts"] != nil {
+		errs = append(errs, errors.New("hosts: want a table of [hosts.NAME] tables"))
+	}
+	if len(table) > MaxHosts {
+		return nil, fmt.Errorf("more than %d hosts", MaxHosts)
+	}
+	var hosts []Host
+	for name, v := range table {
+		quoted := strconv.QuoteToASCII(cut(name, 64))
+		m, ok := v.(map[string]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("hosts.%s: want a table", quoted))
+			continue
+		}
+		vals := map[string]string{}
+		for k, v := range m {
+			if !slices.Contains(hostKeys, k) {
+				errs = append(errs, fmt.Errorf("hosts.%s: unknown key %s (keys: %s)", quoted, strconv.QuoteToASCII(cut(k, 64)), strings.Join(hostKeys, ", ")))
+				continue
+			}
+			s, ok := v.(string)
+			if !ok {
+				errs = append(errs, fmt.Errorf("hosts.%s.%s: want a string", quoted, k))
+				continue
+			}
+			vals[k] = s
+		}
+		if _, ok := vals["url"]; !ok {
+			errs = append(errs, fmt.Errorf("hosts.%s: no url", quoted))
+			continue
+		}
+		h, err := NewHost(name, vals["url"], vals["corral"], vals["ssh_config"])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hosts.%s: %w", quoted, err))
+			continue
+		}
+		hosts = append(hosts, h)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(hosts, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
+	return hosts, nil
+}
+
+// Encode renders hosts as the hosts file.
+func Encode(hosts []Host) []byte {
+	var b bytes.Buffer
+	b.WriteString("# corral's remote hosts, written by `corral host add` and `corral host rm`.\n")
+	b.WriteString("# A project runs on one with host = \"NAME\" in ~/.corral/projects/<box>.toml.\n")
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "\n[hosts.%s]\nurl = %s\n", h.Name, tomlString(h.URL))
+		if h.Corral != "" {
+			fmt.Fprintf(&b, "corral = %s\n", tomlString(h.Corral))
+		}
+		if h.SSHConfig != "" {
+			fmt.Fprintf(&b, "ssh_config = %s\n", tomlString(h.SSHConfig))
+		}
+	}
+	return b.Bytes()
+}
+
+// tomlString quotes s as a TOML basic string (the values are checked free
+// of control characters; quotes and backslashes are escaped).
+func tomlString(s string) string {
+	var b bytes.Buffer
+	enc := toml.NewEncoder(&b)
+	if err := enc.Encode(map[string]string{"x": s}); err != nil {
+		return `""`
+	}
+	return strings.TrimSpace(strings.TrimPrefix(b.String(), "x = "))
+}
+
+// Find returns the host called name from the hosts file of l.
+func Find(l paths.Layout, name string) (Host, error) {
+	if err := CheckName(name); err != nil {
+		return Host{}, err
+	}
+	hosts, err := Load(l.HostsFile())
+	if err != nil {
+		return Host{}, err
+	}
+	for _, h := range hosts {
+		if h.Name == name {
+			return h, nil
+		}
+	}
+	return Host{}, hint.New(fmt.Errorf("host %s: %w", name, ErrUnknownHost),
+		fmt.Sprintf("add it: corral host add %s ssh://USER@HOST (corral host ls lists the hosts)", name))
+}
+
+// Add adds h to the hosts file of l, or replaces the host of that name
+// when replace is set. The audit record is written first (when it cannot
+// be, nothing is written); the read, change and write happen under the
+// file's lock.
+func Add(l paths.Layout, h Host, replace bool, actor audit.Actor) error {
+	h, err := NewHost(h.Name, h.URL, h.Corral, h.SSHConfig)
+	if err != nil {
+		return fmt.Errorf("adding host: %w", err)
+	}
+	return update(l, "add", h.Name, h.URL, actor, func(hosts []Host) ([]Host, error) {
+		i := slices.IndexFunc(hosts, func(x Host) bool { return x.Name == h.Name })
+		switch {
+		case i >= 0 && !replace:
+			return nil, hint.New(fmt.Errorf("adding host %s: it exists (%s)", h.Name, hosts[i].URL), "replace it: corral host add --force "+h.Name+" URL")
+		case i >= 0:
+			hosts[i] = h
+		case len(hosts) >= MaxHosts:
+			return nil, fmt.Errorf("adding host %s: already %d hosts", h.Name, MaxHosts)
+		default:
+			hosts = append(hosts, h)
+		}
+		slices.SortFunc(hosts, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
+		return hosts, nil
+	})
+}
+
+// Remove removes the host called name from the hosts file of l, as Add
+// writes it. Projects whose host key names it then fail with ErrUnknownHost
+// until the key is changed: none silently runs here instead.
+func Remove(l paths.Layout, name string, actor audit.Actor) error {
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("removing host: %w", err)
+	}
+	return update(l, "rm", name, "", actor, func(hosts []Host) ([]Host, error) {
+		i := slices.IndexFunc(hosts, func(x Host) bool { return x.Name == name })
+		if i < 0 {
+			return nil, hint.New(fmt.Errorf("removing host %s: %w", name, ErrUnknownHost), "corral host ls lists the hosts")
+		}
+		return slices.Delete(hosts, i, i+1), nil
+	})
+}
+
+// update changes the hosts file under its lock: load, change, audit, write.
+func update(l paths.Layout, op, name, url string, actor audit.Actor, change func([]Host) ([]Host, error)) error {
+	path := l.HostsFile()
+	unlock, err := atomicfile.Lock(path + atomicfile.LockSuffix)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	hosts, err := Load(path)
+	if err != nil {
+		return hint.New(fmt.Errorf("%s host %s (nothing was written): %w", op, name, err), "fix the file by hand, or move it away")
+	}
+	hosts, err = change(hosts)
+	if err != nil {
+		return err
+	}
+	out := Encode(hosts)
+	if _, err := Parse(out); err != nil { // what is written must load again
+		return fmt.Errorf("%s host %s (nothing was written): %w", op, name, err)
+	}
+	fields := map[string]any{"op": op, "host": name}
+	if url != "" {
+		fields["url"] = url
+	}
+	alog, err := audit.Open(l.AuditLog())
+	if err != nil {
+		return err
+	}
+	err = alog.Record(audit.Event{Kind: audit.KindHost, Actor: actor, Fields: fields})
+	if err = errors.Join(err, alog.Close()); err != nil {
+		return fmt.Errorf("%s host %s: recording it in the audit log (nothing was written): %w", op, name, err)
+	}
+	return atomicfile.WriteFile(path, out, atomicfile.FileMode)
+}

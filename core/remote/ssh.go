@@ -1,0 +1,238 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/version"
+)
+
+// Quote quotes s for a POSIX shell: inside single quotes every byte is
+// literal but the single quote, which is closed, escaped and reopened.
+// The remote user's login shell must be POSIX (sh, dash, bash, zsh,
+// ksh): ssh hands the command line to it as one string, and csh or fish
+// read quotes differently (docs/REMOTE.md).
+func Quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Invocation is one run of the remote corral.
+type Invocation struct {
+	// Args are corral's arguments on the remote side, without the binary.
+	Args []string
+	// TTY asks ssh for a terminal on the remote side (-t): set when the
+	// local stdin and stdout are terminals, so an agent or a shell draws as
+	// it does locally. Otherwise -T: bytes pass through untouched (a remote
+	// terminal would turn "\n" into "\r\n" in output piped to a file).
+	TTY bool
+}
+
+// SSHArgv is ssh's argv (without the ssh binary itself) for inv on h. It
+// is pure: the same host and invocation always give the same argv.
+//
+//   - -F only when the host names an ssh config; -p only with a port;
+//   - -t or -T, never both, never -tt (a terminal is asked for only when
+//     there is one to pass through);
+//   - -e none: no escape character, so "~." in an agent's input is data;
+//   - "--" before the destination, which ParseURL already keeps from
+//     starting with '-';
+//   - the remote command as ONE argument: ssh joins its command arguments
+//     with spaces and the remote shell parses the result, so each word is
+//     quoted here (Quote) and the string is exactly what the shell reads.
+//     The remote corral always gets --host local first: it runs there,
+//     whatever that side's own config says, and never forwards again.
+func SSHArgv(h Host, inv Invocation) []string {
+	argv := []string{}
+	if h.SSHConfig != "" {
+		argv = append(argv, "-F", h.SSHConfig)
+	}
+	if h.Target.Port != 0 {
+		argv = append(argv, "-p", strconv.Itoa(h.Target.Port))
+	}
+	if inv.TTY {
+		argv = append(argv, "-t")
+	} else {
+		argv = append(argv, "-T")
+	}
+	argv = append(argv, "-e", "none", "--", h.Target.Destination(), RemoteCommand(h, inv.Args))
+	return argv
+}
+
+// RemoteCommand is the command line the remote shell runs: the remote
+// corral, --host local, then args, each word quoted.
+func RemoteCommand(h Host, args []string) string {
+	bin := h.Corral
+	if bin == "" {
+		bin = "corral"
+	}
+	words := make([]string, 0, len(args)+3)
+	words = append(words, Quote(bin), "--host", Local)
+	for _, a := range args {
+		words = append(words, Quote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+// Build is the version a corral reports with `corral version --json`.
+type Build struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// LocalBuild is this binary's build.
+func LocalBuild() Build { return Build{Version: version.Version, Commit: version.Commit} }
+
+func (b Build) String() string { return fmt.Sprintf("%s (commit %s)", b.Version, b.Commit) }
+
+// VersionMismatchError: the remote host runs another corral. Both sides
+// must be the same build: the remote side parses the argv this side
+// checked, and prints what this side's user reads.
+type VersionMismatchError struct {
+	Host          string
+	Local, Remote Build
+}
+
+func (e *VersionMismatchError) Error() string {
+	return fmt.Sprintf("host %s runs corral %s, this is corral %s: refusing to run a command there", e.Host, e.Remote, e.Local)
+}
+
+// Hint says what to do.
+func (e *VersionMismatchError) Hint() string {
+	return fmt.Sprintf("install corral %s on %s, or point at it: corral host add --force --corral /PATH/TO/corral %s URL", e.Local.Version, e.Host, e.Host)
+}
+
+// ErrUnreachable: ssh itself failed (exit 255): the host, the network or
+// the login, not the command.
+var ErrUnreachable = errors.New("cannot reach the host over ssh")
+
+// maxVersionOutput caps what the version check reads back.
+const maxVersionOutput = 4 << 10
+
+// Exec runs a command; the default is exec.CommandContext's Run. Tests
+// replace it to record argv.
+type Exec func(ctx context.Context, name string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (exitCode int, err error)
+
+// Runner runs the remote corral over the system ssh client.
+type Runner struct {
+	SSH  string // the ssh binary; "" = "ssh" from PATH
+	Exec Exec   // nil = run it
+}
+
+func (r Runner) exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	bin := r.SSH
+	if bin == "" {
+		bin = "ssh"
+	}
+	if r.Exec != nil {
+		return r.Exec(ctx, bin, argv, stdin, stdout, stderr)
+	}
+	return runCmd(ctx, bin, argv, stdin, stdout, stderr)
+}
+
+// runCmd runs ssh and waits for it. An interrupt or a termination corral
+// receives meanwhile is passed to ssh, not acted on: ssh ends the remote
+// command its own way, and corral returns ssh's exit code.
+func runCmd(ctx context.Context, bin string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	// An *os.File (the terminal) is handed to ssh as its own fd, so ssh can
+	// put it in raw mode for -t; other readers are copied.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	err := cmd.Start()
+	if err == nil {
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case s := <-sig:
+					_ = cmd.Process.Signal(s)
+				case <-done:
+					return
+				}
+			}
+		}()
+		err = cmd.Wait()
+		close(done)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("running %s: %w", bin, err)
+	}
+	return 0, nil
+}
+
+// CheckVersion runs `corral version --json` on h and returns an error
+// unless it reports this binary's version and commit.
+func (r Runner) CheckVersion(ctx context.Context, h Host) error {
+	var out, errOut capped
+	out.max, errOut.max = maxVersionOutput, maxVersionOutput
+	code, err := r.exec(ctx, SSHArgv(h, Invocation{Args: []string{"version", "--json"}}), nil, &out, &errOut)
+	if err != nil {
+		return fmt.Errorf("checking corral's version on host %s: %w", h.Name, err)
+	}
+	first := firstLine(errOut.String())
+	switch {
+	case code == 255:
+		return hint.New(fmt.Errorf("host %s (%s): %w: %s", h.Name, h.URL, ErrUnreachable, first), "try: ssh "+h.Target.Destination())
+	case code == 127:
+		return hint.New(fmt.Errorf("host %s: corral is not installed there (%s)", h.Name, first),
+			fmt.Sprintf("install corral %s on %s, or give its path: corral host add --force --corral /PATH/TO/corral %s %s", version.Version, h.Name, h.Name, h.URL))
+	case code != 0:
+		return fmt.Errorf("host %s: corral version --json exited %d: %s", h.Name, code, first)
+	}
+	var got Build
+	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+	if err := dec.Decode(&got); err != nil || got.Version == "" {
+		return fmt.Errorf("host %s: corral version --json printed no version (is it corral?): %s", h.Name, strconv.QuoteToASCII(cut(out.String(), 80)))
+	}
+	if local := LocalBuild(); got != local {
+		got.Version, got.Commit = cut(got.Version, 64), cut(got.Commit, 64)
+		return &VersionMismatchError{Host: h.Name, Local: local, Remote: got}
+	}
+	return nil
+}
+
+// Run checks the remote version, then runs inv there with stdio passed
+// through, and returns the remote corral's exit code. ssh's own failures
+// (exit 255) are ErrUnreachable; the remote command's 255 reads the same,
+// which is ssh's contract, not corral's.
+func (r Runner) Run(ctx context.Context, h Host, inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if err := r.CheckVersion(ctx, h); err != nil {
+		return 0, err
+	}
+	return r.exec(ctx, SSHArgv(h, inv), stdin, stdout, stderr)
+}
+
+// capped keeps the first max bytes written and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(cut(s, 200))
+}
