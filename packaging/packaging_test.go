@@ -463,3 +463,37 @@ func TestE2ESmokeNamesExist(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ELanesCoverTheSuite: test-all splits the Lima 2.2.0 suite between
+// two lanes by name (Makefile E2E_SUITE and E2E_SIDE); every top-level
+// e2e test runs in exactly one of them, so a new test cannot drop out of
+// CI silently.
+func TestE2ELanesCoverTheSuite(t *testing.T) {
+	mk := string(readFile(t, "Makefile"))
+	lane := func(v string) *regexp.Regexp {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^test-all: ` + v + ` := (.*)$`).FindStringSubmatch(mk)
+		if m == nil {
+			t.Fatalf("Makefile: test-all sets no %s", v)
+		}
+		return regexp.MustCompile(strings.ReplaceAll(m[1], "$$", "$"))
+	}
+	suite, side := lane("E2E_SUITE"), lane("E2E_SIDE")
+	ents, err := os.ReadDir(filepath.Join(root, "cmd/corral/e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\)`)
+	n := 0
+	for _, e := range ents {
+		for _, m := range top.FindAllStringSubmatch(string(readFile(t, "cmd/corral/e2e/"+e.Name())), -1) {
+			n++
+			if a, b := suite.MatchString(m[1]), side.MatchString(m[1]); a == b {
+				t.Errorf("e2e test %s: in the first lane %v, in the second %v; want exactly one", m[1], a, b)
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("found only %d top-level e2e tests", n)
+	}
+}
