@@ -181,6 +181,12 @@ func canonicalHost(h string) (string, error) {
 		if label == "" || len(label) > 63 {
 			return "", errors.New("empty or too long label")
 		}
+		// A DNS label neither starts nor ends with '-'; refusing it also
+		// keeps every name from reading as a command-line option
+		// ("--revoke") where a name is passed on as an argument.
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return "", fmt.Errorf("label %q starts or ends with '-'", label)
+		}
 		for i := 0; i < len(label); i++ {
 			c := label[i]
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {

@@ -45,6 +45,10 @@ func TestParseAuthority(t *testing.T) {
 		{"010.0.0.1:80", 0, "", ReasonMalformedAuthority},
 		{"[::1]x:80", 0, "", ReasonMalformedAuthority},
 		{"xn--zz.test:443", 0, "", ReasonMalformedAuthority},
+		{"-x.test:443", 0, "", ReasonMalformedAuthority},
+		{"x-.test:443", 0, "", ReasonMalformedAuthority},
+		{"a.-b.test:443", 0, "", ReasonMalformedAuthority},
+		{"a-b.test:443", 0, "a-b.test:443", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // form, and the form is printable ASCII without blanks.
 func FuzzParseAllowEntry(f *testing.F) {
 	for _, s := range []string{"api.example.com", "*.example.com:*", "EXAMPLE.com.:8443", "bücher.example", "x_y.example.com",
-		"10.1.2.3/24", "::ffff:169.254.169.254/128", "fe80::1%eth0/64", "https://a.example/", "*.com", "a..b", "0x1.example", "1.2.3.4"} {
+		"10.1.2.3/24", "::ffff:169.254.169.254/128", "fe80::1%eth0/64", "https://a.example/", "*.com", "a..b", "0x1.example", "1.2.3.4", "--revoke", "-x.example", "x-.example:80"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -27,6 +27,11 @@ func FuzzParseAllowEntry(f *testing.F) {
 		}
 		if strings.ContainsFunc(canon, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
 			t.Fatalf("%q: canonical %q is not printable ASCII", s, canon)
+		}
+		// No entry reads as a command-line option where it is passed on
+		// as an argument (corral allow BOX ENTRY, over ssh to a host).
+		if strings.HasPrefix(canon, "-") || strings.Contains(canon, ".-") || strings.Contains(canon, "-.") {
+			t.Fatalf("%q: canonical %q has a label that starts or ends with '-'", s, canon)
 		}
 		if _, perr := ParsePolicy([]string{s}, nil); perr != nil {
 			t.Fatalf("%q refused by the policy's entries: %v", s, perr)
