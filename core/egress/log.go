@@ -267,7 +267,7 @@ func capText(s string) string {
 
 func (l *DecisionLog) write(e Entry) {
 	var err error
-	if plainJSON(e.Host) && plainJSON(e.Box) && e.Count <= 1 && e.HeldMS == 0 && sessionOnly(e.Who) {
+	if fastEncodable(e) {
 		// Pre-encoded: the deny path is hot and reflection is not free,
 		// nor is json.Marshal checking a RawMessage again.
 		line := appendDecisionJSON(make([]byte, 0, 192), e)
@@ -300,6 +300,25 @@ func plainJSON(s string) bool {
 		}
 	}
 	return true
+}
+
+// fastEncodable reports whether appendDecisionJSON encodes e exactly as
+// json.Marshal would: a decision line whose text needs no escaping and
+// that has nothing beyond the fields the fast encoder writes. Derived
+// from the fields, not listed: with each written field cleared, what is
+// left must be the zero Entry, so a field added to Entry (SNI was one the
+// fast path once dropped) sends its lines down the general encoder until
+// the fast encoder learns it.
+func fastEncodable(e Entry) bool {
+	if !e.IsDecision() || !plainJSON(e.Host) || !plainJSON(e.Box) || !plainJSON(e.IP) ||
+		!plainJSON(string(e.Reason)) || e.Count < 0 || e.Count > 1 || !sessionOnly(e.Who) {
+		return false
+	}
+	rest := e
+	rest.Time, rest.Box, rest.Kind, rest.Host, rest.Port, rest.IP, rest.Allowed, rest.Reason, rest.Who = time.Time{}, "", "", "", 0, "", false, "", nil
+	// MarshalJSON drops these from a decision line; a count of 1 is none.
+	rest.Session, rest.What, rest.Request, rest.Why, rest.Count = "", "", "", "", 0
+	return rest == Entry{}
 }
 
 // appendDecisionJSON encodes a decision entry exactly as json.Marshal would,

@@ -324,3 +324,43 @@ func (m *memAppender) lines() []string {
 	defer m.mu.Unlock()
 	return append([]string(nil), m.ls...)
 }
+
+// FuzzDecisionJSON: whenever the fast path is taken, its line is exactly
+// json.Marshal's; every field of Entry is set from the fuzzer, so a field
+// the fast encoder does not write can never be dropped silently.
+func FuzzDecisionJSON(f *testing.F) {
+	f.Add("a.test", "b-1", "127.0.0.1", string(ReasonAllowed), "", "", "", 443, 1, int64(0), true, uint8(0))
+	f.Add("a.test", "b-1", "127.0.0.1", string(ReasonSNIMismatch), "ab12", "", "fronted.example.test", 443, 0, int64(0), false, uint8(1))
+	f.Fuzz(func(t *testing.T, host, box, ip, reason, session, why, sni string, port, count int, held int64, allowed bool, kind uint8) {
+		kinds := []Kind{KindConnect, KindHTTP, KindRequest, KindSessionStart}
+		e := Entry{Time: time.Date(2026, 12, 2, 17, 9, 41, 817543007, time.UTC), Box: box, Kind: kinds[int(kind)%len(kinds)],
+			Host: host, Port: port, IP: ip, Allowed: allowed, Reason: Reason(reason), Count: count, HeldMS: held, Why: why, SNI: sni}
+		if session != "" {
+			e.Who = &Attribution{Session: session}
+		}
+		if !fastEncodable(e) {
+			return
+		}
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendDecisionJSON(nil, e); string(got) != string(want) {
+			t.Fatalf("fast encoding of %+v\n got %s\nwant %s", e, got, want)
+		}
+	})
+}
+
+// An SNI refusal's line names the server name it asked for (the fast
+// path once dropped it).
+func TestDecisionLogKeepsSNI(t *testing.T) {
+	e := Entry{Time: time.Now(), Box: "b", Kind: KindConnect, Host: "localhost", Port: 443, IP: "127.0.0.1",
+		Reason: ReasonSNIMismatch, SNI: "fronted.example.test"}
+	if fastEncodable(e) {
+		t.Fatal("an entry with an SNI took the fast path, which does not write it")
+	}
+	b, _ := json.Marshal(e)
+	if !strings.Contains(string(b), `"sni":"fronted.example.test"`) {
+		t.Fatalf("line %s", b)
+	}
+}
