@@ -440,25 +440,18 @@ func TestE2ESmokeNamesExist(t *testing.T) {
 	if !ok {
 		t.Fatalf("E2E_SMOKE %q has no subtest part", m[1])
 	}
-	var src strings.Builder
-	ents, err := os.ReadDir(filepath.Join(root, "cmd/corral/e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		src.Write(readFile(t, "cmd/corral/e2e/"+e.Name()))
-	}
+	src := e2eSources(t)
 	names := func(part string) []string {
 		part = strings.TrimSuffix(strings.TrimPrefix(part, "^("), ")$")
 		return strings.Split(part, "|")
 	}
 	for _, n := range names(top) {
-		if !strings.Contains(src.String(), "func "+n+"(t *testing.T)") {
+		if !strings.Contains(src, "func "+n+"(t *testing.T)") {
 			t.Errorf("E2E_SMOKE names test %s, which does not exist", n)
 		}
 	}
 	for _, n := range names(sub) {
-		if !strings.Contains(src.String(), `t.Run("`+strings.ReplaceAll(n, "_", " ")+`"`) {
+		if !strings.Contains(src, `t.Run("`+strings.ReplaceAll(n, "_", " ")+`"`) {
 			t.Errorf("E2E_SMOKE names subtest %q, which does not exist", n)
 		}
 	}
@@ -479,21 +472,30 @@ func TestE2ELanesCoverTheSuite(t *testing.T) {
 		return regexp.MustCompile(strings.ReplaceAll(m[1], "$$", "$"))
 	}
 	suite, side := lane("E2E_SUITE"), lane("E2E_SIDE")
-	ents, err := os.ReadDir(filepath.Join(root, "cmd/corral/e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	top := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\)`)
 	n := 0
-	for _, e := range ents {
-		for _, m := range top.FindAllStringSubmatch(string(readFile(t, "cmd/corral/e2e/"+e.Name())), -1) {
-			n++
-			if a, b := suite.MatchString(m[1]), side.MatchString(m[1]); a == b {
-				t.Errorf("e2e test %s: in the first lane %v, in the second %v; want exactly one", m[1], a, b)
-			}
+	for _, m := range top.FindAllStringSubmatch(e2eSources(t), -1) {
+		n++
+		if a, b := suite.MatchString(m[1]), side.MatchString(m[1]); a == b {
+			t.Errorf("e2e test %s: in the first lane %v, in the second %v; want exactly one", m[1], a, b)
 		}
 	}
 	if n < 5 {
 		t.Fatalf("found only %d top-level e2e tests", n)
 	}
+}
+
+// e2eSources is the text of every file of the e2e package, one after the
+// other (each ends in a newline, so a line-anchored pattern stays anchored).
+func e2eSources(t *testing.T) string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(root, "cmd/corral/e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	for _, e := range ents {
+		src.Write(readFile(t, "cmd/corral/e2e/"+e.Name()))
+	}
+	return src.String()
 }
