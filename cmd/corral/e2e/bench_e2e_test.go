@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,15 +128,7 @@ func procCPU(pid int) time.Duration {
 	if pid == 0 {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	return statCPU(fmt.Sprintf("/proc/%d/stat", pid), 11)
 }
 
 // guestConnRate measures, from inside the running broker-mode box, new
@@ -142,36 +136,84 @@ func procCPU(pid int) time.Duration {
 // broker: each one is a TCP connection to the broker's guestfwd address
 // (qemu forks and execs corral-guest-conn, which hands the descriptor to
 // the broker), a CONNECT for a host off the list, and the broker's 403.
-// Guest side: the rate python sees; host side: the broker's CPU over the
-// same interval, from /proc, per connection (the guest-conn children's CPU
-// is measured on its own: go test -bench GuestConnProcess ./cmd/corral).
+//
+// To say where each millisecond goes, the same python loop first runs
+// against a listener inside the guest (python and the guest's TCP stack
+// under TCG, no qemu networking), and over the funnel loop the host side
+// is split from /proc: the qemu process's vCPU threads (the guest's own
+// work, emulated), its other threads (the main loop: slirp and the fork of
+// each per-connection program), the children qemu reaped (corral-guest-conn)
+// and the broker.
 func guestConnRate(t *testing.T, x *h, port string, n int) {
-	script := fmt.Sprintf(`import socket, time
+	script := fmt.Sprintf(`import socket, threading, time
 n = %d
-ok = 0
-t = time.monotonic()
-for i in range(n):
-    s = socket.create_connection(("192.168.5.4", %s), timeout=20)
-    s.sendall(b"CONNECT rate.example.test:443 HTTP/1.1\r\nHost: rate.example.test:443\r\n\r\n")
-    if s.recv(64).startswith(b"HTTP/1.1 403"):
-        ok += 1
-    s.close()
-print(n, ok, time.monotonic() - t)`, n, port)
+def loop(addr):
+    ok = 0
+    t = time.monotonic()
+    for i in range(n):
+        s = socket.create_connection(addr, timeout=20)
+        s.sendall(b"CONNECT rate.example.test:443 HTTP/1.1\r\nHost: rate.example.test:443\r\n\r\n")
+        if s.recv(64).startswith(b"HTTP/1.1 403"):
+            ok += 1
+        s.close()
+    return ok, time.monotonic() - t
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(64)
+def serve():
+    while True:
+        c, _ = srv.accept()
+        c.recv(4096)
+        c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        c.close()
+threading.Thread(target=serve, daemon=True).start()
+lok, lsecs = loop(srv.getsockname())
+import sys
+print(n, lok, lsecs, flush=True)
+sys.stdin.readline()
+fok, fsecs = loop(("192.168.5.4", %s))
+print(n, fok, fsecs, flush=True)`, n, port)
 	brokerPID := x.meta(t).BrokerPID
-	before := procCPU(brokerPID)
-	out := x.ok("run", "--", "python3", "-c", script)
-	after := procCPU(brokerPID)
-	var got, ok int
-	var secs float64
-	if _, err := fmt.Sscan(out, &got, &ok, &secs); err != nil || got != n || ok != n {
-		t.Fatalf("guest connections: %q (%v); want %d answered 403", out, err, n)
+	qemuPID := readPID(t, filepath.Join(x.home, "lima", x.box, "qemu.pid"))
+	cmd := exec.Command(x.bin, "-C", x.project, "run", "--", "python3", "-c", script)
+	cmd.Env = x.env
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer func() { _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	read := func(what string) (int, float64) {
+		if !lines.Scan() {
+			t.Fatalf("guest connections, %s: no result (%v)", what, lines.Err())
+		}
+		var got, ok int
+		var secs float64
+		if _, err := fmt.Sscan(lines.Text(), &got, &ok, &secs); err != nil || got != n || ok != n {
+			t.Fatalf("guest connections, %s: %q (%v); want %d answered 403", what, lines.Text(), err, n)
+		}
+		return got, secs
+	}
+	_, lsecs := read("in-guest listener")
+	bBefore, qBefore := procCPU(brokerPID), qemuCPU(qemuPID)
+	_, err = io.WriteString(stdin, "go\n")
+	must(t, err)
+	_, secs := read("the funnel")
+	bAfter, qAfter := procCPU(brokerPID), qemuCPU(qemuPID)
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)/float64(n))
 	}
 	var b strings.Builder
 	b.WriteString("| measure (n sequential, one run) | value |\n| --- | ---: |\n")
 	fmt.Fprintf(&b, "| new guest connections per second, guest side (connect, CONNECT, 403, close) | %.0f |\n", float64(n)/secs)
 	fmt.Fprintf(&b, "| wall per connection, guest side | %.1f ms |\n", secs*1000/float64(n))
+	fmt.Fprintf(&b, "| the same loop against a listener inside the guest: per second / wall per connection | %.0f / %.1f ms |\n", float64(n)/lsecs, lsecs*1000/float64(n))
+	fmt.Fprintf(&b, "| qemu vCPU threads, CPU per connection (the guest's work under TCG) | %s |\n", per(qAfter.vcpu-qBefore.vcpu))
+	fmt.Fprintf(&b, "| qemu's other threads, CPU per connection (main loop: slirp, the fork) | %s |\n", per(qAfter.other-qBefore.other))
+	fmt.Fprintf(&b, "| children reaped by qemu, CPU per connection (corral-guest-conn) | %s |\n", per(qAfter.children-qBefore.children))
 	if brokerPID > 0 {
-		fmt.Fprintf(&b, "| broker CPU per connection (decision, 403, log line) | %.2f ms |\n", float64(after-before)/float64(time.Millisecond)/float64(n))
+		fmt.Fprintf(&b, "| broker CPU per connection (decision, 403, log line) | %s |\n", per(bAfter-bBefore))
 	}
 	t.Logf("guest connections through the funnel (n=%d):\n%s", n, b.String())
 	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
@@ -181,4 +223,41 @@ print(n, ok, time.monotonic() - t)`, n, port)
 			f.Close()
 		}
 	}
+}
+
+// qemuTimes is a qemu process's CPU split by thread kind, from /proc.
+type qemuTimes struct{ vcpu, other, children time.Duration }
+
+// qemuCPU reads each thread of pid: TCG's vCPU threads are named
+// "CPU N/TCG" (or "CPU N/KVM"); the rest is the main loop and I/O threads.
+// children is the CPU of the children pid has reaped (cutime + cstime).
+func qemuCPU(pid int) qemuTimes {
+	var q qemuTimes
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+		d := statCPU(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid), 11)
+		if strings.HasPrefix(string(comm), "CPU ") {
+			q.vcpu += d
+		} else {
+			q.other += d
+		}
+	}
+	q.children = statCPU(fmt.Sprintf("/proc/%d/stat", pid), 13)
+	return q
+}
+
+// statCPU adds the two clock-tick fields at index i and i+1 (counted after
+// the command name) of a /proc stat file.
+func statCPU(path string, i int) time.Duration {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	a, _ := strconv.ParseInt(f[i], 10, 64)
+	c, _ := strconv.ParseInt(f[i+1], 10, 64)
+	return time.Duration(a+c) * time.Second / 100 // USER_HZ
 }
