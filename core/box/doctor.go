@@ -553,7 +553,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 
 	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names()}
 	if opt.Resolved.Project.Box == box {
-		want.GitHosts = opt.Resolved.Loaded.Config.GitTokens
+		want.GitHosts = opt.Resolved.Loaded.Settings().GitTokens
 	}
 	argv, err := s.Lima.SSHArgs(box, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
 	if err != nil {
