@@ -312,10 +312,11 @@ func terminalApp(globalConfig string, logger *slog.Logger) string {
 		}
 		return ""
 	}
-	if l.Config.Terminal == nil || !config.ValidTerminal(*l.Config.Terminal) {
-		return ""
+	t := config.Merge(l).Settings().Terminal
+	if !config.ValidTerminal(t) {
+		return "" // unset, or a file that did not validate: the default
 	}
-	return *l.Config.Terminal
+	return t
 }
 
 func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {

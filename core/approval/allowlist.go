@@ -71,19 +71,16 @@ func AllowList(res config.Result, tc Toolchains, approvals []Approval) ([]Rule, 
 // once per reload and adds the approvals in force with WithApprovals).
 func ConfigRules(res config.Result, tc Toolchains) ([]Rule, error) {
 	var l ruleList
-	if res.Config.Agent != nil {
-		a, err := agent.Find(res.Config.Agents, *res.Config.Agent)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range a.Egress {
-			l.add(Rule{Entry: e, Origin: OriginAgent, Source: a.Name})
-		}
+	c := res.Settings()
+	a, err := agent.Find(c.Agents, c.Agent)
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range tc.Entries {
-		l.add(Rule{Entry: e, Origin: OriginGroup, Source: egress.ToolchainsGroup + " (" + tc.Golden + ")"})
+	for _, e := range a.Egress {
+		l.add(Rule{Entry: e, Origin: OriginAgent, Source: a.Name})
 	}
-	for _, name := range res.Config.EgressGroups {
+	l.addToolchains(tc)
+	for _, name := range c.EgressGroups {
 		if g, ok := egress.LookupGroup(name); ok {
 			for _, e := range g.Entries {
 				l.add(Rule{Entry: e, Origin: OriginGroup, Source: g.Name})
@@ -96,6 +93,21 @@ func ConfigRules(res config.Result, tc Toolchains) ([]Rule, error) {
 		}
 	}
 	return l.rules, nil
+}
+
+// WithoutConfig is the allow-list of a box whose config does not load: the
+// toolchains group its golden recorded and the approvals given; no agent's
+// hosts and no config entries, as no config names them.
+func WithoutConfig(tc Toolchains, approvals []Approval) []Rule {
+	var l ruleList
+	l.addToolchains(tc)
+	return WithApprovals(l.rules, approvals)
+}
+
+func (l *ruleList) addToolchains(tc Toolchains) {
+	for _, e := range tc.Entries {
+		l.add(Rule{Entry: e, Origin: OriginGroup, Source: egress.ToolchainsGroup + " (" + tc.Golden + ")"})
+	}
 }
 
 // WithApprovals returns rules followed by the approvals' rules (a new

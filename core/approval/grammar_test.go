@@ -57,7 +57,8 @@ func FuzzOneGrammar(f *testing.F) {
 		}
 		// The broker's path: a trusted layer's entry, unless the grant
 		// check refuses it, is in the policy in the same form.
-		res := config.Result{Layers: []config.Layer{{Path: "trusted.toml", Config: config.Config{Egress: []string{s}}}}}
+		res := noAgent()
+		res.Layers = []config.Layer{{Path: "trusted.toml", Config: config.Config{Egress: []string{s}}}}
 		rules, err := AllowList(res, Toolchains{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -72,4 +73,11 @@ func FuzzOneGrammar(f *testing.F) {
 			t.Fatalf("%q: the broker's policy is %q, want %q", s, built.String(), want)
 		}
 	})
+}
+
+// noAgent is a loaded config whose agent (shell) adds no hosts, so that a
+// policy holds only what a test puts in it.
+func noAgent() config.Result {
+	shell := "shell"
+	return config.Result{Effective: config.Effective{Config: config.Config{Agent: &shell}}}
 }

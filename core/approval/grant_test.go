@@ -25,7 +25,7 @@ func TestAllowAgreesWithTheGrantCheck(t *testing.T) {
 			t.Errorf("allow %q: %v, want refused=%v (%s)", c.Entry, err, want, v.Why)
 		}
 	}
-	rules, err := AllowList(config.Result{}, Toolchains{}, []Approval{{Entry: "*.com", Scope: ScopeAlways}, {Entry: "api.example.com", Scope: ScopeAlways}})
+	rules, err := AllowList(noAgent(), Toolchains{}, []Approval{{Entry: "*.com", Scope: ScopeAlways}, {Entry: "api.example.com", Scope: ScopeAlways}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func ToApprove(l paths.Layout, p config.Platform, name, dir string, only []strin
 		return Requests{}, err
 	}
 	q := Requests{Box: r.Project.Box, Resolved: r}
-	ctx := r.Loaded.Config.GrantContext()
+	ctx := r.Loaded.Settings().GrantContext()
 	for _, rq := range r.Loaded.Pending() {
 		q.Pending = append(q.Pending, Judged{rq, config.CheckGrant(rq.Key, rq.Entry, ctx)})
 	}

@@ -17,7 +17,7 @@ func TestBrokerGuestHostFor(t *testing.T) {
 		{"darwin", "qemu", "broker", "192.168.5.4"},
 	} {
 		vm, net := config.VMType(tt.vm), config.Network(tt.net)
-		got := BrokerGuestHostFor(config.Platform{OS: tt.os, Arch: "amd64"}, config.Config{VMType: &vm, Network: &net})
+		got := BrokerGuestHostFor(config.Platform{OS: tt.os, Arch: "amd64"}, config.Settings{VMType: vm, Network: net})
 		if got != tt.want {
 			t.Errorf("%s/%s/%s: %s, want %s", tt.os, tt.vm, tt.net, got, tt.want)
 		}

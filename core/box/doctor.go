@@ -341,7 +341,7 @@ const doctorProbeService = "corral-doctor-probe"
 
 // keychainRefs are the keychain items a box's sessions and broker read:
 // keychain_env and [credentials.NAME] keychain.
-func keychainRefs(c config.Config) []config.SecretRef {
+func keychainRefs(c config.Settings) []config.SecretRef {
 	var out []config.SecretRef
 	for _, r := range c.KeychainEnv {
 		out = append(out, r)
@@ -368,7 +368,7 @@ func (s *Service) imagesFor(dir string) []limayaml.Image {
 	if err != nil {
 		return limayaml.DefaultImages(runtime.GOARCH)
 	}
-	return limayaml.ImageURLs(r.Loaded.Config, runtime.GOARCH)
+	return limayaml.ImageURLs(r.Loaded.Settings(), runtime.GOARCH)
 }
 
 // HostFacts reads the host facts. store is the OS keychain (nil skips the
@@ -425,11 +425,11 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFac
 		if err != nil {
 			continue
 		}
-		c := r.Loaded.Config
+		c := r.Loaded.Settings()
 		if len(c.KeychainEnv) > 0 {
 			f.KeychainUsers = append(f.KeychainUsers, m.Name)
 		}
-		if deref(c.VMType) == config.VMTypeQEMU {
+		if c.VMType == config.VMTypeQEMU {
 			f.QemuUsers = append(f.QemuUsers, m.Name)
 		}
 		for _, ref := range keychainRefs(c) {
@@ -516,7 +516,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 	var env launchenv.Env
 	if opt.Resolved.Project.Box == box {
 		var envErr error
-		env, envErr = s.DoctorEnv(ctx, opt.Resolved, deref(opt.Resolved.Loaded.Config.Agent), opt.Host)
+		env, envErr = s.DoctorEnv(ctx, opt.Resolved, opt.Resolved.Loaded.Settings().Agent, opt.Host)
 		if rendered, err := Render(s.Layout, opt.Resolved, m.BrokerPort, false); err == nil && rendered.Hash != m.TemplateHash {
 			out = append(out, fail("config", "the box's config changed since it was created", "corral rebuild -C "+m.Project))
 		} else if err == nil {
@@ -553,7 +553,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 
 	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names()}
 	if opt.Resolved.Project.Box == box {
-		want.GitHosts = opt.Resolved.Loaded.Config.GitTokens
+		want.GitHosts = opt.Resolved.Loaded.Settings().GitTokens
 	}
 	argv, err := s.Lima.SSHArgs(box, lima.SSHOptions{SendEnv: []string{SendEnvPattern}, NoMultiplex: true})
 	if err != nil {
@@ -750,8 +750,8 @@ func Failed(checks []Check) bool {
 func agentStateCheck(m Meta, r Resolved) Check {
 	const name = "agent state"
 	mode := m.AgentState
-	if r.Project.Box == m.Name && r.Loaded.Config.AgentState != nil {
-		mode = *r.Loaded.Config.AgentState
+	if r.Project.Box == m.Name {
+		mode = r.Loaded.Settings().AgentState
 	}
 	switch mode {
 	case agentstate.Seeded:

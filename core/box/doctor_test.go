@@ -272,8 +272,8 @@ func TestRemoteCommandQuotes(t *testing.T) {
 
 func TestEnvChecks(t *testing.T) {
 	in := launchenv.Input{
-		Config:  config.Config{KeychainEnv: map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "default"}}},
-		Secrets: &secret.Memory{},
+		Settings: config.Settings{KeychainEnv: map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "default"}}},
+		Secrets:  &secret.Memory{},
 	}
 	_, err := launchenv.Assemble(context.Background(), in)
 	if err == nil {

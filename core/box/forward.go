@@ -49,13 +49,13 @@ func ForwardPort(l paths.Layout, plat config.Platform, name, dir string, p confi
 		return PortResult{}, err
 	}
 	res := PortResult{Box: r.Project.Box}
-	c := r.Loaded.Config
+	c := r.Loaded.Settings()
 	if !slices.ContainsFunc(c.PortEntries, func(e string) bool { return config.SamePort(e, p.String()) }) {
 		// AddToTrusted checks the whole config again under the file's lock.
 		if err := config.CheckGrant("ports", p.String(), c.GrantContext()).Err(); err != nil {
 			return res, hint.New(fmt.Errorf("box %s: %w", res.Box, err), "see corral info "+res.Box+" for the box's ports")
 		}
-		if why := config.CheckPorts(append(c.Ports(), p), c.LowHostPorts != nil && *c.LowHostPorts); len(why) > 0 {
+		if why := config.CheckPorts(append(c.Ports(), p), c.LowHostPorts); len(why) > 0 {
 			return res, hint.New(fmt.Errorf("box %s: port %s: %s", res.Box, p, why[len(why)-1]), "see corral info "+res.Box+" for the box's ports")
 		}
 		if err := WriteTrusted(l, r, Grant{Entries: map[string][]string{"ports": {p.String()}},

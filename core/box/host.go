@@ -48,8 +48,5 @@ func ProjectHost(l paths.Layout, dir string) (string, error) {
 		}
 		layers = append(layers, layer)
 	}
-	if h := config.Merge(layers...).Config.Host; h != nil {
-		return *h, nil
-	}
-	return "", nil
+	return config.Merge(layers...).Settings().Host, nil
 }

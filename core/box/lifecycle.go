@@ -84,7 +84,7 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if err != nil || !learn {
 		return m, err
 	}
-	lr, err := approval.StartLearning(s.Layout, r.Project.Box, r.Loaded.Config.LearnDuration(), s.now(), s.Actor)
+	lr, err := approval.StartLearning(s.Layout, r.Project.Box, r.Loaded.Settings().LearnFor, s.now(), s.Actor)
 	if err != nil {
 		return m, err
 	}
@@ -98,13 +98,13 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 // window that ended stays ended). Learning needs broker mode and is
 // refused by the strict profile.
 func learnsNow(l paths.Layout, r Resolved, opt UpOptions) (bool, error) {
-	c := r.Loaded.Config
+	c := r.Loaded.Settings()
 	if !opt.Learn && !c.Learns() {
 		return false, nil
 	}
 	box := r.Project.Box
 	switch {
-	case deref(c.Profile) == config.ProfileStrict:
+	case c.Profile == config.ProfileStrict:
 		return false, hint.New(fmt.Errorf("box %s: the strict profile refuses learning (the broker would allow any public host)", box), `use profile = "default" for this box, or allow hosts with corral allow`)
 	case c.NetworkMode() != config.NetworkBroker:
 		return false, hint.New(fmt.Errorf("box %s: learning needs network = \"broker\" (this box is %q)", box, c.NetworkMode()),
@@ -249,8 +249,8 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 // where qemu cannot be given the git directory read-only: the wrapper
 // would refuse too, with the reason only in Lima's ha.stderr.log.
 func checkGitShadow(r Resolved) error {
-	c := r.Loaded.Config
-	if runtime.GOOS != "linux" || deref(c.VMType) != config.VMTypeQEMU || (c.GitShadow != nil && !*c.GitShadow) {
+	c := r.Loaded.Settings()
+	if runtime.GOOS != "linux" || c.VMType != config.VMTypeQEMU || !c.GitShadow {
 		return nil
 	}
 	d, err := gitshadow.Find(r.Project.Dir)
@@ -268,13 +268,13 @@ func checkGitShadow(r Resolved) error {
 
 // followConfig applies the settings that need no rebuild.
 func (s *Service) followConfig(r Resolved, m *Meta) {
-	c := r.Loaded.Config
-	m.IdleStop, m.StopOnExit = c.IdleStop.String(), *c.StopOnExit
-	m.IdleAction = deref(c.IdleAction)
+	c := r.Loaded.Settings()
+	m.IdleStop, m.StopOnExit = c.IdleStop.String(), c.StopOnExit
+	m.IdleAction = c.IdleAction
 	// The host side of the git shadow follows at the next start (the qemu
 	// wrapper reads it); the guest's overlay follows the template.
-	m.GitShadowOff = c.GitShadow != nil && !*c.GitShadow
-	m.MountType = deref(c.MountType)
+	m.GitShadowOff = !c.GitShadow
+	m.MountType = c.MountType
 }
 
 func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
@@ -285,26 +285,26 @@ func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
 
 func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
 	box := r.Project.Box
-	c := r.Loaded.Config
+	c := r.Loaded.Settings()
 	port := s.pickBrokerPort(box)
 	rendered, err := Render(s.Layout, r, port, false)
 	if err != nil {
 		return Meta{}, err
 	}
-	mem, _ := config.ParseSize(*c.Memory)
+	mem, _ := config.ParseSize(c.Memory)
 	m := Meta{
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
-		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: *c.CPUs, VMType: *c.VMType,
-		IdleStop: c.IdleStop.String(), IdleAction: deref(c.IdleAction), StopOnExit: *c.StopOnExit, LastActivity: s.now(),
-		AgentState: *c.AgentState, Source: *c.Source,
-		GitShadowOff: c.GitShadow != nil && !*c.GitShadow, MountType: deref(c.MountType), Provisioning: true,
+		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: c.CPUs, VMType: c.VMType,
+		IdleStop: c.IdleStop.String(), IdleAction: c.IdleAction, StopOnExit: c.StopOnExit, LastActivity: s.now(),
+		AgentState: c.AgentState, Source: c.Source,
+		GitShadowOff: !c.GitShadow, MountType: c.MountType, Provisioning: true,
 		HostPorts: c.BridgedPorts(), Hide: slices.Clone(c.Hide),
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
 		return Meta{}, err
 	}
-	if *c.AgentState == agentstate.Shared {
-		if err := os.MkdirAll(s.Layout.AgentDir(*c.Agent), 0o700); err != nil {
+	if c.AgentState == agentstate.Shared {
+		if err := os.MkdirAll(s.Layout.AgentDir(c.Agent), 0o700); err != nil {
 			return Meta{}, err
 		}
 		s.warnSharedAgentState(r)
@@ -319,7 +319,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	// The rendered template carries the ports key's forwards.
 	m.Ports = c.Ports()
-	golden := *c.Golden && !opt.NoGolden
+	golden := c.Golden && !opt.NoGolden
 	if golden {
 		g, err := s.EnsureGolden(ctx, r)
 		if err != nil {
@@ -335,7 +335,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		}
 		m.Golden = g
 	} else {
-		if !*c.Golden {
+		if !c.Golden {
 			// The box builds its own setup: its template shares the npm cache.
 			if err := s.fetchNPM(ctx, r); err != nil {
 				return m, err
@@ -399,23 +399,24 @@ func GoldenName(goldenYAML []byte) string {
 // unless something must be installed.
 func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
 	g := r
-	c := g.Loaded.Config
+	st := g.Loaded.Settings()
 	net := config.NetworkOffline
-	officialClaude := c.Agent != nil && *c.Agent == "claude" && deref(c.ClaudeInstall) != config.ClaudeInstallNPM
+	officialClaude := st.Agent == "claude" && st.ClaudeInstall != config.ClaudeInstallNPM
 	// An [agents.NAME] install step is the user's own script (pip, curl):
 	// it gets the network. Built-in steps install from pinned tarballs.
-	a, _, err := limayaml.AgentPins(c, r.Platform.Arch)
+	a, _, err := limayaml.AgentPins(st, r.Platform.Arch)
 	if err != nil {
 		return nil, err
 	}
 	definedInstall := !a.Builtin && a.Install != ""
-	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude || definedInstall || c.Image == nil || *c.Image == "" {
+	if len(st.Packages) > 0 || len(st.Toolchains) > 0 || officialClaude || definedInstall || st.Image == "" {
 		// apt, toolchains and the agent's installer download once, here;
 		// so do nftables, tmux and the rest of what corral's guest scripts
 		// run, when a downloaded cloud image (no image key) lacks them
 		// (guest/provision/05-require.sh).
 		net = config.NetworkFull
 	}
+	c := g.Loaded.Config
 	c.Network = &net
 	// Sudo is granted or taken at every boot (guest/provision/41-sudo.sh),
 	// so boxes that differ only in it share one golden image.
@@ -585,7 +586,7 @@ func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta,
 // claude_install = "npm"). The npm client's own registry setting decides
 // where they come from; the pin decides what is accepted.
 func (s *Service) fetchNPM(ctx context.Context, r Resolved) error {
-	a, pinned, err := limayaml.AgentPins(r.Loaded.Config, r.Platform.Arch)
+	a, pinned, err := limayaml.AgentPins(r.Loaded.Settings(), r.Platform.Arch)
 	if err != nil {
 		return err
 	}

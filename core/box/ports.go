@@ -31,7 +31,7 @@ import (
 // (when they differ) and records them in m. The box must be stopped and
 // locked.
 func (s *Service) applyPorts(r Resolved, m *Meta) error {
-	ports := r.Loaded.Config.Ports()
+	ports := r.Loaded.Settings().Ports()
 	path := filepath.Join(s.Layout.LimaHome(), m.Name, "lima.yaml")
 	b, err := limayaml.ReadInstance(path)
 	if err != nil {
@@ -46,7 +46,7 @@ func (s *Service) applyPorts(r Resolved, m *Meta) error {
 	// which the wrapper reads at this start. Only here, on a stopped box:
 	// a running qemu keeps the guestfwds it started with, and the session
 	// check compares them with m.HostPorts.
-	hostPorts := r.Loaded.Config.BridgedPorts()
+	hostPorts := r.Loaded.Settings().BridgedPorts()
 	if out, err = limayaml.SetHostPorts(out, hostPorts); err != nil {
 		return fmt.Errorf("applying the host ports of box %s: %w", m.Name, err)
 	}

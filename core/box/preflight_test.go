@@ -54,8 +54,9 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 	broker := config.NetworkBroker
 	ref := config.SecretRef{Service: "corral", Account: "anthropic"}
 	c := config.Config{Network: &broker, KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": ref}}
+	r := Resolved{Platform: config.Platform{OS: "linux", Arch: "amd64"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
 	noenv := func(string) (string, bool) { return "", false }
-	h, err := credential.NewHolder(credential.Plan(c), credential.HolderConfig{Getenv: noenv, Store: &secret.Memory{}})
+	h, err := credential.NewHolder(credential.Plan(r.Loaded.Settings()), credential.HolderConfig{Getenv: noenv, Store: &secret.Memory{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +71,12 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	s := &Service{Layout: l, Logger: discard()}
-	r := Resolved{Platform: config.Platform{OS: "linux", Arch: "amd64"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
 	for _, tty := range []bool{true, false} {
 		store := &countingStore{}
 		if err := store.Set(context.Background(), ref.Service, ref.Account, "sk-real"); err != nil {
 			t.Fatal(err)
 		}
-		in := launchenv.Input{Config: c, Getenv: noenv, Secrets: store, Box: m.Name, Project: "/p",
+		in := launchenv.Input{Settings: r.Loaded.Settings(), Getenv: noenv, Secrets: store, Box: m.Name, Project: "/p",
 			GitConfig: func(context.Context, string) (string, error) { return "", nil }}
 		env, err := s.sessionEnv(context.Background(), r, m, newSessionID(), in, tty)
 		if err != nil {

@@ -103,8 +103,8 @@ const BrokerGuestHost = "192.168.5.2"
 // BrokerGuestHostFor is where a box's guest reaches its broker: under the
 // host funnel (qemu, broker or offline mode) qemu's guestfwd address
 // funnel.GuestAddr (192.168.5.4), else the slirp gateway BrokerGuestHost.
-func BrokerGuestHostFor(p config.Platform, c config.Config) string {
-	if funnel.Applies(p.OS, deref(c.VMType), c.NetworkMode()) {
+func BrokerGuestHostFor(p config.Platform, c config.Settings) string {
+	if funnel.Applies(p.OS, c.VMType, c.NetworkMode()) {
 		return funnel.GuestAddr
 	}
 	return BrokerGuestHost
@@ -125,9 +125,9 @@ func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.R
 
 // renderInput is everything Render reads besides the corral binary.
 func renderInput(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Input, error) {
-	c := r.Loaded.Config
+	c := r.Loaded.Settings()
 	var gitDirs []string
-	if !golden && (c.GitShadow == nil || *c.GitShadow) {
+	if !golden && c.GitShadow {
 		d, err := gitshadow.Find(r.Project.Dir)
 		if err != nil {
 			return limayaml.Input{}, fmt.Errorf("box %s: %w", r.Project.Box, err)
@@ -137,10 +137,10 @@ func renderInput(l paths.Layout, r Resolved, brokerPort int, golden bool) (limay
 	return limayaml.Input{
 		GitShadowDirs: gitDirs,
 		Platform:      r.Platform,
-		Config:        c,
+		Settings:      c,
 		Box:           r.Project.Box,
 		ProjectDir:    r.Project.Dir,
-		AgentDir:      l.AgentDir(deref(c.Agent)),
+		AgentDir:      l.AgentDir(c.Agent),
 		SeedDir:       l.SeedDir(r.Project.Box),
 		BrokerHost:    BrokerGuestHostFor(r.Platform, c),
 		BrokerPort:    brokerPort,
@@ -148,15 +148,6 @@ func renderInput(l paths.Layout, r Resolved, brokerPort int, golden bool) (limay
 		NPMDir:        l.NPMCacheDir(),
 		User:          limaUser(),
 	}, nil
-}
-
-// deref is an optional key's value, the zero value when unset.
-func deref[T any](p *T) T {
-	var v T
-	if p != nil {
-		v = *p
-	}
-	return v
 }
 
 // BrokerPortFor returns the broker port persisted in the box's metadata,

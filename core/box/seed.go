@@ -25,7 +25,7 @@ import (
 // nothing an earlier box of the same name left there can redirect a write.
 // corral never reads back from the directory.
 func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
-	c := r.Loaded.Config
+	c := r.Loaded.Settings()
 	dir := s.Layout.SeedDir(r.Project.Box)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clearing the seed of box %s: %w", r.Project.Box, err)
@@ -36,8 +36,8 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 	if err := os.MkdirAll(dir, atomicfile.DirMode); err != nil {
 		return fmt.Errorf("creating the seed of box %s: %w", r.Project.Box, err)
 	}
-	if deref(c.AgentState) == agentstate.Seeded {
-		a, err := agent.Find(c.Agents, deref(c.Agent))
+	if c.AgentState == agentstate.Seeded {
+		a, err := agent.Find(c.Agents, c.Agent)
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 			return err
 		}
 	}
-	if deref(c.Source) == config.SourceClone {
+	if c.Source == config.SourceClone {
 		repo, err := hostgit.Open(r.Project.Dir)
 		if err != nil {
 			return hint.New(fmt.Errorf("source = \"clone\" needs a git repository: %w", err), "git init and commit, or use source = \"mount\"")
@@ -75,7 +75,7 @@ func (s *Service) clearSeed(r Resolved) error {
 // ensureSeedDir makes sure the seed share exists before a start (Lima
 // refuses a mount whose directory is missing).
 func (s *Service) ensureSeedDir(r Resolved) error {
-	if !limayaml.Seeds(r.Loaded.Config) {
+	if !limayaml.Seeds(r.Loaded.Settings()) {
 		return nil
 	}
 	return os.MkdirAll(s.Layout.SeedDir(r.Project.Box), atomicfile.DirMode)
@@ -83,7 +83,7 @@ func (s *Service) ensureSeedDir(r Resolved) error {
 
 // warnSharedAgentState states the risk where shared agent state is used.
 func (s *Service) warnSharedAgentState(r Resolved) {
-	if deref(r.Loaded.Config.AgentState) == agentstate.Shared {
+	if r.Loaded.Settings().AgentState == agentstate.Shared {
 		s.progress("warning: %s", agentstate.SharedRisk)
 	}
 }

@@ -102,7 +102,7 @@ func (s *Service) launchInput(r Resolved, a agent.Agent, h SessionHost) launchen
 		getenv = os.LookupEnv
 	}
 	return launchenv.Input{
-		Config: r.Loaded.Config, Agent: a, Getenv: getenv,
+		Settings: r.Loaded.Settings(), Agent: a, Getenv: getenv,
 		Box: r.Project.Box, Project: r.Project.Dir, Logger: s.Logger,
 		GitConfig: launchenv.CachedGitConfig(r.Project.Dir, s.Layout.CacheDir()),
 		Secrets:   h.Secrets, Terminal: h.Terminal,
@@ -113,11 +113,11 @@ func (s *Service) launchInput(r Resolved, a agent.Agent, h SessionHost) launchen
 // Progress): another agent than the box's own, a repository's requests
 // not granted yet, a box that learns.
 func (s *Service) sessionNotices(r Resolved, a agent.Agent) {
-	c := r.Loaded.Config
+	c := r.Loaded.Settings()
 	name := r.Project.Box
-	if c.Agent != nil && *c.Agent != a.Name && a.Name != "shell" {
+	if c.Agent != a.Name && a.Name != "shell" {
 		s.progress("corral: box %s's agent is %s: %s runs only if the box has it installed, and its hosts need corral allow (or set agent = %q in the box's trusted layer and corral rebuild)",
-			name, *c.Agent, a.Name, a.Name)
+			name, c.Agent, a.Name, a.Name)
 	}
 	if c.NetworkMode() != config.NetworkBroker {
 		return
@@ -246,7 +246,7 @@ func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string,
 				fmt.Sprintf("corral stop %s && corral up restarts the broker", m.Name))
 		}
 		in.Brokered = &served
-		in.BrokerURL = "http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Config), strconv.Itoa(m.BrokerPort))
+		in.BrokerURL = "http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Settings()), strconv.Itoa(m.BrokerPort))
 	}
 	// A keychain read may raise an "allow access" dialog: with a person at
 	// the terminal, wait for the answer instead of secret.DefaultTimeout.

@@ -290,14 +290,11 @@ func (s *Service) findSnapshot(ctx context.Context, sn snapshotter, box, name st
 // snapshots_keep of them. Up calls it with the box lock held. A failure
 // only warns: a box that cannot be snapshotted must still start.
 func (s *Service) autoSnapshot(ctx context.Context, r Resolved, m Meta) {
-	c := r.Loaded.Config
-	if deref(c.Snapshots) != config.SnapshotsAuto {
+	c := r.Loaded.Settings()
+	if c.Snapshots != config.SnapshotsAuto {
 		return
 	}
-	keep := 3
-	if c.SnapshotsKeep != nil && *c.SnapshotsKeep > 0 {
-		keep = *c.SnapshotsKeep
-	}
+	keep := c.SnapshotsKeep
 	if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name); err != nil || st.Status != lima.StatusStopped {
 		return
 	}

@@ -29,7 +29,7 @@ func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialL
 	bp.mu.Unlock()
 	var specs []credential.Spec
 	if cfg != nil {
-		specs = credential.Plan(cfg.Config)
+		specs = credential.Plan(cfg.Settings())
 	}
 	store := o.Secrets
 	if store == nil {

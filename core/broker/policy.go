@@ -34,8 +34,7 @@ func AllowList(l paths.Layout, boxName, projectDir string, platform config.Platf
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
 	}
-	rules, rerr := approval.AllowList(config.Result{}, bp.toolchains(), list)
-	return rules, errors.Join(err, rerr)
+	return approval.WithoutConfig(bp.toolchains(), list), err
 }
 
 // boxPolicy builds a box's egress policy from its files: the agent's
@@ -244,10 +243,10 @@ func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 func (b *boxPolicy) hold() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.cfg == nil || b.cfg.Config.HoldDenied == nil {
+	if b.cfg == nil {
 		return 0
 	}
-	return b.cfg.Config.HoldDenied.Duration
+	return b.cfg.Settings().HoldDenied
 }
 
 // consumeOnce uses up the once-approval of entry (see egress.Config.ConsumeOnce).

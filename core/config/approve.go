@@ -54,7 +54,7 @@ func (r Result) AddToTrusted(key string, entries []string, why, who string, now 
 		return fmt.Errorf("adding to %s: the config was loaded without a trusted layer", key)
 	}
 	req := r.req
-	return addToList(req.TrustedPath, key, entries, why, who, now, r.Config.GrantContext(), func(out []byte) error {
+	return addToList(req.TrustedPath, key, entries, why, who, now, r.Settings().GrantContext(), func(out []byte) error {
 		req.trustedData = out
 		_, err := Load(req)
 		return err
@@ -131,7 +131,7 @@ func addToList(path, key string, entries []string, why, who string, now time.Tim
 	errs = validate(again)
 	// Its ports as one box forwards them (clashes, the cap); low host ports
 	// are the grant check's, in the caller's context.
-	for _, why := range CheckPorts(again.Config.Ports(), true) {
+	for _, why := range CheckPorts(parsePorts(again.Config.PortEntries), true) {
 		errs = append(errs, &Violation{File: path, Key: "ports", Reason: why})
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -344,11 +344,6 @@ func Grantable(vs []Verdict) []string {
 	return out
 }
 
-// GrantContext is the grant context of a loaded config.
-func (c Config) GrantContext() GrantContext {
-	return GrantContext{LowHostPorts: c.LowHostPorts != nil && *c.LowHostPorts}
-}
-
 // IgnoredEntry is an egress entry of a trusted layer (written by hand:
 // corral never writes one) that the grant check refuses. The allow-list
 // leaves it out; `corral config check` and `corral egress` report it.

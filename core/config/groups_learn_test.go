@@ -71,9 +71,9 @@ func TestLearnNetwork(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := res.Config
-			if c.NetworkMode() != tc.mode || c.Learns() != tc.learns || c.LearnDuration() != tc.learnFor {
-				t.Errorf("mode %q learns %v for %v", c.NetworkMode(), c.Learns(), c.LearnDuration())
+			c := res.Settings()
+			if c.NetworkMode() != tc.mode || c.Learns() != tc.learns || c.LearnFor != tc.learnFor {
+				t.Errorf("mode %q learns %v for %v", c.NetworkMode(), c.Learns(), c.LearnFor)
 			}
 		})
 	}

@@ -33,15 +33,13 @@ func CheckHostPorts(ports []int) []string {
 	return out
 }
 
-// BridgedPorts returns the host_ports of a validated config that the box
-// may reach, sorted, without duplicates (layers merge by union); nil
-// outside broker mode, which has no broker address to reach them at.
-func (c Config) BridgedPorts() []int {
-	if c.NetworkMode() != NetworkBroker {
+// bridgedPorts is Settings.BridgedPorts.
+func bridgedPorts(mode Network, hostPorts []int) []int {
+	if mode != NetworkBroker {
 		return nil
 	}
 	var out []int
-	for _, p := range c.HostPorts {
+	for _, p := range hostPorts {
 		if len(CheckHostPorts([]int{p})) == 0 {
 			out = append(out, p) // Load refuses the others
 		}

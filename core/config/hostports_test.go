@@ -41,10 +41,10 @@ func TestHostPorts(t *testing.T) {
 		t.Errorf("a repository set host_ports: %v", errs)
 	}
 	broker, full := NetworkBroker, NetworkFull
-	if got := (Config{Network: &broker, HostPorts: []int{9229, 63342, 9229}}).BridgedPorts(); !slices.Equal(got, []int{9229, 63342}) {
+	if got := (Effective{Config: Config{Network: &broker, HostPorts: []int{9229, 63342, 9229}}}.Settings()).BridgedPorts(); !slices.Equal(got, []int{9229, 63342}) {
 		t.Errorf("BridgedPorts = %v", got)
 	}
-	if got := (Config{Network: &full, HostPorts: []int{9229}}).BridgedPorts(); got != nil {
+	if got := (Effective{Config: Config{Network: &full, HostPorts: []int{9229}}}.Settings()).BridgedPorts(); got != nil {
 		t.Errorf("full network bridges %v", got)
 	}
 }

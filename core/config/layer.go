@@ -185,6 +185,9 @@ func isSet(c *Config, key string) bool {
 type Effective struct {
 	Config Config
 	Origin map[string][]string // key -> layer paths that contributed, lowest first
+	// Platform is the one Load rendered the built-in layer for; Settings
+	// takes the platform-dependent defaults from it.
+	Platform Platform
 }
 
 // Merge combines layers in order using each key's merge rule.

@@ -231,6 +231,7 @@ func Load(req Request) (Result, error) {
 	res.Layers = append(res.Layers, flags)
 
 	res.Effective = Merge(res.Layers...)
+	res.Effective.Platform = req.Platform
 	req.trustedData = nil
 	res.req = req
 	errs = append(errs, checkFloors(&res.Effective)...)

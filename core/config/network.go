@@ -16,7 +16,7 @@ const (
 	// learning began, also allows public destinations off the allow-list
 	// and logs them, so that `corral egress learn` can propose an
 	// allow-list. For the VM, the funnel and the broker process it is
-	// NetworkBroker (see Config.NetworkMode).
+	// NetworkBroker (see Settings.NetworkMode).
 	NetworkLearn   Network = "learn"
 	NetworkBroker  Network = "broker"  // only the host's allow-list proxy (the egress broker)
 	NetworkOffline Network = "offline" // loopback only
@@ -28,27 +28,6 @@ const DefaultLearnFor = 30 * time.Minute
 // MaxLearnFor bounds learn_for: learning is a first run, not a mode to
 // live in.
 const MaxLearnFor = 24 * time.Hour
-
-// NetworkMode returns the network mode the box runs in, "" when unset.
-// Learning boxes run in broker mode: NetworkLearn is returned as
-// NetworkBroker (Learns says whether the config asks to learn).
-func (c Config) NetworkMode() Network {
-	if n := val(c.Network); n != NetworkLearn {
-		return n
-	}
-	return NetworkBroker
-}
-
-// Learns reports whether the config sets network = "learn".
-func (c Config) Learns() bool { return val(c.Network) == NetworkLearn }
-
-// LearnDuration is how long learning lasts: learn_for, or DefaultLearnFor.
-func (c Config) LearnDuration() time.Duration {
-	if c.LearnFor == nil || c.LearnFor.Duration <= 0 {
-		return DefaultLearnFor
-	}
-	return c.LearnFor.Duration
-}
 
 // looserThanBroker reports whether network value v ranks below broker.
 func looserThanBroker(v Network) bool {

@@ -65,11 +65,11 @@ func ParsePort(s string) (Port, error) {
 	return Port{Host: h, Guest: g}, nil
 }
 
-// Ports returns the forwarded ports of a validated config (entries that do
-// not parse are left out; Load refuses them).
-func (c Config) Ports() []Port {
+// parsePorts returns the ports of entries that parse (Load refuses the
+// others).
+func parsePorts(entries []string) []Port {
 	var out []Port
-	for _, e := range c.PortEntries {
+	for _, e := range entries {
 		if p, err := ParsePort(e); err == nil {
 			out = append(out, p)
 		}

@@ -108,7 +108,7 @@ func TestPortsLoad(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(res.Config.Ports()) == 0 {
+				if len(res.Settings().Ports()) == 0 {
 					t.Error("no ports")
 				}
 				return

@@ -191,7 +191,10 @@ func (d Duration) MarshalText() ([]byte, error) {
 }
 
 // Config is one layer, or the effective merge of all layers. Pointer
-// fields distinguish unset from the zero value.
+// fields distinguish unset from the zero value: they are for decoding,
+// merging and the trust policy. Everything else reads the effective
+// values from Settings (Effective.Settings), where every default is
+// applied and nothing is a pointer.
 type Config struct {
 	CPUs            *int                  `toml:"cpus" json:"cpus,omitempty"`
 	Memory          *string               `toml:"memory" json:"memory,omitempty"`

@@ -162,7 +162,7 @@ type Spec struct {
 // from), and only the box's broker calls it, once, when it starts.
 // Outside broker mode there is no broker: Plan returns nothing, and
 // configured credentials are a session error (see Check).
-func Plan(c config.Config) []Spec {
+func Plan(c config.Settings) []Spec {
 	if c.NetworkMode() != config.NetworkBroker {
 		return nil
 	}
@@ -177,11 +177,7 @@ func Plan(c config.Config) []Spec {
 		}
 		out = append(out, s)
 	}
-	agentName := "claude"
-	if c.Agent != nil {
-		agentName = *c.Agent
-	}
-	if k := agentKeyOf(agentName); k != nil && (c.AgentCreds == nil || *c.AgentCreds != config.AgentCredsForwarded) {
+	if k := agentKeyOf(c.Agent); k != nil && c.AgentCreds != config.AgentCredsForwarded {
 		if _, configured := c.Credentials[k.Name]; !configured {
 			out = append(out, implicit(c, k))
 		}
@@ -194,7 +190,7 @@ func Plan(c config.Config) []Spec {
 // variable in the agent's precedence, from env_from_host, keychain_env (an
 // exported variable first) or the host environment, in launchenv's stage
 // order.
-func implicit(c config.Config, k *AgentKey) Spec {
+func implicit(c config.Settings, k *AgentKey) Spec {
 	s := Spec{Name: k.Name, Upstream: k.Upstream, Key: k, Implicit: true, Withholds: k.vars()}
 	for _, kv := range k.Keys {
 		src := Source{Var: kv.Var, Header: kv.Header, HostVar: kv.Var}
@@ -211,7 +207,7 @@ func implicit(c config.Config, k *AgentKey) Spec {
 
 // Check reports configured credentials that cannot be brokered: the box
 // has no broker outside broker mode.
-func Check(c config.Config) error {
+func Check(c config.Settings) error {
 	if len(c.Credentials) > 0 && c.NetworkMode() != config.NetworkBroker {
 		return fmt.Errorf("credentials need network = \"broker\" (this box is %q): only the broker can hold them", c.NetworkMode())
 	}
@@ -285,13 +281,6 @@ func loadCA(path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("CA file %s holds no PEM certificate", path)
 	}
 	return pool, nil
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 func addUnique(out []string, vs ...string) []string {

@@ -42,7 +42,7 @@ func TestPlanPerAgent(t *testing.T) {
 		if tc.agent != "" {
 			c.Agent = ptr(tc.agent)
 		}
-		specs := Plan(c)
+		specs := Plan(settings(c))
 		var names []string
 		var withheld []string
 		for _, s := range specs {
@@ -57,7 +57,7 @@ func TestPlanPerAgent(t *testing.T) {
 		{Network: ptr(config.NetworkBroker), AgentCreds: ptr(config.AgentCredsForwarded)},
 		{Network: ptr(config.NetworkFull)},
 	} {
-		if specs := Plan(c); len(specs) != 0 {
+		if specs := Plan(settings(c)); len(specs) != 0 {
 			t.Errorf("%+v: plan %+v", c, specs)
 		}
 	}
@@ -72,7 +72,7 @@ func TestConfiguredAgentKeysInAClaudeBox(t *testing.T) {
 		"openai": {Upstream: "https://127.0.0.1:8443/v1", Header: "authorization", EnvFromHost: "E2E_OPENAI_KEY"},
 		"gemini": {Upstream: "https://127.0.0.1:8444", Header: "x-goog-api-key", EnvFromHost: "E2E_GEMINI_KEY"},
 	}}
-	specs := Plan(c)
+	specs := Plan(settings(c))
 	h, err := NewHolder(specs, HolderConfig{Getenv: env()})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestPlanSources(t *testing.T) {
 	c := config.Config{Network: ptr(config.NetworkBroker),
 		EnvFromHost: map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": "MY_TOKEN"},
 		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "s", Account: "a"}}}
-	specs := Plan(c)
+	specs := Plan(settings(c))
 	if len(specs) != 1 || len(specs[0].Sources) != 2 {
 		t.Fatalf("plan %+v", specs)
 	}
@@ -168,7 +168,7 @@ func TestSessionVars(t *testing.T) {
 			t.Errorf("accepted %+v", bad)
 		}
 	}
-	if err := Check(config.Config{Network: ptr(config.NetworkFull), Credentials: map[string]config.Credential{"a": {}}}); err == nil {
+	if err := Check(settings(config.Config{Network: ptr(config.NetworkFull), Credentials: map[string]config.Credential{"a": {}}})); err == nil {
 		t.Error("credentials accepted outside broker mode")
 	}
 }
@@ -186,7 +186,7 @@ func TestHolderAndControl(t *testing.T) {
 	c := config.Config{Network: ptr(config.NetworkBroker), Agent: ptr("codex"), Credentials: map[string]config.Credential{
 		"git": {Upstream: "https://git.example.test", Header: "basic", EnvFromHost: "GIT_TOK"},
 	}}
-	h, err := NewHolder(Plan(c), HolderConfig{Getenv: env("GIT_TOK", "g"), Store: &secret.Memory{},
+	h, err := NewHolder(Plan(settings(c)), HolderConfig{Getenv: env("GIT_TOK", "g"), Store: &secret.Memory{},
 		Upstreams: map[string]string{OpenAI: up.URL + "/v1"}, RootCAs: map[string]*x509Pool{OpenAI: pool},
 		Egress: egress.CredentialConfig{Resolver: nil}})
 	if err != nil {
@@ -261,7 +261,7 @@ func TestKeychainRefsForPreflight(t *testing.T) {
 		{"from the broker's environment", env("ANTHROPIC_API_KEY", "sk-env"), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := NewHolder(Plan(c), HolderConfig{Getenv: tt.env, Store: &secret.Memory{}})
+			h, err := NewHolder(Plan(settings(c)), HolderConfig{Getenv: tt.env, Store: &secret.Memory{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,3 +295,6 @@ func serveControl(t *testing.T, h *Holder) string {
 	t.Cleanup(func() { cancel(); <-done })
 	return sock
 }
+
+// settings is the effective settings of one hand-written config.
+func settings(c config.Config) config.Settings { return config.Effective{Config: c}.Settings() }

@@ -14,7 +14,7 @@ func TestPlanCarriesRules(t *testing.T) {
 		"git": {Upstream: "https://git.example.test", Header: "basic", EnvFromHost: "GH_TOKEN", Paths: []string{"/org/repo"}, ReadOnly: true},
 	}}
 	var spec *Spec
-	for _, s := range Plan(c) {
+	for _, s := range Plan(settings(c)) {
 		if s.Name == "git" {
 			spec = &s
 		}

@@ -16,7 +16,7 @@ func TestBrokeredRoutesWinAndWithhold(t *testing.T) {
 	in := base()
 	in.Agent = codex
 	in.Getenv = hostEnv("OPENAI_API_KEY", "sk-host", "GOOGLE_API_KEY", "g")
-	in.Config = config.Config{Env: map[string]string{"OPENAI_BASE_URL": "http://evil.example.test"}, ForwardEnv: []string{"GOOGLE_API_KEY"}}
+	in.Settings = config.Settings{Env: map[string]string{"OPENAI_BASE_URL": "http://evil.example.test"}, ForwardEnv: []string{"GOOGLE_API_KEY"}}
 	tok := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	in.Brokered = &credential.Served{Token: tok, Routes: []credential.Route{{Name: "openai", Upstream: "https://api.openai.com/v1",
 		BaseURLVar: "OPENAI_BASE_URL", Var: "OPENAI_API_KEY", Withholds: []string{"OPENAI_API_KEY"}}}}

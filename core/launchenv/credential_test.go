@@ -20,7 +20,7 @@ func TestCredentialHelperRoundTrip(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	in := base()
-	in.Config.GitTokens = []string{"git.example.test"}
+	in.Settings.GitTokens = []string{"git.example.test"}
 	in.GitToken = func(context.Context, string) (string, string, error) { return "tok-123", "test", nil }
 	env, err := Assemble(context.Background(), in)
 	if err != nil {

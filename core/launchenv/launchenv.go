@@ -136,8 +136,8 @@ type GitTokenFunc func(ctx context.Context, host string) (value, from string, er
 
 // Input is everything a session's environment depends on.
 type Input struct {
-	Config config.Config // effective
-	Agent  agent.Agent
+	Settings config.Settings // the effective config
+	Agent    agent.Agent
 	// Getenv reads the host environment (os.LookupEnv).
 	Getenv func(string) (string, bool)
 	// Secrets is the OS keychain (secret.Default()).
@@ -384,7 +384,7 @@ func Assemble(ctx context.Context, in Input) (Env, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	c := in.Config
+	c := in.Settings
 	if err := credential.Check(c); err != nil {
 		return Env{}, err
 	}
@@ -569,7 +569,7 @@ func (a *assembler) gitIdentity(ctx context.Context) {
 }
 
 func (a *assembler) gitTokens(ctx context.Context) {
-	hosts := a.in.Config.GitTokens
+	hosts := a.in.Settings.GitTokens
 	if len(hosts) == 0 {
 		return
 	}

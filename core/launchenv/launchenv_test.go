@@ -68,7 +68,7 @@ func TestAssembleAllStages(t *testing.T) {
 	}
 	in := base()
 	in.Secrets = store
-	in.Config = config.Config{
+	in.Settings = config.Settings{
 		EnvFromHost: map[string]string{"NPM_TOKEN": "HOST_NPM"},
 		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "anthropic", Account: "default"}},
 		Env:         map[string]string{"EDITOR": "vi"},
@@ -147,7 +147,7 @@ func TestOverrideRule(t *testing.T) {
 	_ = store.Set(ctx, "s", "a", "from-keychain")
 	in := base()
 	in.Secrets = store
-	in.Config = config.Config{
+	in.Settings = config.Settings{
 		EnvFromHost: map[string]string{"A": "HOST_A"},
 		KeychainEnv: map[string]config.SecretRef{"K": {Service: "s", Account: "a"}, "KH": {Service: "missing", Account: "x"}},
 		// env loses to the trusted keys; passthrough and git identity lose to env.
@@ -181,7 +181,7 @@ func TestKeychainEmptyHostValueDoesNotShadow(t *testing.T) {
 	_ = store.Set(context.Background(), "s", "a", "kc")
 	in := base()
 	in.Secrets = store
-	in.Config.KeychainEnv = map[string]config.SecretRef{"K": {Service: "s", Account: "a"}}
+	in.Settings.KeychainEnv = map[string]config.SecretRef{"K": {Service: "s", Account: "a"}}
 	in.Getenv = hostEnv("K", "")
 	if got := sources(mustAssemble(t, in))["K"]; got != "keychain_env=kc" {
 		t.Errorf("K = %q", got)
@@ -190,7 +190,7 @@ func TestKeychainEmptyHostValueDoesNotShadow(t *testing.T) {
 
 func TestEnvFromHostEmptyIsSet(t *testing.T) {
 	in := base()
-	in.Config.EnvFromHost = map[string]string{"A": "HOST_A"}
+	in.Settings.EnvFromHost = map[string]string{"A": "HOST_A"}
 	in.Getenv = hostEnv("HOST_A", "")
 	if got := sources(mustAssemble(t, in))["A"]; got != "env_from_host=" {
 		t.Errorf("A = %q", got)
@@ -232,7 +232,7 @@ func TestFailClosed(t *testing.T) {
 	}{
 		{
 			name: "env_from_host unset",
-			mod:  func(in *Input) { in.Config.EnvFromHost = map[string]string{"NPM_TOKEN": "HOST_NPM"} },
+			mod:  func(in *Input) { in.Settings.EnvFromHost = map[string]string{"NPM_TOKEN": "HOST_NPM"} },
 			key:  "env_from_host.NPM_TOKEN",
 			msg:  "env_from_host.NPM_TOKEN: host variable HOST_NPM is not set",
 			hint: "export HOST_NPM on the host, or remove env_from_host.NPM_TOKEN from the config",
@@ -240,7 +240,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "keychain item missing",
 			mod: func(in *Input) {
-				in.Config.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "work"}}
+				in.Settings.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "work"}}
 			},
 			key:     "keychain_env.API_KEY",
 			msg:     `keychain_env.API_KEY: secret not found: service "anthropic" account "work"`,
@@ -251,7 +251,7 @@ func TestFailClosed(t *testing.T) {
 			name: "keychain unavailable",
 			mod: func(in *Input) {
 				in.Secrets = &secret.Memory{Unavailable: true}
-				in.Config.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "work"}}
+				in.Settings.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "anthropic", Account: "work"}}
 			},
 			key:     "keychain_env.API_KEY",
 			msg:     `keychain_env.API_KEY: secret store unavailable: service "anthropic" account "work"`,
@@ -260,7 +260,7 @@ func TestFailClosed(t *testing.T) {
 		},
 		{
 			name: "git token missing",
-			mod:  func(in *Input) { in.Config.GitTokens = []string{"github.com"} },
+			mod:  func(in *Input) { in.Settings.GitTokens = []string{"github.com"} },
 			key:  `git_tokens["github.com"]`,
 			msg:  `git_tokens["github.com"]: no token for host "github.com"`,
 			hint: "store one: corral secret set --service corral-git --account github.com (or log in on the host: gh auth login --hostname github.com)",
@@ -268,7 +268,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "git token empty",
 			mod: func(in *Input) {
-				in.Config.GitTokens = []string{"example.test"}
+				in.Settings.GitTokens = []string{"example.test"}
 				in.GitToken = func(context.Context, string) (string, string, error) { return "", "x", nil }
 			},
 			key:  `git_tokens["example.test"]`,
@@ -278,7 +278,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "git token hosts collide",
 			mod: func(in *Input) {
-				in.Config.GitTokens = []string{"a-b.example.test", "a.b.example.test"}
+				in.Settings.GitTokens = []string{"a-b.example.test", "a.b.example.test"}
 				in.GitToken = func(context.Context, string) (string, string, error) { return leak, "x", nil }
 			},
 			key: `git_tokens["a.b.example.test"]`,
@@ -287,8 +287,8 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "env_from_host and keychain_env name the same variable",
 			mod: func(in *Input) {
-				in.Config.EnvFromHost = map[string]string{"TOK": "HOST_TOK"}
-				in.Config.KeychainEnv = map[string]config.SecretRef{"TOK": {Service: "s", Account: "a"}}
+				in.Settings.EnvFromHost = map[string]string{"TOK": "HOST_TOK"}
+				in.Settings.KeychainEnv = map[string]config.SecretRef{"TOK": {Service: "s", Account: "a"}}
 			},
 			key:  "env_from_host.TOK",
 			msg:  "env_from_host.TOK: keychain_env.TOK sets the same variable",
@@ -296,14 +296,14 @@ func TestFailClosed(t *testing.T) {
 		},
 		{
 			name: "reserved name in env",
-			mod:  func(in *Input) { in.Config.Env = map[string]string{"CORRAL_BOX": "other"} },
+			mod:  func(in *Input) { in.Settings.Env = map[string]string{"CORRAL_BOX": "other"} },
 			key:  "env.CORRAL_BOX",
 			msg:  "env.CORRAL_BOX: variable names starting with CORRAL_ are reserved for corral",
 			hint: "rename the variable in the config",
 		},
 		{
 			name: "reserved name in forward_env",
-			mod:  func(in *Input) { in.Config.ForwardEnv = []string{"CORRAL_FWD_X"} },
+			mod:  func(in *Input) { in.Settings.ForwardEnv = []string{"CORRAL_FWD_X"} },
 			key:  "forward_env",
 			msg:  "forward_env: variable names starting with CORRAL_ are reserved for corral",
 			hint: "rename the variable in the config",
@@ -311,7 +311,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "bad name",
 			mod: func(in *Input) {
-				in.Config.KeychainEnv = map[string]config.SecretRef{"A-B": {Service: "s", Account: "a"}}
+				in.Settings.KeychainEnv = map[string]config.SecretRef{"A-B": {Service: "s", Account: "a"}}
 			},
 			key: "keychain_env.A-B",
 			msg: `keychain_env.A-B: "A-B" is not a variable name`,
@@ -319,7 +319,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "NUL in a value",
 			mod: func(in *Input) {
-				in.Config.EnvFromHost = map[string]string{"A": "HOST_A"}
+				in.Settings.EnvFromHost = map[string]string{"A": "HOST_A"}
 				in.Getenv = hostEnv("HOST_A", leak+"\x00")
 			},
 			key: "env_from_host.A",
@@ -350,9 +350,9 @@ func TestFailClosed(t *testing.T) {
 
 func TestAllProblemsAtOnce(t *testing.T) {
 	in := base()
-	in.Config.EnvFromHost = map[string]string{"A": "HOST_A", "B": "HOST_B"}
-	in.Config.KeychainEnv = map[string]config.SecretRef{"K": {Service: "s", Account: "a"}}
-	in.Config.GitTokens = []string{"github.com"}
+	in.Settings.EnvFromHost = map[string]string{"A": "HOST_A", "B": "HOST_B"}
+	in.Settings.KeychainEnv = map[string]config.SecretRef{"K": {Service: "s", Account: "a"}}
+	in.Settings.GitTokens = []string{"github.com"}
 	_, err := Assemble(context.Background(), in)
 	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 4 {
 		t.Errorf("%d errors, want 4: %v", n, err)
@@ -364,7 +364,7 @@ func TestUnavailableStoreAskedOnce(t *testing.T) {
 	store := &countingStore{Store: &secret.Memory{Unavailable: true}}
 	in := base()
 	in.Secrets = store
-	in.Config.KeychainEnv = map[string]config.SecretRef{
+	in.Settings.KeychainEnv = map[string]config.SecretRef{
 		"A": {Service: "s", Account: "a"}, "B": {Service: "s", Account: "b"}, "C": {Service: "s", Account: "c"},
 	}
 	_, err := Assemble(context.Background(), in)
@@ -389,7 +389,7 @@ func (c *countingStore) Get(ctx context.Context, s, a string) (string, error) {
 func TestRedaction(t *testing.T) {
 	const val = "sk-very-secret"
 	in := base()
-	in.Config.Env = map[string]string{"API_KEY": val}
+	in.Settings.Env = map[string]string{"API_KEY": val}
 	env := mustAssemble(t, in)
 	v, _ := env.Lookup("API_KEY")
 	for _, s := range []string{
@@ -554,20 +554,20 @@ func TestAgentStage(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		agent agent.Agent
-		cfg   config.Config
+		cfg   config.Settings
 		host  []string
 		want  string // "" = unset; else "stage=value"
 	}{
 		{name: "gemini", agent: gemini, want: "agent=true"},
 		{name: "claude", agent: claude},
-		{name: "env wins", agent: gemini, cfg: config.Config{Env: map[string]string{agent.GeminiTrustVar: "false"}}, want: "env=false"},
-		{name: "forward_env wins", agent: gemini, cfg: config.Config{ForwardEnv: []string{agent.GeminiTrustVar}},
+		{name: "env wins", agent: gemini, cfg: config.Settings{Env: map[string]string{agent.GeminiTrustVar: "false"}}, want: "env=false"},
+		{name: "forward_env wins", agent: gemini, cfg: config.Settings{ForwardEnv: []string{agent.GeminiTrustVar}},
 			host: []string{agent.GeminiTrustVar, "false"}, want: "passthrough=false"},
-		{name: "forward_env of an unset variable", agent: gemini, cfg: config.Config{ForwardEnv: []string{agent.GeminiTrustVar}}, want: "agent=true"},
+		{name: "forward_env of an unset variable", agent: gemini, cfg: config.Settings{ForwardEnv: []string{agent.GeminiTrustVar}}, want: "agent=true"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := base()
-			in.Agent, in.Config = tt.agent, tt.cfg
+			in.Agent, in.Settings = tt.agent, tt.cfg
 			in.Getenv = hostEnv(tt.host...)
 			got := sources(mustAssemble(t, in))[agent.GeminiTrustVar]
 			if got != tt.want {

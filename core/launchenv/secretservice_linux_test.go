@@ -30,7 +30,7 @@ func TestKeychainEnvSecretService(t *testing.T) {
 
 	in := base()
 	in.Secrets = secret.Default()
-	in.Config.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "corral-test", Account: "alice"}}
+	in.Settings.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "corral-test", Account: "alice"}}
 	env, err := Assemble(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestKeychainEnvSecretService(t *testing.T) {
 		t.Errorf("SSHEnviron() = %q", env.SSHEnviron())
 	}
 
-	in.Config.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "corral-test", Account: "bob"}}
+	in.Settings.KeychainEnv = map[string]config.SecretRef{"API_KEY": {Service: "corral-test", Account: "bob"}}
 	_, err = Assemble(context.Background(), in)
 	if !errors.Is(err, secret.ErrNotFound) || !errors.Is(err, ErrRefused) {
 		t.Fatalf("missing item: %v", err)

@@ -17,7 +17,7 @@ func TestWithheldNeverReachTheSession(t *testing.T) {
 	in.Agent = claude
 	in.Getenv = hostEnv("ANTHROPIC_API_KEY", "sk-host", "CLAUDE_CODE_OAUTH_TOKEN", "oat-host", "MY_TOKEN", "t", "OTHER", "o")
 	in.Secrets = &secret.Memory{}
-	in.Config = config.Config{
+	in.Settings = config.Settings{
 		KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": {Service: "missing", Account: "x"}},
 		EnvFromHost: map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": "MY_TOKEN"},
 		ForwardEnv:  []string{"ANTHROPIC_API_KEY", "OTHER"},

@@ -26,7 +26,7 @@ import (
 // Input is everything a rendered template depends on.
 type Input struct {
 	Platform   config.Platform
-	Config     config.Config // effective
+	Settings   config.Settings // the effective config
 	Box        string
 	ProjectDir string // absolute; mounted at the same path in the guest
 	AgentDir   string // host directory of the agent's shared state (agent_state = "shared")
@@ -217,11 +217,11 @@ func DefaultImages(goarch string) []Image {
 // ImageURLs are the remote images a box with config c would download, in
 // Lima's order: the default images when the image key is unset, the
 // URL when it names one, nothing for a local file or directory.
-func ImageURLs(c config.Config, goarch string) []Image {
-	if c.Image == nil {
+func ImageURLs(c config.Settings, goarch string) []Image {
+	if c.Image == "" {
 		return DefaultImages(goarch)
 	}
-	if loc := *c.Image; strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://") {
+	if loc := c.Image; strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://") {
 		return []Image{{Location: loc, Arch: limaArch(goarch)}}
 	}
 	return nil
@@ -241,19 +241,19 @@ const (
 
 // Seeds reports whether a box with config c copies anything from its seed
 // directory at first boot.
-func Seeds(c config.Config) bool {
-	return deref(c.AgentState) == agentstate.Seeded || deref(c.Source) == config.SourceClone
+func Seeds(c config.Settings) bool {
+	return c.AgentState == agentstate.Seeded || c.Source == config.SourceClone
 }
 
 // Render builds the Lima YAML for in.
 func Render(in Input) (Rendered, error) {
-	c := in.Config
+	c := in.Settings
 	t := Template{
-		VMType:       string(deref(c.VMType)),
-		CPUs:         derefInt(c.CPUs),
-		Memory:       deref(c.Memory),
-		Disk:         deref(c.Disk),
-		MountType:    string(deref(c.MountType)),
+		VMType:       string(c.VMType),
+		CPUs:         c.CPUs,
+		Memory:       c.Memory,
+		Disk:         c.Disk,
+		MountType:    string(c.MountType),
 		Mounts:       []Mount{},
 		SSH:          SSH{LoadDotSSHPubKeys: false, ForwardAgent: false},
 		Containerd:   Containerd{},
@@ -271,11 +271,11 @@ func Render(in Input) (Rendered, error) {
 	// SUDO: "all" keeps passwordless sudo; "lima" keeps only Lima's
 	// readiness checks (guest/provision/40-network.sh).
 	sudo := "lima"
-	if deref(c.Profile) != config.ProfileStrict && (c.NetworkMode() == config.NetworkFull || derefBool(c.Sudo)) {
+	if c.Profile != config.ProfileStrict && (c.NetworkMode() == config.NetworkFull || c.Sudo) {
 		sudo = "all"
 	}
 	t.Param = map[string]string{
-		"AGENT":      deref(c.Agent),
+		"AGENT":      c.Agent,
 		"NETWORK":    string(c.NetworkMode()),
 		"SUDO":       sudo,
 		"PACKAGES":   strings.Join(c.Packages, " "),
@@ -295,7 +295,7 @@ func Render(in Input) (Rendered, error) {
 	}
 	t.Param["AGENT_STATE_DIR"] = a.StateDir
 	install := a.Install != ""
-	if install && len(pinned) > 0 && (in.Golden || (c.Golden != nil && !*c.Golden)) {
+	if install && len(pinned) > 0 && (in.Golden || !c.Golden) {
 		specs := make([]string, len(pinned))
 		for i, p := range pinned {
 			specs[i] = p.File() + ":" + p.SHA512Hex()
@@ -307,9 +307,9 @@ func Render(in Input) (Rendered, error) {
 		t.Param["PROJECT"] = in.ProjectDir
 		t.Param["HIDE"] = strings.Join(c.Hide, " ")
 		t.Param["BOX_DIRS"] = strings.Join(c.BoxDirs, " ")
-		t.Param["SOURCE"] = string(deref(c.Source))
+		t.Param["SOURCE"] = string(c.Source)
 		t.Param["GIT_SHADOW"] = "on"
-		if c.GitShadow != nil && !*c.GitShadow {
+		if !c.GitShadow {
 			t.Param["GIT_SHADOW"] = "off"
 		}
 		for _, d := range in.GitShadowDirs {
@@ -319,8 +319,8 @@ func Render(in Input) (Rendered, error) {
 			}
 		}
 		t.Param["GIT_SHADOW_DIRS"] = strings.Join(in.GitShadowDirs, " ")
-		if deref(c.Source) != config.SourceClone {
-			t.Mounts = append(t.Mounts, Mount{Location: in.ProjectDir, MountPoint: in.ProjectDir, Writable: !derefBool(c.ReadonlyProject)})
+		if c.Source != config.SourceClone {
+			t.Mounts = append(t.Mounts, Mount{Location: in.ProjectDir, MountPoint: in.ProjectDir, Writable: !c.ReadonlyProject})
 			if t.Param["GIT_SHADOW"] == "on" {
 				for _, d := range in.GitShadowDirs {
 					t.Mounts = append(t.Mounts, Mount{Location: d, MountPoint: d, Writable: false})
@@ -329,8 +329,8 @@ func Render(in Input) (Rendered, error) {
 		}
 		// Agent state is per box unless "shared" is chosen explicitly (see
 		// core/agentstate): only then does a host directory go in writable.
-		if deref(c.AgentState) == agentstate.Shared && in.AgentDir != "" {
-			t.Mounts = append(t.Mounts, Mount{Location: in.AgentDir, MountPoint: agentstate.GuestDir(deref(c.Agent)), Writable: true})
+		if c.AgentState == agentstate.Shared && in.AgentDir != "" {
+			t.Mounts = append(t.Mounts, Mount{Location: in.AgentDir, MountPoint: agentstate.GuestDir(c.Agent), Writable: true})
 		}
 		if Seeds(c) && in.SeedDir != "" {
 			t.Mounts = append(t.Mounts, Mount{Location: in.SeedDir, MountPoint: guest.SeedMount, Writable: false})
@@ -399,16 +399,12 @@ func Render(in Input) (Rendered, error) {
 // unpacks for a Go architecture. Claude Code comes from npm only with
 // claude_install = "npm" (otherwise its install step runs the official
 // installer).
-func AgentPins(c config.Config, goarch string) (agent.Agent, []pins.Package, error) {
-	name := deref(c.Agent)
-	if name == "" {
-		name = "shell"
-	}
-	a, err := agent.Find(c.Agents, name)
+func AgentPins(c config.Settings, goarch string) (agent.Agent, []pins.Package, error) {
+	a, err := agent.Find(c.Agents, c.Agent)
 	if err != nil {
 		return agent.Agent{}, nil, err
 	}
-	if a.Name == "claude" && deref(c.ClaudeInstall) != config.ClaudeInstallNPM {
+	if a.Name == "claude" && c.ClaudeInstall != config.ClaudeInstallNPM {
 		return a, nil, nil
 	}
 	var out []pins.Package
@@ -487,12 +483,12 @@ func marshal(t Template) ([]byte, error) {
 
 // images resolves the image key: unset = the default Ubuntu images; a directory = a
 // corral image (direct kernel boot); a file or URL = that disk image.
-func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
+func images(image string, p config.Platform) ([]Image, *Firmware, error) {
 	arch := limaArch(p.Arch)
-	if image == nil {
+	if image == "" {
 		return DefaultImages(p.Arch), nil, nil
 	}
-	loc := *image
+	loc := image
 	if strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://") {
 		return []Image{{Location: loc, Arch: arch}}, nil, nil
 	}
@@ -502,7 +498,7 @@ func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
 	}
 	st, err := os.Stat(loc)
 	if err != nil {
-		return nil, nil, hint.New(fmt.Errorf("image %q: %w", *image, err), "build the test image with packaging/linux/build-image.sh, or remove the image key")
+		return nil, nil, hint.New(fmt.Errorf("image %q: %w", image, err), "build the test image with packaging/linux/build-image.sh, or remove the image key")
 	}
 	if !st.IsDir() {
 		return []Image{{Location: loc, Arch: arch}}, nil, nil
@@ -518,21 +514,3 @@ func images(image *string, p config.Platform) ([]Image, *Firmware, error) {
 		Initrd: &File{Location: filepath.Join(loc, ImageInitrd)},
 	}}, &Firmware{LegacyBIOS: true}, nil
 }
-
-// deref is an optional key's value, the zero value when unset.
-func deref[T any](p *T) T {
-	var v T
-	if p != nil {
-		v = *p
-	}
-	return v
-}
-
-func derefInt(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func derefBool(p *bool) bool { return p != nil && *p }

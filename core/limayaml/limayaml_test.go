@@ -34,7 +34,7 @@ mounts = [{ location = "/data/ref", mount_point = "/ref" }]`))
 		return l
 	}())
 	return Input{
-		Platform: p, Config: eff.Config, Box: "web-3f2a1c",
+		Platform: p, Settings: eff.Settings(), Box: "web-3f2a1c",
 		ProjectDir: "/home/dev/src/web", AgentDir: "/home/dev/.corral/agents/claude",
 		SeedDir:    "/home/dev/.corral/seed/web-3f2a1c",
 		BrokerHost: "192.168.5.2", BrokerPort: 42123, User: "dev",
@@ -128,7 +128,7 @@ func TestMountsBySourceAndAgentState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.source)+"/"+string(tt.state), func(t *testing.T) {
 			in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
-			in.Config.Source, in.Config.AgentState = &tt.source, &tt.state
+			in.Settings.Source, in.Settings.AgentState = tt.source, tt.state
 			r, err := Render(in)
 			if err != nil {
 				t.Fatal(err)
@@ -154,7 +154,7 @@ func TestMountsBySourceAndAgentState(t *testing.T) {
 func TestImageDirectory(t *testing.T) {
 	dir := t.TempDir()
 	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
-	in.Config.Image = &dir
+	in.Settings.Image = dir
 	if _, err := Render(in); err == nil || !strings.Contains(err.Error(), "lacks rootfs.qcow2") {
 		t.Fatalf("incomplete image dir: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestGitShadow(t *testing.T) {
 			}
 
 			off := false
-			in.Config.GitShadow = &off
+			in.Settings.GitShadow = off
 			r, err = Render(in)
 			if err != nil {
 				t.Fatal(err)
@@ -247,7 +247,7 @@ func TestGoldenNPMClaude(t *testing.T) {
 	in.Golden = true
 	in.NPMDir = "/home/dev/.corral/cache/npm"
 	agent, install := "claude", config.ClaudeInstallNPM
-	in.Config.Agent, in.Config.ClaudeInstall = &agent, &install
+	in.Settings.Agent, in.Settings.ClaudeInstall = agent, install
 	r, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestGoldenNPMClaude(t *testing.T) {
 	}
 	// The default (official) installs nothing from the host.
 	official := config.ClaudeInstallOfficial
-	in.Config.ClaudeInstall = &official
+	in.Settings.ClaudeInstall = official
 	r, _ = Render(in)
 	back = Template{}
 	if err := yaml.Unmarshal(r.YAML, &back); err != nil {
@@ -306,7 +306,7 @@ func TestAgentsAsData(t *testing.T) {
 			in.Golden = true
 			in.NPMDir = "/home/dev/.corral/cache/npm"
 			name := tc.agent
-			in.Config.Agent = &name
+			in.Settings.Agent = name
 			back := renderBack(t, in)
 			var want []string
 			for _, pat := range tc.npm {
@@ -346,13 +346,13 @@ func TestConfigAgentInstall(t *testing.T) {
 	in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
 	in.Golden = true
 	name := "aider"
-	in.Config.Agent = &name
-	in.Config.Agents = map[string]agent.Def{"aider": {Command: []string{"aider"}, Install: "pip install 'aider-chat==0.86.0'\n", StateDir: ".aider"}}
+	in.Settings.Agent = name
+	in.Settings.Agents = map[string]agent.Def{"aider": {Command: []string{"aider"}, Install: "pip install 'aider-chat==0.86.0'\n", StateDir: ".aider"}}
 	back := renderBack(t, in)
-	if !hasData(back, guest.AgentInstallPath, in.Config.Agents["aider"].Install) || back.Param["AGENT_STATE_DIR"] != ".aider" || back.Param["AGENT_NPM"] != "" {
+	if !hasData(back, guest.AgentInstallPath, in.Settings.Agents["aider"].Install) || back.Param["AGENT_STATE_DIR"] != ".aider" || back.Param["AGENT_NPM"] != "" {
 		t.Errorf("params %v", back.Param)
 	}
-	in.Config.Agents = nil
+	in.Settings.Agents = nil
 	if _, err := Render(in); err == nil {
 		t.Error("an undefined agent rendered")
 	}
@@ -382,7 +382,7 @@ func TestPortForwardsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Config.PortEntries = []string{"3000", "8080:80"}
+	in.Settings.PortEntries = []string{"3000", "8080:80"}
 	back := renderBack(t, in)
 	f := back.PortForwards
 	if len(f) != 4 {
@@ -484,7 +484,7 @@ func TestImageURLs(t *testing.T) {
 		image *string
 		want  int
 	}{{nil, 2}, {&url, 1}, {&dir, 0}} {
-		got := ImageURLs(config.Config{Image: tc.image}, "arm64")
+		got := ImageURLs(config.Effective{Config: config.Config{Image: tc.image}}.Settings(), "arm64")
 		if len(got) != tc.want {
 			t.Errorf("image %v: %d URLs, want %d", tc.image, len(got), tc.want)
 		}

@@ -27,7 +27,7 @@ func TestRenderQemuOnMac(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := Render(Input{Platform: tc.p, Config: res.Config, Box: "web-3f2a1c", ProjectDir: "/Users/dev/src/web",
+		r, err := Render(Input{Platform: tc.p, Settings: res.Settings(), Box: "web-3f2a1c", ProjectDir: "/Users/dev/src/web",
 			BrokerHost: "192.168.5.2", BrokerPort: 42123, User: "dev"})
 		if err != nil {
 			t.Fatal(err)

@@ -54,7 +54,7 @@ allows and where it keeps its state. * marks the box's agent.`,
 
 // agentInfos lists the agents of a loaded config.
 func agentInfos(res config.Result) []AgentInfo {
-	c := res.Config
+	c := res.Settings()
 	out := []AgentInfo{}
 	for _, a := range agent.All(c.Agents) {
 		src := "built-in"
@@ -66,7 +66,7 @@ func agentInfos(res config.Result) []AgentInfo {
 			}
 		}
 		out = append(out, AgentInfo{
-			Name: a.Name, Source: src, Default: c.Agent != nil && *c.Agent == a.Name,
+			Name: a.Name, Source: src, Default: c.Agent == a.Name,
 			Command: a.Command, Install: a.Install != "", NPM: a.NPM,
 			Forwards: orEmpty(a.Passthrough), Egress: orEmpty(a.Egress), StateDir: a.StateDir,
 		})

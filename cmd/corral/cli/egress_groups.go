@@ -85,7 +85,7 @@ func egressGroupsRun(opts *EgressGroupsOptions) error {
 	}
 	var using []string
 	if r, err := box.Resolve(l, box.ResolveOptions{Dir: projectDir, Platform: f.Platform}); err == nil {
-		using = r.Loaded.Config.EgressGroups
+		using = r.Loaded.Settings().EgressGroups
 	}
 	tc := recordedToolchains(l, name)
 	var groups []groupJSON

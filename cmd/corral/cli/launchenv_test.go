@@ -50,7 +50,7 @@ func assemble(f *Factory, r box.Resolved) ([]string, []string, error) {
 	}
 	h := sessionHost(f, false)
 	env, err := launchenv.Assemble(context.Background(), launchenv.Input{
-		Config: r.Loaded.Config, Agent: sh, Getenv: h.Getenv, Box: r.Project.Box, Project: r.Project.Dir, Secrets: h.Secrets,
+		Settings: r.Loaded.Settings(), Agent: sh, Getenv: h.Getenv, Box: r.Project.Box, Project: r.Project.Dir, Secrets: h.Secrets,
 	})
 	if err != nil {
 		return nil, nil, err
