@@ -215,10 +215,13 @@ func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, opt 
 	sort.Strings(not)
 	// Every rev is a validated hex object name or a fixed option: nothing
 	// the box named reaches git's argument parser. New is what no branch
-	// had: into the branches themselves, what none of them had before.
+	// had: into the branches themselves, what none of them had before,
+	// nor the boxes' branches pulled into the repository.
 	revs := append(append(newTips, "--not"), not...)
 	if prefix != IntoBranches {
 		revs = append(revs, "--branches")
+	} else {
+		revs = append(revs, "--remotes")
 	}
 	out, err := r.run(ctx, append([]string{"rev-list", "--count"}, revs...)...)
 	if err != nil {

@@ -58,19 +58,20 @@ func WriteHaves(w io.Writer, haves []string) error {
 // ReadHaves reads what WriteHaves wrote: the magic line, at most MaxHaves
 // full hex object names, an empty line. Anything else is an error.
 func ReadHaves(br *bufio.Reader) ([]string, error) {
+	sig, err := readLine(br, 64)
+	switch {
+	case err != nil && (sig == "" || sig == havesMagic):
+		return nil, fmt.Errorf("reading the list of commits the other side has: %w", err)
+	case sig != havesMagic:
+		return nil, fmt.Errorf("the other side sent no list of commits it has (it began %q)", SafeText(sig, 40))
+	}
 	var haves []string
-	first := true
 	for {
 		line, err := readLine(br, 128)
 		if err != nil {
 			return nil, fmt.Errorf("reading the list of commits the other side has: %w", err)
 		}
 		switch {
-		case first:
-			if line != havesMagic {
-				return nil, fmt.Errorf("the other side sent no list of commits it has (it began %q)", SafeText(line, 40))
-			}
-			first = false
 		case line == "":
 			return haves, nil
 		case !ValidOID(line):
@@ -88,10 +89,10 @@ func ReadHaves(br *bufio.Reader) ([]string, error) {
 // checks them (in at most MaxHeader bytes), then an empty line.
 func ReadBranchList(br *bufio.Reader) (Heads, error) {
 	sig, err := readLine(br, 64)
-	if err != nil {
+	switch {
+	case err != nil && (sig == "" || sig == branchesMagic):
 		return nil, fmt.Errorf("%w: reading its branch list: %w", ErrBundle, err)
-	}
-	if sig != branchesMagic {
+	case sig != branchesMagic:
 		return nil, fmt.Errorf("%w: not a corral branch stream (it began %q)", ErrBundle, SafeText(sig, 40))
 	}
 	var list bytes.Buffer
@@ -119,22 +120,23 @@ func ReadBranchList(br *bufio.Reader) (Heads, error) {
 var errLineTooLong = errors.New("a line is too long")
 
 // readLine reads one line of at most max bytes (the newline excluded).
-// io.ErrUnexpectedEOF is a stream cut short.
+// io.ErrUnexpectedEOF is a stream cut short; with an error, the line is
+// what was read of it (at most max bytes), for the message.
 func readLine(br *bufio.Reader, max int) (string, error) {
 	var b []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
 		b = append(b, chunk...)
 		if len(b) > max+1 {
-			return "", errLineTooLong
+			return string(b[:max]), errLineTooLong
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF):
-			return "", io.ErrUnexpectedEOF
+			return string(b), io.ErrUnexpectedEOF
 		case err != nil:
-			return "", err
+			return string(b), err
 		}
 		return string(b[:len(b)-1]), nil
 	}

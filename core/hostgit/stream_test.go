@@ -153,6 +153,8 @@ func TestBranchStreamRefusals(t *testing.T) {
 	oid := strings.Repeat("a", 40)
 	for name, in := range map[string]string{
 		"no magic":     "0000 refs/heads/main\n\n",
+		"empty first":  "\n" + oid + " refs/heads/main\n\n",
+		"nothing":      "",
 		"tag":          branchesMagic + "\n" + oid + " refs/tags/v1\n\n",
 		"HEAD":         branchesMagic + "\n" + oid + " HEAD\n\n",
 		"bad oid":      branchesMagic + "\n" + "xyz refs/heads/main\n\n",
@@ -167,6 +169,8 @@ func TestBranchStreamRefusals(t *testing.T) {
 	}
 	for name, in := range map[string]string{
 		"no magic":  oid + "\n\n",
+		"empty":     "\n\n",
+		"nothing":   "",
 		"bad oid":   havesMagic + "\n" + "HEAD\n\n",
 		"option":    havesMagic + "\n" + "--all\n\n",
 		"cut short": havesMagic + "\n" + oid + "\n",
