@@ -69,9 +69,9 @@ func LocalFailure(err error) error {
 // and stdout to talk, which writes to and reads from the remote corral
 // (a branch stream, docs/REMOTE.md), and may close in to end the remote's
 // input; the remote stderr is kept, capped, for the error. The version
-// check is the caller's (CheckVersion). When talk returns, in is closed and at most maxTrailing more
-// bytes of its stdout are read; on an error of talk the ssh process is
-// ended. The error, in order: ssh's own failure (ErrUnreachable), corral
+// check is the caller's (CheckVersion). When talk returns, in is closed
+// and at most maxTrailing more bytes of the remote's stdout are read; on
+// an error of talk the ssh process is ended. The error, in order: ssh's own failure (ErrUnreachable), corral
 // missing there, talk's own LocalFailure, the remote corral's failure
 // (RemoteError, its message and hints), talk's error.
 func (r Runner) Transfer(ctx context.Context, h Host, args []string, talk func(in io.WriteCloser, out io.Reader) error) error {
