@@ -151,7 +151,7 @@ func (r Remote) Receive(ctx context.Context, box string, in io.Reader, out io.Wr
 	}
 	dir := l.RemoteProject(box)
 	what := "receiving the project for box " + box
-	if m, err := ReadMeta(l, box); err == nil && m.Project != dir {
+	if m, err := ReadMeta(l, box); err == nil && !sameDir(m.Project, dir) {
 		return res, hint.New(fmt.Errorf("%s: box %s on this host is the box of %s, not of a project sent to it", what, box, m.Project),
 			fmt.Sprintf("work with that checkout there: corral --host HOST -C %s ...; or remove the box there", m.Project))
 	} else if err != nil && !errors.Is(err, ErrNoMeta) {
