@@ -190,9 +190,16 @@ type result struct {
 // corral runs bin with home as CORRAL_HOME and stdin.
 func (fx *sshFixture) corral(t *testing.T, bin, home, stdin string, args ...string) result {
 	t.Helper()
+	return fx.corralIn(t, "", bin, home, stdin, args...)
+}
+
+// corralIn is corral in the working directory dir ("" = the test's).
+func (fx *sshFixture) corralIn(t *testing.T, dir, bin, home, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CORRAL_HOME="+home)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer

@@ -67,6 +67,10 @@ const (
 	// KindHost: a remote host was added to or removed from
 	// ~/.corral/hosts.toml (core/remote); fields "op", "host", "url".
 	KindHost Kind = "host"
+	// KindReceive: another machine sent a project to this one, its remote
+	// host (corral project receive, docs/REMOTE.md); fields as a pull's,
+	// with "branch", or "refused".
+	KindReceive Kind = "receive"
 )
 
 // Field names of the credential events. Never a value, a token, a path or

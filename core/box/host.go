@@ -3,7 +3,6 @@ package box
 import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
-	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/remote"
 )
 
@@ -33,7 +32,7 @@ func ChooseHost(l paths.Layout, flag, dir string) (h remote.Host, ok bool, err e
 // refuse the file), and choosing where to run costs no read of the
 // repository.
 func ProjectHost(l paths.Layout, dir string) (string, error) {
-	proj, err := project.Resolve(dir, l.LimaHome())
+	proj, err := ResolveProject(l, dir)
 	if err != nil {
 		return "", nil //nolint:nilerr // no project here: the command says so
 	}

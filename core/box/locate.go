@@ -24,7 +24,7 @@ type Located struct {
 // without one, the box of the project at dir.
 func Locate(l paths.Layout, name, dir string) (Located, error) {
 	if name == "" {
-		p, err := project.Resolve(dir, l.LimaHome())
+		p, err := ResolveProject(l, dir)
 		if err != nil {
 			return Located{}, err
 		}
@@ -44,7 +44,7 @@ func Locate(l paths.Layout, name, dir string) (Located, error) {
 	case !errors.Is(err, ErrNoMeta):
 		return Located{}, err // a MetaError: its hint says what to do with the file
 	}
-	if p, perr := project.Resolve(dir, l.LimaHome()); perr == nil && p.Box == name {
+	if p, perr := ResolveProject(l, dir); perr == nil && p.Box == name {
 		return Located{Box: name, Project: p.Dir}, nil
 	}
 	return Located{}, hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")

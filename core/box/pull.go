@@ -80,23 +80,14 @@ func (s *Service) Pull(ctx context.Context, box string, opt PullOptions) (hostgi
 	if err != nil {
 		return hostgit.Result{}, fmt.Errorf("pulling from box %s: %w", box, err)
 	}
-	res, err := repo.Fetch(ctx, b, heads, box, hostgit.FetchOptions{AllowSubmodules: opt.AllowSubmodules, Limits: opt.Limits})
-	if errors.Is(err, hostgit.ErrSubmodules) || errors.Is(err, hostgit.ErrBundle) {
-		s.audit(audit.Event{Kind: audit.KindPull, Box: box, Fields: map[string]any{
-			"bundle_bytes": b.Size, "refused": display.Text(err.Error(), 300),
-		}})
-	}
-	if errors.Is(err, hostgit.ErrSubmodules) {
-		return res, hint.New(fmt.Errorf("pulling from box %s: %w", box, err),
-			fmt.Sprintf("review those commits in the box; to take them anyway, knowing the host's git will run what they bring: corral pull --allow-submodules %s", box))
-	}
+	res, err := takeBundle(ctx, s.audit, repo, b, heads, intake{
+		box: box, kind: audit.KindPull, what: "pulling from box " + box,
+		submoduleHint: fmt.Sprintf("review those commits in the box; to take them anyway, knowing the host's git will run what they bring: corral pull --allow-submodules %s", box),
+		opt:           hostgit.FetchOptions{AllowSubmodules: opt.AllowSubmodules, Limits: opt.Limits},
+	})
 	if err != nil {
-		return res, fmt.Errorf("pulling from box %s: %w", box, err)
+		return res, err
 	}
-	s.audit(audit.Event{Kind: audit.KindPull, Box: box, Fields: map[string]any{
-		"bundle_bytes": b.Size, "branches": len(b.Heads), "updated": len(res.Updates), "new_commits": res.NewCommits,
-		"submodule_changes": len(res.Submodules),
-	}})
 	s.reportNested(m, "pull")
 	return res, nil
 }

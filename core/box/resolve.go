@@ -50,7 +50,7 @@ type ResolveOptions struct {
 // returned together with the partial result, so callers can show warnings
 // and every problem at once.
 func Resolve(l paths.Layout, opt ResolveOptions) (Resolved, error) {
-	proj, err := project.Resolve(opt.Dir, l.LimaHome())
+	proj, err := ResolveProject(l, opt.Dir)
 	if err != nil {
 		return Resolved{}, err
 	}

@@ -78,12 +78,27 @@ type FetchOptions struct {
 	AllowSubmodules bool
 	// Limits bound the fetch; a zero field is DefaultLimits'.
 	Limits Limits
+	// Into is where the branches land: "" is RemotePrefix(box), a pull's
+	// place; IntoBranches makes them the repository's own branches (the
+	// clone a remote host keeps of a project sent to it).
+	Into string
+	// Keep keeps the branches under Into that heads does not name: a
+	// project sent to a remote host names the branch it sends, not every
+	// branch the clone has. A pull removes them (the box deleted them).
+	Keep bool
 }
 
-// Fetch takes a received bundle's branches into refs/remotes/corral/<box>/*
-// (the branch list heads says where each branch is: those the bundle left
-// out point at commits the host has; those the box no longer lists are
-// removed). In order, each step refusing and changing nothing:
+// IntoBranches is FetchOptions.Into for a repository's own branches.
+const IntoBranches = "refs/heads/"
+
+// Fetch takes a received bundle's branches into refs/remotes/corral/<box>/*,
+// or under opt.Into (the branch list heads says where each branch is:
+// those the bundle left out point at commits the host has; those the box
+// no longer lists are removed unless opt.Keep). It is the one check and
+// fetch of every bundle corral takes: a box's (corral pull), a remote
+// host's (corral --host pull) and a project another machine sends
+// (corral project receive). In order, each step refusing and changing
+// nothing:
 //
 //  1. the bundle agrees with heads and the host's object format;
 //  2. ScanPack walks its pack under opt.Limits (counts, declared sizes,
@@ -99,21 +114,26 @@ type FetchOptions struct {
 //     box's branches.
 //
 // The whole runs under opt.Limits.Timeout. Nothing else in the repository
-// changes: no local branch, no config, no FETCH_HEAD, no tags.
+// changes: no branch outside opt.Into, no config, no FETCH_HEAD, no tags,
+// no work tree.
 func (r Repo) Fetch(ctx context.Context, b Bundle, heads Heads, box string, opt FetchOptions) (Result, error) {
 	lim := opt.Limits.orDefault()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	res, err := r.fetch(ctx, b, heads, box, opt.AllowSubmodules, lim)
+	res, err := r.fetch(ctx, b, heads, box, opt, lim)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return res, fmt.Errorf("%w: the fetch took longer than %s: %w", ErrBundle, lim.Timeout, err)
 	}
 	return res, err
 }
 
-func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, allow bool, lim Limits) (Result, error) {
-	prefix := RemotePrefix(box)
-	if !CheckRefFormat(prefix + "x") {
+func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, opt FetchOptions, lim Limits) (Result, error) {
+	allow := opt.AllowSubmodules
+	prefix := opt.Into
+	if prefix == "" {
+		prefix = RemotePrefix(box)
+	}
+	if !CheckRefFormat(prefix+"x") || !strings.HasSuffix(prefix, "/") {
 		return Result{}, fmt.Errorf("box name %q does not make a valid ref", box)
 	}
 	old, err := r.Tips(ctx, prefix)
@@ -169,7 +189,7 @@ func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, allo
 	if err := q.migrate(); err != nil {
 		return Result{}, err
 	}
-	if err := r.setBranches(ctx, heads, prefix, old); err != nil {
+	if err := r.setBranches(ctx, heads, prefix, old, opt.Keep); err != nil {
 		return Result{}, err
 	}
 	now, err := r.Tips(ctx, prefix)
@@ -194,9 +214,15 @@ func (r Repo) fetch(ctx context.Context, b Bundle, heads Heads, box string, allo
 	}
 	sort.Strings(not)
 	// Every rev is a validated hex object name or a fixed option: nothing
-	// the box named reaches git's argument parser.
+	// the box named reaches git's argument parser. New is what no branch
+	// had: into the branches themselves, what none of them had before,
+	// nor the boxes' branches pulled into the repository.
 	revs := append(append(newTips, "--not"), not...)
-	revs = append(revs, "--branches")
+	if prefix != IntoBranches {
+		revs = append(revs, "--branches")
+	} else {
+		revs = append(revs, "--remotes")
+	}
 	out, err := r.run(ctx, append([]string{"rev-list", "--count"}, revs...)...)
 	if err != nil {
 		return res, fmt.Errorf("counting new commits: %w", err)

@@ -61,11 +61,11 @@ func checkHeads(b Bundle, heads Heads) error {
 }
 
 // setBranches sets the box's remote-tracking branches to heads, the box's
-// branch list, and removes those it no longer lists: one ref transaction
-// (git update-ref --stdin) in which every ref's old value (old, read
-// before the fetch) is checked, so a failure or a concurrent change
-// changes nothing.
-func (r Repo) setBranches(ctx context.Context, heads Heads, prefix string, old map[string]string) error {
+// branch list, and removes those it no longer lists (unless keep): one ref
+// transaction (git update-ref --stdin) in which every ref's old value
+// (old, read before the fetch) is checked, so a failure or a concurrent
+// change changes nothing.
+func (r Repo) setBranches(ctx context.Context, heads Heads, prefix string, old map[string]string, keep bool) error {
 	var tx strings.Builder
 	tx.WriteString("start\n")
 	names := make([]string, 0, len(heads))
@@ -84,7 +84,7 @@ func (r Repo) setBranches(ctx context.Context, heads Heads, prefix string, old m
 		}
 	}
 	for ref, was := range old {
-		if heads["refs/heads/"+strings.TrimPrefix(ref, prefix)] == "" {
+		if !keep && heads["refs/heads/"+strings.TrimPrefix(ref, prefix)] == "" {
 			fmt.Fprintf(&tx, "delete %s %s\n", ref, was)
 		}
 	}

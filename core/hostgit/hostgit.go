@@ -22,6 +22,10 @@
 // would bring a repository to the host (a gitlink, .gitmodules or .git:
 // inspect.go) unless the user allows submodules, and only then moves the
 // objects in and sets refs/remotes/corral/<box>/* from refs/heads/*.
+//
+// Between two corrals over ssh (a project sent to a remote host, a remote
+// box's commits brought back) branches travel as a branch stream
+// (stream.go): a branch list and a bundle, taken by the same Fetch.
 package hostgit
 
 import (
@@ -89,6 +93,8 @@ var hardening = []string{
 	"protocol.allow=never",
 	"protocol.file.allow=always", // a bundle is read through the file transport
 	"credential.helper=",
+	"core.protectHFS=true", // a checkout (CheckOut) refuses every spelling of .git
+	"core.protectNTFS=true",
 }
 
 // command builds a hardened git process for the repository.

@@ -7,6 +7,7 @@
 //	  boxes/<box>.json         box metadata
 //	  goldens/<golden>.json    what a golden image's toolchains download from (core/toolreg)
 //	  projects/<box>.toml      trusted per-box config layer (and approvals)
+//	  remote-projects/<box>/   projects other machines sent here (corral --host; a clone each)
 //	  recent.json              project folders corral used lately (the menu's Projects)
 //	  agents/<agent>/          agent state shared by boxes with agent_state = "shared" (opt-in)
 //	  agent-templates/<agent>/ host-owned template "seeded" boxes copy; never mounted
@@ -79,6 +80,14 @@ func (l Layout) ProjectsDir() string { return filepath.Join(l.Home, "projects") 
 func (l Layout) ProjectConfig(box string) string {
 	return filepath.Join(l.ProjectsDir(), box+".toml")
 }
+
+// RemoteProjectsDir holds the projects other machines send to this one
+// when it is their remote host (`corral --host`, docs/REMOTE.md): one git
+// clone per box, written only by `corral project receive`.
+func (l Layout) RemoteProjectsDir() string { return filepath.Join(l.Home, "remote-projects") }
+
+// RemoteProject is the clone of the project another machine sent for box.
+func (l Layout) RemoteProject(box string) string { return filepath.Join(l.RemoteProjectsDir(), box) }
 
 // AgentDir is the shared state directory of an agent, mounted writable into
 // every box with agent_state = "shared".

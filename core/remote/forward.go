@@ -21,15 +21,14 @@ const (
 	// logs, checks, version): they run on the chosen host as given.
 	ScopeHost
 	// ScopeProject commands act on a project's box (the one named, else
-	// the project's): they run on the chosen host, and need -C there,
-	// since the project is not copied to the host yet (docs/REMOTE.md):
-	// without it the remote corral would take the remote user's home
-	// directory for the project.
+	// the project's): they run on the chosen host in a project directory
+	// there, -C's path on the host, or else the clone of this machine's
+	// project that is sent there first (docs/REMOTE.md).
 	ScopeProject
-	// ScopeNotYet commands would need this machine and the host together
-	// (pull brings the box's commits into the laptop's repository); they
-	// refuse a host until that part is built.
-	ScopeNotYet
+	// ScopeBoth commands need this machine and the host together: pull
+	// brings a box's commits from the host into this machine's repository.
+	// They run here and talk to the host's corral themselves.
+	ScopeBoth
 )
 
 // scopes is the one list of which command runs where. A top-level command
@@ -47,11 +46,14 @@ var scopes = map[string]Scope{
 	"ls": ScopeHost, "sessions": ScopeHost, "golden": ScopeHost, "doctor": ScopeHost,
 	"gc": ScopeHost, "audit": ScopeHost, "version": ScopeHost,
 	// Needs both sides.
-	"pull": ScopeNotYet,
+	"pull": ScopeBoth,
 	// This machine's own: hosts, keychain, menu, shell completion, and the
 	// program modes corral starts beside its boxes.
 	"host": ScopeLocal, "secret": ScopeLocal, "app": ScopeLocal, "completion": ScopeLocal,
 	"help": ScopeLocal, "broker": ScopeLocal, "guest-conn": ScopeLocal, "host-conn": ScopeLocal,
+	// The host's end of a transfer: another machine's corral runs it over
+	// ssh with --host local.
+	"project": ScopeLocal,
 }
 
 // ScopeOf is where the top-level command name runs when a host is chosen.
@@ -70,15 +72,11 @@ func Commands(s Scope) []string {
 	return out
 }
 
-// NotYet is the error of a ScopeNotYet command given a host.
-func NotYet(command, host string) error {
-	return hint.New(fmt.Errorf("corral %s does not run on a remote host yet (host %s)", command, host),
-		"run it there over ssh for now; see docs/REMOTE.md, next steps")
-}
-
-// NeedsDir is the error of a ScopeProject command forwarded without -C.
-func NeedsDir(command, host string) error {
-	return hint.New(fmt.Errorf("corral %s on host %s needs -C with the project's path there: the project is not copied to remote hosts yet", command, host),
+// NeedsDir is the error of a ScopeProject command forwarded without -C
+// from a directory that is no git repository (why says so): there is no
+// project to send.
+func NeedsDir(command, host, why string) error {
+	return hint.New(fmt.Errorf("corral %s on host %s needs -C with the project's path there, or a git repository here to send: %s", command, host, why),
 		fmt.Sprintf("corral --host %s -C /PATH/ON/%s %s ... (see docs/REMOTE.md)", host, strings.ToUpper(host), command))
 }
 

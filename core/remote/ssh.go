@@ -216,7 +216,7 @@ func (r Runner) Run(ctx context.Context, h Host, inv Invocation, stdin io.Reader
 	if err := r.CheckVersion(ctx, h); err != nil {
 		return 0, err
 	}
-	return r.exec(ctx, SSHArgv(h, inv), stdin, stdout, stderr)
+	return r.Command(ctx, h, inv, stdin, stdout, stderr)
 }
 
 // capped keeps the first max bytes written and drops the rest.

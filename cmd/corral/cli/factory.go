@@ -40,6 +40,9 @@ type Factory struct {
 	// Remote runs commands on a remote host; its zero value runs the
 	// system ssh client.
 	Remote remote.Runner
+	// remoteHost is the host a command that needs both machines (pull)
+	// works with, set by forwardRemote; nil: this machine only.
+	remoteHost *remote.Host
 	// args are the arguments Run was given, which a forwarded command
 	// hands to the remote corral (without --host).
 	args []string

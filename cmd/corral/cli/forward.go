@@ -2,20 +2,26 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/hostgit"
+	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/remote"
 	"github.com/spf13/cobra"
 )
 
 // forwardRemote makes every runnable command of the tree honour --host
 // and the project's host key, by the one list of where each command runs
-// (remote.ScopeOf): a remote command runs on the chosen host through ssh,
-// a local one refuses an explicit --host, and a command that cannot run
-// remotely yet says so. It wraps RunE and adds nothing else: parsing,
+// (remote.ScopeOf): a remote command runs on the chosen host through ssh
+// (a project command without -C in the host's clone of this project, sent
+// first), a local one refuses an explicit --host, and one that needs both
+// machines (pull) runs here with the host in f.remoteHost. It wraps RunE and adds nothing else: parsing,
 // flags and help stay the command's own, so the remote side (the same
 // corral) parses the same argv the same way.
 func forwardRemote(f *Factory, root *cobra.Command) {
@@ -48,17 +54,39 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					return err
 				case !ok:
 					return run(cmd, args)
-				case scope == remote.ScopeNotYet:
-					return remote.NotYet(top.Name(), h.Name)
-				case scope == remote.ScopeProject && f.Dir == "":
-					return remote.NeedsDir(top.Name(), h.Name)
+				case scope == remote.ScopeBoth:
+					// The command talks to the host itself (pull).
+					f.remoteHost = &h
+					return run(cmd, args)
+				}
+				var p project.Project
+				send := scope == remote.ScopeProject && f.Dir == ""
+				if send {
+					if p, err = sendable(l, top.Name(), h.Name); err != nil {
+						return err
+					}
+				}
+				ctx := context.Background()
+				if err := f.Remote.CheckVersion(ctx, h); err != nil {
+					return err
+				}
+				fwd := remote.StripHostFlag(f.args)
+				if send {
+					got, err := f.remoteMover(l).Send(ctx, h, p)
+					if err != nil {
+						return err
+					}
+					// The project's clone on the host is the command's
+					// project there (-C before everything, so never after
+					// "--": f.Dir is empty, no -C was given).
+					fwd = append([]string{"-C", got.Dir}, fwd...)
 				}
 				in, out, errOut := f.IO.Terminal()
 				// A remote terminal only when there is a local one to pass
 				// through: a terminal on the remote side turns "\n" into
 				// "\r\n", which would corrupt output piped to a file here.
-				inv := remote.Invocation{Args: remote.StripHostFlag(f.args), TTY: f.IO.InTTY && f.IO.OutTTY}
-				code, err := f.Remote.Run(context.Background(), h, inv, in, out, errOut)
+				inv := remote.Invocation{Args: fwd, TTY: f.IO.InTTY && f.IO.OutTTY}
+				code, err := f.Remote.Command(ctx, h, inv, in, out, errOut)
 				if err != nil {
 					return err
 				}
@@ -69,6 +97,32 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 			}
 		})
 	}
+}
+
+// sendable is the project in the working directory when it can be sent to
+// host (a git repository): a project command forwarded without -C runs in
+// the host's clone of it. Anything else is refused naming -C, before ssh
+// is run.
+func sendable(l paths.Layout, command, host string) (project.Project, error) {
+	p, err := box.ResolveProject(l, "")
+	if err != nil {
+		return p, err
+	}
+	if _, err := hostgit.Open(p.Dir); errors.Is(err, hostgit.ErrNotRepository) {
+		return p, remote.NeedsDir(command, host, p.Dir+" is not a git repository")
+	} else if err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// remoteMover moves projects between this machine and its hosts.
+func (f *Factory) remoteMover(l paths.Layout) box.Remote {
+	logger := f.Logger
+	if logger == nil {
+		logger = discardLogger()
+	}
+	return box.Remote{Layout: l, Runner: f.Remote, Actor: audit.ActorCLI, Logger: logger, Progress: f.IO.ErrOut}
 }
 
 // walk calls fn for c and every command below it.

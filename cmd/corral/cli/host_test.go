@@ -116,8 +116,8 @@ func TestHostForwards(t *testing.T) {
 	}
 }
 
-// TestHostLocalOnly: this machine's commands refuse --host; pull says it
-// is not built yet; --host local runs here.
+// TestHostLocalOnly: this machine's commands refuse --host, and so does
+// pull outside a git repository (before ssh runs); --host local runs here.
 func TestHostLocalOnly(t *testing.T) {
 	home := t.TempDir()
 	addHost(t, home, "gpu", "ssh://gpu")
@@ -200,7 +200,7 @@ func TestScopesCoverTheTree(t *testing.T) {
 	io, _, _, _ := Test(false)
 	root := NewCmdRoot(&Factory{IO: io})
 	known := map[string]bool{}
-	for _, s := range []remote.Scope{remote.ScopeLocal, remote.ScopeHost, remote.ScopeProject, remote.ScopeNotYet} {
+	for _, s := range []remote.Scope{remote.ScopeLocal, remote.ScopeHost, remote.ScopeProject, remote.ScopeBoth} {
 		for _, n := range remote.Commands(s) {
 			known[n] = true
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/hostgit"
+	"github.com/corral-dev/corral/core/remote"
 	"github.com/spf13/cobra"
 )
 
@@ -52,11 +53,18 @@ Commits that add or change a submodule (a gitlink, .gitmodules) or a .git
 entry are refused, naming the branches and paths, and nothing is taken:
 once merged, the host's git would enter that repository and run its
 config (core.fsmonitor on git status) and hooks. --allow-submodules takes
-them anyway and lists the paths; use it only for submodules you trust.`,
+them anyway and lists the paths; use it only for submodules you trust.
+
+With --host NAME (or the project's host key) the box is on that host: its
+corral pulls from the box as above, then sends its copy of the box's
+branches over ssh, and this machine checks and fetches them the same way
+into this repository (-C is a path here). Nothing the host sends is
+trusted more than a box's bundle.`,
 		Example: `  corral pull
   git log -p main..corral/web-3f2a1c/main
   git merge corral/web-3f2a1c/main
-  corral pull --allow-submodules web-3f2a1c`,
+  corral pull --allow-submodules web-3f2a1c
+  corral --host gpu pull`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -75,6 +83,9 @@ them anyway and lists the paths; use it only for submodules you trust.`,
 }
 
 func pullRun(opts *PullOptions) error {
+	if h := opts.Factory.remoteHost; h != nil {
+		return pullRemoteRun(opts, *h)
+	}
 	name := opts.Box
 	if name == "" {
 		b, err := boxArg(opts.Factory, nil)
@@ -89,18 +100,63 @@ func pullRun(opts *PullOptions) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	popt := box.PullOptions{AllowSubmodules: opts.AllowSubmodules}
-	res, err := s.Pull(ctx, name, popt)
-	if errors.Is(err, box.ErrNotRunning) {
-		fmt.Fprintf(opts.IO.ErrOut, "starting box %s to pull from it\n", name)
-		if err := s.Start(ctx, name); err != nil {
-			return err
-		}
-		res, err = s.Pull(ctx, name, popt)
-	}
+	res, err := pullBox(ctx, s, name, box.PullOptions{AllowSubmodules: opts.AllowSubmodules}, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
+	return printPull(opts, name, res)
+}
+
+// pullBox is corral's pull from a box of this machine, starting it when it
+// is not running: `corral pull`, and the host's own pull before it sends
+// the box's commits to another machine (corral project pull-bundle).
+func pullBox(ctx context.Context, s pullService, name string, popt box.PullOptions, errOut io.Writer) (hostgit.Result, error) {
+	res, err := s.Pull(ctx, name, popt)
+	if errors.Is(err, box.ErrNotRunning) {
+		fmt.Fprintf(errOut, "starting box %s to pull from it\n", name)
+		if err := s.Start(ctx, name); err != nil {
+			return res, err
+		}
+		res, err = s.Pull(ctx, name, popt)
+	}
+	return res, err
+}
+
+// pullRemoteRun is `corral --host NAME pull [BOX]`: the box on host h (the
+// one named, else this project's), its commits brought into this
+// project's repository (-C is a path here: the repository is this
+// machine's).
+func pullRemoteRun(opts *PullOptions, h remote.Host) error {
+	f := opts.Factory
+	l, err := f.Layout()
+	if err != nil {
+		return err
+	}
+	p, err := box.ResolveProject(l, f.Dir)
+	if err != nil {
+		return err
+	}
+	name := opts.Box
+	if name == "" {
+		name = p.Box
+	}
+	// This machine's repository first: nothing to pull into, no ssh.
+	if _, err := hostgit.Open(p.Dir); err != nil {
+		return fmt.Errorf("pulling from box %s on host %s: %w", name, h.Name, err)
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := f.Remote.CheckVersion(ctx, h); err != nil {
+		return err
+	}
+	res, err := f.remoteMover(l).PullFrom(ctx, h, name, p.Dir, box.PullOptions{AllowSubmodules: opts.AllowSubmodules})
+	if err != nil {
+		return err
+	}
+	return printPull(opts, name, res)
+}
+
+func printPull(opts *PullOptions, name string, res hostgit.Result) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, pullJSON(name, res))
 	}

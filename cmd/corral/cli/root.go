@@ -131,6 +131,7 @@ the hosts the host side allows.`,
 		NewCmdAudit(f, nil),
 		NewCmdPull(f, nil),
 		NewCmdHost(f),
+		NewCmdProject(f),
 	)
 	// completion is cobra's own group; made now so that the walk below
 	// covers it too.
