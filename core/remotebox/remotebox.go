@@ -41,6 +41,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/boxstate"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/project"
@@ -216,6 +217,19 @@ func Reason(err error) string {
 	return display.Text(s, maxReason)
 }
 
+// Why is the result's error as one line (Reason) without the "host NAME: "
+// or "host NAME (URL): " it starts with: the menu shows it beside the
+// host's name already. "" when the host was read.
+func (r Result) Why() string {
+	s := Reason(r.Err)
+	for _, p := range []string{"host " + r.Host + ": ", "host " + r.Host + " (" + r.URL + "): "} {
+		if rest, ok := strings.CutPrefix(s, p); ok {
+			return rest
+		}
+	}
+	return s
+}
+
 // Timeouts of actions: a start boots a VM (minutes under TCG); the rest
 // write a file or stop a VM.
 const (
@@ -237,11 +251,20 @@ func (c Client) Stop(ctx context.Context, h remote.Host, box string) error {
 // of approval.ScopeFor): `corral allow --SCOPE -- BOX ENTRY` there, which
 // runs the host's own grant check and writes the host's approvals. entry
 // must be an allow-list entry in its canonical form (egress.ParseAllowEntry):
-// what the user picked is exactly what is sent.
+// what the user picked is exactly what is sent. The grant check
+// (config.CheckGrant) runs here first, as for a box on this machine.
 func (c Client) Allow(ctx context.Context, h remote.Host, box, entry string, scope approval.Scope, dur time.Duration) error {
 	e, err := egress.ParseAllowEntry(entry)
 	if err != nil || e.String() != entry || strings.HasPrefix(entry, "-") {
 		return fmt.Errorf("allowing %s for box %s on host %s: not an allow-list entry in canonical form", display.Text(entry, 80), display.Text(box, 0), h.Name)
+	}
+	// The one grant check, here as for a box on this machine (the host's
+	// corral runs it again): what no path of corral grants is not sent.
+	if v := config.CheckGrant("egress", entry, config.GrantContext{}); v.Risk == config.RiskRefused {
+		return fmt.Errorf("allowing %s for box %s on host %s: %s", entry, box, h.Name, v.Why)
+	}
+	if e.IsRange() {
+		return fmt.Errorf("allowing %s for box %s on host %s: an address range is not an approval (it belongs in the host's trusted layer, egress = [...])", entry, box, h.Name)
 	}
 	args := []string{"allow"}
 	switch scope {

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/config/granttest"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/remote"
@@ -263,6 +264,9 @@ func TestReadUnreachable(t *testing.T) {
 	if r := Reason(res.Err); r != "host gpu (ssh://me@gpu.test): cannot reach the host over ssh: ssh: connect to host me@gpu.test port 22: Connection refused" {
 		t.Errorf("reason %q", r)
 	}
+	if w := res.Why(); w != "cannot reach the host over ssh: ssh: connect to host me@gpu.test port 22: Connection refused" {
+		t.Errorf("why %q", w)
+	}
 }
 
 // A host that never answers costs its deadline, no more: ssh is killed and
@@ -276,7 +280,7 @@ func TestReadSlow(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("read took %s", took)
 	}
-	if res.Err == nil || !errors.Is(res.Err, context.DeadlineExceeded) || Reason(res.Err) != "host gpu: no answer within 300ms: context deadline exceeded" {
+	if res.Err == nil || !errors.Is(res.Err, context.DeadlineExceeded) || Reason(res.Err) != "host gpu: no answer within 300ms: context deadline exceeded" || res.Why() != "no answer within 300ms: context deadline exceeded" {
 		t.Errorf("err %v", res.Err)
 	}
 }
@@ -334,6 +338,9 @@ func TestActions(t *testing.T) {
 		f.c.Allow(ctx, f.h, "web-1", "a.test extra", approval.ScopeAlways, 0),
 		f.c.Allow(ctx, f.h, "web-1", "a.test", approval.ScopeFor, time.Second),
 		f.c.Allow(ctx, f.h, "web-1", "a.test", "forever", 0),
+		f.c.Allow(ctx, f.h, "web-1", "*.com", approval.ScopeAlways, 0),
+		f.c.Allow(ctx, f.h, "web-1", "169.254.169.254", approval.ScopeAlways, 0),
+		f.c.Allow(ctx, f.h, "web-1", "10.1.2.0/24", approval.ScopeAlways, 0),
 	} {
 		if err == nil {
 			t.Error("accepted")
@@ -372,6 +379,28 @@ func TestMalformedReasons(t *testing.T) {
 		ds, err := DecodeEgress([]byte(`{"box":"b","destinations":[{"host":"h","port":1,"allowed":false,"count":1,"reason":"`+string(r)+`"}]}`), "b")
 		if err != nil || len(ds) != 1 || ds[0].Malformed != (r != egress.ReasonHostNotAllowed) {
 			t.Errorf("%s: %+v %v", r, ds, err)
+		}
+	}
+}
+
+// Allow agrees with the one grant check for every corpus entry, as the
+// local paths do (app TestAllowAgreesWithTheGrantCheck): a canonical entry
+// is sent exactly when the check does not refuse it and it is no range.
+// The check runs here; nothing refused reaches the host.
+func TestAllowAgreesWithTheGrantCheck(t *testing.T) {
+	f := newFake(t, "gpu")
+	for _, c := range granttest.Egress {
+		e, err := egress.ParseAllowEntry(c.Entry)
+		if err != nil || e.String() != c.Entry {
+			continue // not canonical: refused before the check (TestActions)
+		}
+		v := config.CheckGrant("egress", c.Entry, config.GrantContext{})
+		refused := v.Risk == config.RiskRefused || e.IsRange()
+		n := len(f.calls())
+		err = f.c.Allow(context.Background(), f.h, "web-1", c.Entry, approval.ScopeAlways, 0)
+		sent := len(f.calls()) > n
+		if (err != nil) != refused || sent == refused {
+			t.Errorf("%q: err %v, sent %v; want refused=%v (%s)", c.Entry, err, sent, refused, v.Why)
 		}
 	}
 }
