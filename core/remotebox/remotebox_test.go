@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
-	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/config/granttest"
@@ -79,20 +78,24 @@ func mustJSON(t *testing.T, v any) string {
 
 var t0 = time.Date(2026, 5, 6, 11, 0, 0, 0, time.UTC)
 
-// listing is what a host's corral ls --json prints for three boxes: the
-// real type, marshalled as the CLI's printer does.
-func listing(t *testing.T) string {
-	return mustJSON(t, []box.Status{
-		{Meta: box.Meta{Name: "web-1", Project: "/home/me/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2,
-			Ports: []config.Port{{Host: 3000, Guest: 3000}}, HostPorts: []int{9229}, Hide: []string{".env"}, IdleStop: "30m"},
-			State: boxstate.Running, MemBytes: 1 << 30, PeakBytes: 2 << 30, Live: 2,
-			Sessions: []box.Session{{ID: "s1", PID: 42, Agent: "claude", Started: t0}}, Broker: true, LearningUntil: t0.Add(time.Hour)},
-		{Meta: box.Meta{Name: "api-2", Project: "/home/me/src/api", Network: config.NetworkFull, MemoryCap: 2 << 30,
-			Saved: &box.Saved{}}, State: boxstate.Stopped, Idle: 3 * time.Hour},
-		{Meta: box.Meta{Name: "bad-3", Project: "/home/me/src/bad", Network: config.NetworkBroker, ProvisionError: "apt failed"},
-			State: boxstate.Running},
-	})
-}
+// listing is what a host's corral ls --json prints for three boxes, in
+// the shape of box.Status (cmd/corral/cli TestLsJSONReadByTheMenu holds
+// the reader to the real type; core/box is not imported here, whose
+// darwin build needs cgo).
+const listing = `[
+ {"name":"web-1","project":"/home/me/src/web","created":"0001-01-01T00:00:00Z","template_hash":"","broker_port":0,"network":"broker",
+  "memory_cap":4294967296,"cpus":2,"vm_type":"","idle_stop":"30m","ports":[{"host":3000,"guest":3000}],"host_ports":[9229],"hide":[".env"],
+  "last_activity":"0001-01-01T00:00:00Z","state":"Running","mem_bytes":1073741824,"peak_bytes":2147483648,"idle_ns":0,"idle_due":false,
+  "live_sessions":2,"sessions":[{"id":"s1","pid":42,"agent":"claude","started":"2026-05-06T11:00:00Z"}],"broker_running":true,
+  "learning_until":"2026-05-06T12:00:00Z"},
+ {"name":"api-2","project":"/home/me/src/api","created":"0001-01-01T00:00:00Z","template_hash":"","broker_port":0,"network":"full",
+  "memory_cap":2147483648,"cpus":0,"vm_type":"","idle_stop":"","saved":{"tag":"","at":"0001-01-01T00:00:00Z"},
+  "last_activity":"0001-01-01T00:00:00Z","state":"Stopped","mem_bytes":0,"idle_ns":10800000000000,"idle_due":false,"live_sessions":0,
+  "broker_running":false},
+ {"name":"bad-3","project":"/home/me/src/bad","created":"0001-01-01T00:00:00Z","template_hash":"","broker_port":0,"network":"broker",
+  "memory_cap":0,"cpus":0,"vm_type":"","idle_stop":"","last_activity":"0001-01-01T00:00:00Z","provision_error":"apt failed",
+  "state":"Running","mem_bytes":0,"idle_ns":0,"idle_due":false,"live_sessions":0,"broker_running":false}
+]`
 
 const egressWeb = `{"box":"web-1","since":"2026-05-05T12:00:00Z","allow_list":[],"refused":[],"destinations":[
  {"host":"evil.example.test","port":443,"allowed":false,"count":3,"last_seen":"2026-05-06T11:58:00Z","reason":"host-not-allowed"},
@@ -102,7 +105,7 @@ const egressWeb = `{"box":"web-1","since":"2026-05-05T12:00:00Z","allow_list":[]
 
 func TestReadCanned(t *testing.T) {
 	f := newFake(t, "gpu")
-	f.file("ls.json", listing(t))
+	f.file("ls.json", listing)
 	f.file("egress-web-1.json", egressWeb)
 	f.file("egress-bad-3.json", `{"box":"bad-3","destinations":[]}`)
 	res := f.c.Read(context.Background(), f.h)
