@@ -8,6 +8,12 @@
 // (package opener). Denied hosts become desktop notifications (package
 // notify) whose "Allow" actions call Backend.Allow.
 //
+// Remote hosts (corral host add) are read through a RemoteBackend: each
+// host on its own goroutine, every RemoteInterval and when the menu opens,
+// its result posted back to the loop like any other; a host that is slow
+// or unreachable delays nothing but its own line. Actions on a remote box
+// run there (corral --host), never here.
+//
 // Threading: one event loop goroutine owns all app state and is the only
 // caller of tray.Apply; it never waits on the Backend. Slow work (Snapshot,
 // Start, Stop, Allow, launching terminals) runs on its own goroutine and
@@ -20,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/app/menu"
@@ -30,6 +37,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/project"
+	"github.com/corral-dev/corral/core/remote"
 )
 
 // The view types come from package menu; these aliases let the lifecycle
@@ -101,10 +109,29 @@ type Backend interface {
 	WatchDenials(ctx context.Context, fn func(box string, d DeniedHost)) error
 }
 
+// RemoteBackend reads and acts on the boxes of remote hosts (corral host
+// add). Every call but RemoteHosts runs ssh: the app makes them off its
+// loop, one host per goroutine.
+type RemoteBackend interface {
+	// RemoteHosts lists the configured hosts, each with Name and URL set
+	// (cheap: reads ~/.corral/hosts.toml).
+	RemoteHosts(ctx context.Context) ([]menu.RemoteHost, error)
+	// ReadHost reads one host's boxes within the host's own deadline. It
+	// never fails: a host that cannot be read comes back with Err set.
+	ReadHost(ctx context.Context, host string) menu.RemoteHost
+	// RemoteStart, RemoteStop and RemoteAllow are corral --host HOST
+	// start, stop and allow for box.
+	RemoteStart(ctx context.Context, host, box string) error
+	RemoteStop(ctx context.Context, host, box string) error
+	RemoteAllow(ctx context.Context, host, box, entry string, scope AllowScope) error
+}
+
 // Options configure Run. Backend and StateDir are required.
 type Options struct {
 	Backend Backend
-	Logger  *slog.Logger // default: discard
+	// Remote reads remote hosts' boxes; nil shows none.
+	Remote RemoteBackend
+	Logger *slog.Logger // default: discard
 	// CorralPath is the corral binary that terminal windows run.
 	CorralPath string
 	// StateDir holds the single-instance lock (app.lock) and, on macOS,
@@ -125,6 +152,10 @@ type Options struct {
 	Login LoginItem
 
 	RefreshInterval time.Duration // default 3s
+	// RemoteInterval is how often remote hosts are read again (ssh, a few
+	// connections per host); they are also read when the menu opens, at
+	// most every remoteOpenAge. Default 30s.
+	RemoteInterval time.Duration
 	// SweepInterval is how often the app stops idle boxes
 	// (Backend.StopIdle), so that idle_stop holds for a user who only runs
 	// the app; default 1m.
@@ -146,11 +177,27 @@ var ErrAlreadyRunning = errors.New("the corral app is already running")
 //	corral shell -C DIR
 //	corral approve -C DIR
 //	corral attach BOX SESSION
+//	corral --host HOST claude -C DIR   (a session in a box on a remote host;
+//	                               DIR is the project's path there)
 //
 // DIR is the project folder the action carries. BOX and SESSION came from
 // the box's state and the box itself: they must pass the box and session
-// name rules before they reach an argv.
+// name rules before they reach an argv. A remote host's DIR came from that
+// host: it must be absolute and clean (so it cannot be taken for a flag),
+// and the host's name must pass the host name rule.
 func CommandArgv(corral string, a menu.Action) ([]string, error) {
+	if a.Remote != "" {
+		if err := remote.CheckName(a.Remote); err != nil {
+			return nil, err
+		}
+		if a.Kind != menu.ActOpenSession {
+			return nil, fmt.Errorf("no terminal command for menu action %d on a remote box", a.Kind)
+		}
+		if a.Project == "" || !strings.HasPrefix(a.Project, "/") || filepath.Clean(a.Project) != a.Project {
+			return nil, fmt.Errorf("box %s on host %s has no known project folder", a.Box, a.Remote)
+		}
+		return []string{corral, "--host", a.Remote, "claude", "-C", a.Project}, nil
+	}
 	switch a.Kind {
 	case menu.ActOpenSession, menu.ActOpenProject, menu.ActOpenShell, menu.ActReviewRequests:
 		if a.Project == "" || !filepath.IsAbs(a.Project) {
@@ -205,6 +252,9 @@ func (o *Options) fill() error {
 	}
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = time.Minute
+	}
+	if o.RemoteInterval <= 0 {
+		o.RemoteInterval = 30 * time.Second
 	}
 	if o.NotifyCooldown <= 0 {
 		o.NotifyCooldown = 10 * time.Minute

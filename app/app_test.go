@@ -64,10 +64,11 @@ type fileBackend struct {
 }
 
 type call struct {
-	Op    string `json:"op"`
-	Box   string `json:"box,omitempty"`
-	Host  string `json:"host,omitempty"`
-	Scope string `json:"scope,omitempty"`
+	Op     string `json:"op"`
+	Box    string `json:"box,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Scope  string `json:"scope,omitempty"`
+	Remote string `json:"remote,omitempty"`
 }
 
 type denial struct {
@@ -75,7 +76,10 @@ type denial struct {
 	D   menu.DeniedHost `json:"d"`
 }
 
-var _ app.Backend = (*fileBackend)(nil)
+var (
+	_ app.Backend       = (*fileBackend)(nil)
+	_ app.RemoteBackend = (*fileBackend)(nil)
+)
 
 func (f *fileBackend) record(c call) error {
 	f.mu.Lock()
@@ -173,18 +177,67 @@ func (f *fileBackend) WatchDenials(ctx context.Context, fn func(string, app.Deni
 	}
 }
 
+// RemoteHosts returns hosts.json (none when it is missing).
+func (f *fileBackend) RemoteHosts(ctx context.Context) ([]menu.RemoteHost, error) {
+	b, err := os.ReadFile(filepath.Join(f.dir, "hosts.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var hs []menu.RemoteHost
+	return hs, json.Unmarshal(b, &hs)
+}
+
+// ReadHost returns remote-HOST.json; while remote-HOST.slow exists it does
+// not answer at all (a host whose ssh hangs).
+func (f *fileBackend) ReadHost(ctx context.Context, host string) menu.RemoteHost {
+	for {
+		if _, err := os.Stat(filepath.Join(f.dir, "remote-"+host+".slow")); err != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return menu.RemoteHost{Name: host, Err: ctx.Err().Error()}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	var h menu.RemoteHost
+	b, err := os.ReadFile(filepath.Join(f.dir, "remote-"+host+".json"))
+	if err == nil {
+		err = json.Unmarshal(b, &h)
+	}
+	if err != nil {
+		return menu.RemoteHost{Name: host, Err: err.Error()}
+	}
+	return h
+}
+
+func (f *fileBackend) RemoteStart(ctx context.Context, host, box string) error {
+	return f.record(call{Op: "remote-start", Box: box, Remote: host})
+}
+func (f *fileBackend) RemoteStop(ctx context.Context, host, box string) error {
+	return f.record(call{Op: "remote-stop", Box: box, Remote: host})
+}
+func (f *fileBackend) RemoteAllow(ctx context.Context, host, box, entry string, scope app.AllowScope) error {
+	return f.record(call{Op: "remote-allow", Box: box, Host: entry, Scope: scope.String(), Remote: host})
+}
+
 func runChild() error {
 	dir := os.Getenv("CORRAL_APPTEST_DIR")
 	interval, _ := time.ParseDuration(os.Getenv("CORRAL_APPTEST_REFRESH"))
 	sweep, _ := time.ParseDuration(os.Getenv("CORRAL_APPTEST_SWEEP")) // "": the default
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	var backend app.Backend = &fileBackend{dir: dir}
+	fb := &fileBackend{dir: dir}
+	var backend app.Backend = fb
+	var remote app.RemoteBackend = fb
 	if home := os.Getenv("CORRAL_APPTEST_HOME"); home != "" {
 		// The real backend over a state dir, with a fake limactl.
 		svc, _ := boxtest.Service(paths.Layout{Home: home}, time.Now(), audit.ActorApp)
 		svc.Now = time.Now
-		backend = app.NewCoreBackend(svc)
+		backend, remote = app.NewCoreBackend(svc), nil
 	}
 	return app.Run(ctx, app.Options{
 		Backend:         backend,
@@ -192,7 +245,9 @@ func runChild() error {
 		CorralPath:      "/opt/corral/bin/corral",
 		StateDir:        filepath.Join(dir, "state"),
 		RefreshInterval: interval,
+		RemoteInterval:  interval,
 		SweepInterval:   sweep,
+		Remote:          remote,
 	})
 }
 

@@ -18,12 +18,16 @@ import (
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/recent"
+	"github.com/corral-dev/corral/core/remote"
+	"github.com/corral-dev/corral/core/remotebox"
 )
 
 // coreBackend is the app's Backend over core/box: the same lifecycle
 // service the CLI uses. Snapshot reads state files only (no limactl).
 type coreBackend struct {
 	svc *box.Service
+	// remote reads and acts on remote hosts' boxes (over ssh, BatchMode).
+	remote remotebox.Client
 
 	mu       sync.Mutex
 	denied   map[string]deniedCache  // box -> denials summarised from its egress log
@@ -277,7 +281,10 @@ func (b *coreBackend) credentialUses(name string, now time.Time) []CredentialUse
 	return c.boxes[name]
 }
 
-var _ Backend = (*coreBackend)(nil)
+var (
+	_ Backend       = (*coreBackend)(nil)
+	_ RemoteBackend = (*coreBackend)(nil)
+)
 
 // malformed reports whether a denial reason says the request did not parse:
 // its host is raw request text, never something to allow.
@@ -291,9 +298,10 @@ func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	b := &coreBackend{svc: svc}
+	b := &coreBackend{svc: svc, remote: remotebox.Client{Runner: remote.Runner{Batch: true}}}
 	return Run(ctx, Options{
 		Backend:    b,
+		Remote:     b,
 		Logger:     logger,
 		CorralPath: exe,
 		StateDir:   l.RunDir(),
@@ -562,4 +570,89 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 			}
 		}
 	}
+}
+
+// RemoteHosts lists the hosts of ~/.corral/hosts.toml.
+func (b *coreBackend) RemoteHosts(ctx context.Context) ([]menu.RemoteHost, error) {
+	hosts, err := remote.Load(b.svc.Layout.HostsFile())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]menu.RemoteHost, 0, len(hosts))
+	for _, h := range hosts {
+		out = append(out, menu.RemoteHost{Name: h.Name, URL: h.URL})
+	}
+	return out, nil
+}
+
+// ReadHost reads one host's boxes over ssh (core/remotebox, its own
+// deadline).
+func (b *coreBackend) ReadHost(ctx context.Context, name string) menu.RemoteHost {
+	h, err := remote.Find(b.svc.Layout, name)
+	if err != nil {
+		return menu.RemoteHost{Name: name, Err: remotebox.Reason(err), At: time.Now()}
+	}
+	return remoteView(b.remote.Read(ctx, h))
+}
+
+// remoteView is a read host as the menu shows it. Strings are as the host
+// sent them (bounded by remotebox); the menu shows them through
+// core/display.
+func remoteView(r remotebox.Result) menu.RemoteHost {
+	v := menu.RemoteHost{Name: r.Host, URL: r.URL, At: r.At}
+	if r.Err != nil {
+		v.Err = r.Why()
+		return v
+	}
+	v.Boxes = make([]BoxView, 0, len(r.Boxes))
+	for _, x := range r.Boxes {
+		bv := BoxView{Name: x.Name, Host: r.Host, Project: x.Project, State: x.State,
+			MemBytes: x.MemBytes, PeakBytes: x.PeakBytes, MemCapBytes: x.MemCapBytes,
+			Idle: x.Idle, Sessions: x.Sessions, LearningUntil: x.LearningUntil, DeniedUnknown: x.DeniedErr}
+		for _, d := range x.Denied {
+			bv.Denied = append(bv.Denied, DeniedHost{Host: d.Host, Port: d.Port, Count: d.Count, Last: d.Last, Malformed: d.Malformed})
+		}
+		v.Boxes = append(v.Boxes, bv)
+	}
+	return v
+}
+
+// RemoteStart is corral --host HOST start BOX.
+func (b *coreBackend) RemoteStart(ctx context.Context, host, name string) error {
+	h, err := remote.Find(b.svc.Layout, host)
+	if err != nil {
+		return err
+	}
+	return b.remote.Start(ctx, h, name)
+}
+
+// RemoteStop is corral --host HOST stop BOX.
+func (b *coreBackend) RemoteStop(ctx context.Context, host, name string) error {
+	h, err := remote.Find(b.svc.Layout, host)
+	if err != nil {
+		return err
+	}
+	return b.remote.Stop(ctx, h, name)
+}
+
+// RemoteAllow is corral --host HOST allow with the scope's flag: the host's
+// own corral runs its grant check and writes its approvals, as Allow does
+// here.
+func (b *coreBackend) RemoteAllow(ctx context.Context, host, name, entry string, scope AllowScope) error {
+	h, err := remote.Find(b.svc.Layout, host)
+	if err != nil {
+		return err
+	}
+	sc, dur := approval.ScopeAlways, time.Duration(0)
+	switch scope {
+	case AllowSession:
+		sc = approval.ScopeSession
+	case AllowOnce:
+		sc = approval.ScopeOnce
+	case AllowDomain:
+		entry = egress.DomainEntry(entry) // "" (refused) when it is no domain
+	case AllowHour:
+		sc, dur = approval.ScopeFor, menu.HourFor
+	}
+	return b.remote.Allow(ctx, h, name, entry, sc, dur)
 }

@@ -33,6 +33,9 @@ type loop struct {
 
 	clicks  chan tray.Click
 	results chan func(context.Context)
+	// opened receives when the menu opens (menuOpened; never blocks the
+	// tray, which drops an opening nobody receives).
+	opened chan struct{}
 
 	mu      sync.Mutex // guards started, stopped and workers.Add
 	started bool
@@ -53,6 +56,17 @@ type loop struct {
 	refreshAgain bool
 	sweeping     bool // a timer's StopIdle runs
 	picking      bool // the folder chooser is open
+
+	// Remote hosts, owned by the run goroutine like the rest: the last
+	// read of each host (in hosts.toml order), why the list could not be
+	// read, which hosts a read is under way for (and which need one more
+	// after it), and when the last read of each started.
+	remote        []menu.RemoteHost
+	remoteErr     string
+	listingHosts  bool
+	remoteReading map[string]bool
+	remoteAgain   map[string]bool
+	remoteStarted map[string]time.Time
 }
 
 func newLoop(opts Options, cancel context.CancelFunc) *loop {
@@ -61,10 +75,14 @@ func newLoop(opts Options, cancel context.CancelFunc) *loop {
 	}
 	return &loop{
 		opts: opts, log: opts.Logger, b: opts.Backend, cancel: cancel,
-		cool:    &notify.Cooldown{Period: opts.NotifyCooldown},
-		clicks:  make(chan tray.Click, 64),
-		results: make(chan func(context.Context), 64),
-		ui:      menu.UI{Busy: map[string]string{}},
+		cool:          &notify.Cooldown{Period: opts.NotifyCooldown},
+		clicks:        make(chan tray.Click, 64),
+		results:       make(chan func(context.Context), 64),
+		opened:        make(chan struct{}, 1),
+		ui:            menu.UI{Busy: map[string]string{}},
+		remoteReading: map[string]bool{},
+		remoteAgain:   map[string]bool{},
+		remoteStarted: map[string]time.Time{},
 	}
 }
 
@@ -115,7 +133,14 @@ func (l *loop) run(ctx context.Context) {
 	defer tick.Stop()
 	sweep := time.NewTicker(l.opts.SweepInterval)
 	defer sweep.Stop()
+	var remoteTick <-chan time.Time
+	if l.opts.Remote != nil && l.opts.RemoteInterval > 0 {
+		t := time.NewTicker(l.opts.RemoteInterval)
+		defer t.Stop()
+		remoteTick = t.C
+	}
 	l.refresh(ctx)
+	l.refreshRemote(ctx, 0)
 	actions := l.opts.Notifier.Actions()
 	// A notifier that learns later it will not be shown (macOS refused
 	// authorization) says so once, on the menu's error line.
@@ -136,6 +161,10 @@ func (l *loop) run(ctx context.Context) {
 			l.refresh(ctx)
 		case <-sweep.C:
 			l.stopIdle(ctx, false)
+		case <-remoteTick:
+			l.refreshRemote(ctx, 0)
+		case <-l.opened:
+			l.refreshRemote(ctx, remoteOpenAge)
 		case c := <-l.clicks:
 			l.click(ctx, c)
 		case f := <-l.results:
@@ -205,7 +234,9 @@ func (l *loop) render() {
 		l.ui.ConfirmRebuild = ""
 	}
 	l.ui.Now = now
-	l.tray.Apply(menu.Build(l.state, l.ui, l.opts.Limits))
+	st := l.state
+	st.Remote, st.RemoteErr = l.remote, l.remoteErr
+	l.tray.Apply(menu.Build(st, l.ui, l.opts.Limits))
 }
 
 func (l *loop) fail(op string, err error) {
@@ -217,6 +248,10 @@ func (l *loop) fail(op string, err error) {
 func (l *loop) click(ctx context.Context, c tray.Click) {
 	a := c.Action
 	l.log.Debug("menu click", "key", c.Key)
+	if a.Remote != "" {
+		l.remoteClick(ctx, a)
+		return
+	}
 	switch a.Kind {
 	case menu.ActQuit:
 		// runTray's watcher asks systray to quit once ctx is done; the
@@ -312,7 +347,8 @@ func (l *loop) openTerminal(ctx context.Context, a menu.Action) {
 	}
 	op := "open terminal for " + strings.Join(argv[1:], " ")
 	l.goDo(ctx, func(ctx context.Context) func() {
-		if a.Project != "" {
+		// A remote box's folder is on its host: nothing here to check.
+		if a.Project != "" && a.Remote == "" {
 			if err := recent.CheckDir(a.Project); err != nil {
 				return func() { l.fail(op, err); l.render() }
 			}

@@ -33,6 +33,19 @@ func runTray(ctx context.Context, opts Options, l *loop) {
 		case <-stop:
 		}
 	}()
+	// systray drops an opening nobody receives at that instant: keep a
+	// receiver, and hand each opening to the loop without waiting (remote
+	// hosts are read again when the menu opens).
+	go func() {
+		for {
+			select {
+			case <-systray.TrayOpenedCh:
+				l.menuOpened()
+			case <-stop:
+				return
+			}
+		}
+	}()
 	systray.Run(func() {
 		if runtime.GOOS != "linux" {
 			systray.SetTemplateIcon(templateIcon(), opts.Icon)

@@ -62,6 +62,11 @@ type Action struct {
 	Project string // project directory
 	Session string // for ActAttach: the detachable session's name
 	Port    int    // for ActOpenPort: the host port on 127.0.0.1
+	// Remote is the remote host Box runs on; "" for this machine. Only
+	// ActStart, ActStop, ActAllow and ActOpenSession carry it: the app
+	// runs them there (corral --host), and refuses any other action on a
+	// remote box.
+	Remote string
 }
 
 // Item is one menu entry. Key is stable across rebuilds for the same
@@ -144,6 +149,7 @@ type Limits struct {
 	MaxSessions int // detachable sessions listed per box, default 5
 	MaxPorts    int // forwarded ports listed per box, default 3
 	MaxRepos    int // repositories under project_roots listed, default 15
+	MaxRemote   int // top-level slots of remote hosts and their boxes, default 24
 }
 
 func (l Limits) withDefaults() Limits {
@@ -168,6 +174,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxRepos <= 0 {
 		l.MaxRepos = 15
 	}
+	if l.MaxRemote <= 0 {
+		l.MaxRemote = 24
+	}
 	return l
 }
 
@@ -175,6 +184,7 @@ func (l Limits) withDefaults() Limits {
 const (
 	SectionHeader  = "header"
 	SectionBoxes   = "boxes"
+	SectionRemote  = "remote"
 	SectionActions = "actions"
 	SectionQuit    = "quit"
 )
@@ -202,6 +212,8 @@ func Build(st State, ui UI, lim Limits) Menu {
 	// Header: summary, overflow note, error line. Always three slots.
 	var summary string
 	switch {
+	case len(boxes) == 0 && (len(st.Remote) > 0 || st.RemoteErr != ""):
+		summary = "corral · no boxes on this machine"
 	case len(boxes) == 0:
 		summary = "corral · no boxes yet"
 	default:
@@ -251,6 +263,7 @@ func Build(st State, ui UI, lim Limits) Menu {
 	m := Menu{Sections: []Section{
 		header,
 		{Key: SectionBoxes, Cap: lim.MaxBoxes, Items: boxItems},
+		{Key: SectionRemote, Cap: lim.MaxRemote, Items: remoteItems(st, ui, lim)},
 		actions,
 		quit,
 	}}
@@ -604,7 +617,7 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 		if dom := ParentDomain(d.Host); dom != "" {
 			domain = Item{Key: hk + "/allow-domain", Title: "Allow *." + display.Host(dom, lim.MaxTitle),
 				Tooltip: "Allow " + display.Host(dom, 0) + " and all its subdomains, permanently",
-				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain}}
+				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain, Remote: b.Host}}
 		}
 		tip := egress.ShowTarget(hostPort(d), 0)
 		if egress.ThisMachine(d.Host) {
@@ -615,7 +628,7 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 		}
 		it.Children = append(it.Children, Item{
 			Key: hk, Title: title, Tooltip: tip,
-			Children: append(allowItems(hk, b.Name, egress.EntryFor(d.Host, d.Port)), domain),
+			Children: append(allowItems(hk, b.Name, b.Host, egress.EntryFor(d.Host, d.Port)), domain),
 		})
 	}
 	return it
@@ -667,7 +680,7 @@ func askedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 			children = append(children, Item{Key: hk + "/port", Disabled: true,
 				Title: "To forward it: corral port " + display.Text(b.Name, 0) + " " + strings.TrimPrefix(display.Text(r.Request, 0), "port ")})
 		case RequestAllowable(r):
-			children = append(children, allowItems(hk, b.Name, r.Request)...)
+			children = append(children, allowItems(hk, b.Name, "", r.Request)...)
 		default:
 			children = append(children, Item{Key: hk + "/malformed", Title: "Not one host: cannot be allowed", Disabled: true})
 		}
@@ -692,12 +705,13 @@ var allowScopes = []struct {
 	{"allow-always", AllowAlways, "Allow always", "Allow until revoked (corral allow --revoke)"},
 }
 
-// allowItems are the allow items of the denied host under key hk.
-func allowItems(hk, box, host string) []Item {
+// allowItems are the allow items of the denied host under key hk, for
+// box on remote ("" for this machine).
+func allowItems(hk, box, remote, host string) []Item {
 	out := make([]Item, 0, len(allowScopes)+1)
 	for _, s := range allowScopes {
 		out = append(out, Item{Key: hk + "/" + s.key, Title: s.title, Tooltip: s.tooltip,
-			Action: Action{Kind: ActAllow, Box: box, Host: host, Scope: s.scope}})
+			Action: Action{Kind: ActAllow, Box: box, Host: host, Scope: s.scope, Remote: remote}})
 	}
 	return out
 }

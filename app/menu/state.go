@@ -26,11 +26,50 @@ type State struct {
 	// Roots are the configured project_roots as written (e.g. "~/src"),
 	// for the label above Repos.
 	Roots []string
+
+	// Remote are the remote hosts (corral host add), any order: Build
+	// lists each under its own header after the local boxes.
+	Remote []RemoteHost
+	// RemoteErr is why the list of remote hosts could not be read
+	// (~/.corral/hosts.toml); "" when it was.
+	RemoteErr string
+}
+
+// RemoteHost is one remote host and its boxes, as the app last read them
+// over ssh (core/remotebox). Everything in it but Name and URL came from
+// the host and is shown through core/display.
+type RemoteHost struct {
+	Name string // the host's name in hosts.toml (the host name rule)
+	URL  string // ssh://[user@]host[:port]
+	// Boxes are the host's boxes, each with Host set to Name; nil when
+	// the host could not be read.
+	Boxes []BoxView
+	// Err is why the host could not be read, one line ("" when it was):
+	// the menu shows the host as unreachable, saying why.
+	Err string
+	// Reading is set until the first read of the host ends: nothing is
+	// known yet.
+	Reading bool
+	// At is when the last read ended.
+	At time.Time
+}
+
+// BusyKey is the key of UI.Busy for box on host ("" for this machine): a
+// remote box may have the name of a local one. Neither a box name nor a
+// host name holds '/'.
+func BusyKey(host, box string) string {
+	if host == "" {
+		return box
+	}
+	return host + "/" + box
 }
 
 // BoxView is one box (Lima instance) as the menu shows it.
 type BoxView struct {
-	Name    string         // instance name, e.g. "web-3f2a1c"
+	Name string // instance name, e.g. "web-3f2a1c"
+	// Host is the remote host the box runs on (corral --host); "" for
+	// this machine. A remote box's Project is a path on that host.
+	Host    string
 	Project string         // project directory on the host; "" when unknown
 	State   boxstate.State // the box's state in core's machine (box.Status.Shown)
 
@@ -71,6 +110,9 @@ type BoxView struct {
 	HostPortsRoute string
 
 	Denied []DeniedHost // hosts the egress proxy refused, any order
+	// DeniedUnknown says why Denied is unknown: a remote box whose
+	// denials could not be read; "" otherwise.
+	DeniedUnknown string
 	// Asked are the requests programs in the box filed (corral-request)
 	// that wait for an answer, any order.
 	Asked []BoxRequest

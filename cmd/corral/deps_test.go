@@ -59,7 +59,7 @@ var floors = []struct {
 	}},
 	// Services: the lifecycle, and the program modes started by corral or
 	// Lima (the broker, the qemu wrapper).
-	{"services", []string{"core/box", "core/broker", "core/qemuwrap"}},
+	{"services", []string{"core/box", "core/broker", "core/qemuwrap", "core/remotebox"}},
 	// Fronts: parse, call core once, show.
 	{"fronts", []string{
 		"cmd/corral/cli", "app", "app/menu", "app/tray", "app/notify", "app/terminal", "app/picker", "app/opener",

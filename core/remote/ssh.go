@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/version"
@@ -36,6 +37,13 @@ type Invocation struct {
 	// it does locally. Otherwise -T: bytes pass through untouched (a remote
 	// terminal would turn "\n" into "\r\n" in output piped to a file).
 	TTY bool
+	// Batch forbids ssh to ask anything (-o BatchMode=yes): for the menu,
+	// which has no terminal to answer a password, passphrase or host key
+	// prompt on (without it ssh may open an askpass window at every
+	// refresh). A host that needs an answer fails as unreachable; ssh HOST
+	// once in a terminal settles it. Host keys stay checked: an unknown
+	// key is refused, not accepted.
+	Batch bool
 }
 
 // SSHArgv is ssh's argv (without the ssh binary itself) for inv on h. It
@@ -44,6 +52,7 @@ type Invocation struct {
 //   - -F only when the host names an ssh config; -p only with a port;
 //   - -t or -T, never both, never -tt (a terminal is asked for only when
 //     there is one to pass through);
+//   - -o BatchMode=yes only for a Batch invocation (the menu's);
 //   - -e none: no escape character, so "~." in an agent's input is data;
 //   - "--" before the destination, which ParseURL already keeps from
 //     starting with '-';
@@ -64,6 +73,9 @@ func SSHArgv(h Host, inv Invocation) []string {
 		argv = append(argv, "-t")
 	} else {
 		argv = append(argv, "-T")
+	}
+	if inv.Batch {
+		argv = append(argv, "-o", "BatchMode=yes")
 	}
 	argv = append(argv, "-e", "none", "--", h.Target.Destination(), RemoteCommand(h, inv.Args))
 	return argv
@@ -127,6 +139,8 @@ type Exec func(ctx context.Context, name string, argv []string, stdin io.Reader,
 type Runner struct {
 	SSH  string // the ssh binary; "" = "ssh" from PATH
 	Exec Exec   // nil = run it
+	// Batch makes every ssh of this runner a Batch invocation (the menu's).
+	Batch bool
 }
 
 func (r Runner) exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -136,6 +150,11 @@ func (r Runner) exec(ctx context.Context, argv []string, stdin io.Reader, stdout
 	}
 	if r.Exec != nil {
 		return r.Exec(ctx, bin, argv, stdin, stdout, stderr)
+	}
+	if r.Batch && stdin == nil {
+		// The menu's version check: nobody to pass signals from, and its
+		// deadline must hold (see outputCmd).
+		return outputCmd(ctx, bin, argv, stdout, stderr)
 	}
 	return runCmd(ctx, bin, argv, stdin, stdout, stderr)
 }
@@ -182,7 +201,7 @@ func runCmd(ctx context.Context, bin string, argv []string, stdin io.Reader, std
 func (r Runner) CheckVersion(ctx context.Context, h Host) error {
 	var out, errOut capped
 	out.max, errOut.max = maxVersionOutput, maxVersionOutput
-	code, err := r.exec(ctx, SSHArgv(h, Invocation{Args: []string{"version", "--json"}}), nil, &out, &errOut)
+	code, err := r.exec(ctx, SSHArgv(h, Invocation{Args: []string{"version", "--json"}, Batch: r.Batch}), nil, &out, &errOut)
 	if err != nil {
 		return fmt.Errorf("checking corral's version on host %s: %w", h.Name, err)
 	}
@@ -219,17 +238,127 @@ func (r Runner) Run(ctx context.Context, h Host, inv Invocation, stdin io.Reader
 	return r.Command(ctx, h, inv, stdin, stdout, stderr)
 }
 
-// capped keeps the first max bytes written and drops the rest.
+// ErrOutputTooLarge: a command printed more than its reader's cap.
+var ErrOutputTooLarge = errors.New("printed more than the cap")
+
+// Output runs the remote corral with args on h, with no input and no
+// terminal, and returns what it printed on stdout: at most max bytes,
+// more is ErrOutputTooLarge, never a silent cut (a cut document may still
+// parse). The bytes are the remote host's, hostile to this side: the
+// caller decodes them strictly.
+//
+// Output does not check the version: a caller reading several things from
+// one host calls CheckVersion once first. ssh's own failure (exit 255)
+// wraps ErrUnreachable; another non-zero exit names the command and the
+// line of its stderr that says why (errorLine), quoted. When ctx ends, ssh is killed and its
+// pipes are closed within a second, even if something ssh started still
+// holds them: a slow host costs its reader its deadline, no more.
+func (r Runner) Output(ctx context.Context, h Host, args []string, max int) ([]byte, error) {
+	var out capped
+	var errOut tail
+	out.max, errOut.max = max, maxVersionOutput
+	argv := SSHArgv(h, Invocation{Args: args, Batch: r.Batch})
+	bin := r.SSH
+	if bin == "" {
+		bin = "ssh"
+	}
+	var code int
+	var err error
+	if r.Exec != nil {
+		code, err = r.Exec(ctx, bin, argv, nil, &out, &errOut)
+	} else {
+		code, err = outputCmd(ctx, bin, argv, &out, &errOut)
+	}
+	what := "corral"
+	if len(args) > 0 {
+		what += " " + args[0]
+	}
+	first := strconv.QuoteToASCII(errorLine(errOut.String()))
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("host %s: %s: %w", h.Name, what, ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("host %s: %s: %w", h.Name, what, err)
+	case code == 255:
+		return nil, fmt.Errorf("host %s (%s): %w: %s", h.Name, h.URL, ErrUnreachable, first)
+	case code != 0:
+		return nil, fmt.Errorf("host %s: %s exited %d: %s", h.Name, what, code, first)
+	case out.over:
+		return nil, fmt.Errorf("host %s: %s %w (%d bytes)", h.Name, what, ErrOutputTooLarge, max)
+	}
+	return out.Bytes(), nil
+}
+
+// outputCmd runs ssh for Output: no stdin, no signal passing (nobody
+// types at it), and WaitDelay so that a killed ssh whose pipes something
+// else still holds does not keep Wait waiting.
+func outputCmd(ctx context.Context, bin string, argv []string, stdout, stderr io.Writer) (int, error) {
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("running %s: %w", bin, err)
+	}
+	return 0, nil
+}
+
+// capped keeps the first max bytes written and drops the rest, noting
+// that it did (over). The buffer is a field, not embedded: an embedded
+// bytes.Buffer would lend capped its ReadFrom, which io.Copy (exec's
+// pipe reader) prefers to Write, and the cap would never apply.
 type capped struct {
-	bytes.Buffer
-	max int
+	buf  bytes.Buffer
+	max  int
+	over bool
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
+	room := c.max - c.buf.Len()
+	if room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	if len(p) > room {
+		c.over = true
 	}
 	return len(p), nil
+}
+
+func (c *capped) Bytes() []byte  { return c.buf.Bytes() }
+func (c *capped) String() string { return c.buf.String() }
+
+// tail keeps the last max bytes written: corral prints its error at the
+// end of stderr, after any progress.
+type tail struct {
+	b   []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return string(t.b) }
+
+// errorLine is the line of a failed command's stderr that says why: the
+// last "corral: ..." line (corral's own error, printed last but for its
+// hints), else the first line (ssh's, or a shell's).
+func errorLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if msg, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), "corral: "); ok {
+			return strings.TrimSpace(cut(msg, 200))
+		}
+	}
+	return firstLine(s)
 }
 
 func firstLine(s string) string {

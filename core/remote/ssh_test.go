@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +39,8 @@ func TestSSHArgv(t *testing.T) {
 				`'/opt/c b/corral' --host local 'run' '--' 'sh' '-c' 'echo '\''hi'\'' $HOME; rm -rf /'`}},
 		{mustHost(t, "t", "ssh://me@[::1]:22", "", ""), Invocation{},
 			[]string{"-p", "22", "-T", "-e", "none", "--", "me@::1", `'corral' --host local`}},
+		{mustHost(t, "t", "ssh://h", "", ""), Invocation{Args: []string{"ls", "--json"}, Batch: true},
+			[]string{"-T", "-o", "BatchMode=yes", "-e", "none", "--", "h", `'corral' --host local 'ls' '--json'`}},
 	} {
 		if got := SSHArgv(tc.h, tc.inv); !slices.Equal(got, tc.want) {
 			t.Errorf("%s %+v:\n got %q\nwant %q", tc.h.URL, tc.inv, got, tc.want)
@@ -200,5 +204,58 @@ func TestStripHostFlag(t *testing.T) {
 		if got := StripHostFlag(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// Output: stdout within the cap, or an error naming what went wrong; the
+// reason of a failed corral is its "corral: " line, not its progress or
+// its hints.
+func TestOutput(t *testing.T) {
+	h := mustHost(t, "gpu", "ssh://me@h", "", "")
+	ctx := context.Background()
+	run := func(out, errOut string, code int) ([]byte, error) {
+		f := func(_ context.Context, _ string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+			if stdin != nil || argv[len(argv)-1] != `'corral' --host local 'ls' '--json'` || !slices.Contains(argv, "BatchMode=yes") {
+				t.Errorf("argv %q, stdin %v", argv, stdin)
+			}
+			io.WriteString(stdout, out)
+			io.WriteString(stderr, errOut)
+			return code, nil
+		}
+		return Runner{Exec: f, Batch: true}.Output(ctx, h, []string{"ls", "--json"}, 8)
+	}
+	if b, err := run("[1,2,3]\n", "", 0); err != nil || string(b) != "[1,2,3]\n" {
+		t.Errorf("ok: %q %v", b, err)
+	}
+	if _, err := run("[1,2,3,4]\n", "", 0); !errors.Is(err, ErrOutputTooLarge) {
+		t.Errorf("over the cap: %v", err)
+	}
+	if _, err := run("", "ssh: connect to host h port 22: Connection refused\n", 255); !errors.Is(err, ErrUnreachable) ||
+		err.Error() != `host gpu (ssh://me@h): cannot reach the host over ssh: "ssh: connect to host h port 22: Connection refused"` {
+		t.Errorf("unreachable: %v", err)
+	}
+	if _, err := run("", "starting\ncorral: box web: \x1b[2Jgone\nhint: corral ls\n", 1); err == nil ||
+		err.Error() != `host gpu: corral ls exited 1: "box web: \x1b[2Jgone"` {
+		t.Errorf("failure: %v", err)
+	}
+}
+
+// The cap holds for a real process too: exec copies a pipe with io.Copy,
+// which would use a writer's ReadFrom (an embedded bytes.Buffer's reads
+// everything) instead of its Write.
+func TestOutputCapWithRealProcess(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "ssh")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nhead -c 3000000 /dev/zero\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := mustHost(t, "gpu", "ssh://me@h", "", "")
+	_, err := Runner{SSH: bin}.Output(context.Background(), h, []string{"ls"}, 1<<20)
+	if !errors.Is(err, ErrOutputTooLarge) {
+		t.Errorf("3 MB through a 1 MiB cap: %v", err)
+	}
+	var c capped
+	c.max = 10
+	if n, err := io.Copy(&c, strings.NewReader(strings.Repeat("x", 100))); n != 100 || err != nil || len(c.Bytes()) != 10 || !c.over {
+		t.Errorf("io.Copy into capped: %d %v, kept %d", n, err, len(c.Bytes()))
 	}
 }

@@ -25,6 +25,7 @@ const maxTrailing = 1 << 20
 // corral's exit code, without the version check: the caller made it (Run
 // makes it first).
 func (r Runner) Command(ctx context.Context, h Host, inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	inv.Batch = inv.Batch || r.Batch
 	return r.exec(ctx, SSHArgv(h, inv), stdin, stdout, stderr)
 }
 

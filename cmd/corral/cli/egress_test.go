@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/remotebox"
 )
 
 func runEgressAt(e env, tty bool, now time.Time, args ...string) (int, string, string) {
@@ -383,5 +384,34 @@ func TestEgressShowsHolds(t *testing.T) {
 	_, out, _ = runEgressAt(e, true, fixedNow)
 	if !strings.Contains(out, "  2026-05-06 11:59:20  connect  held.example.test:443  host-not-allowed (held 30s)\n") {
 		t.Errorf("recent denials do not show the hold:\n%s", out)
+	}
+}
+
+// TestEgressJSONReadByTheMenu: what `corral egress --json` prints is what
+// the menu's reader of a remote host (core/remotebox) decodes: the denied
+// destinations of the window, newest first, the malformed one marked.
+func TestEgressJSONReadByTheMenu(t *testing.T) {
+	e := setup(t, "")
+	seedEgress(t, e)
+	code, out, _ := runEgressAt(e, false, fixedNow, "--json")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	ds, err := remotebox.DecodeEgress([]byte(out), e.box)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := []remotebox.Denial{
+		{Host: "evil.example.test", Port: 443, Count: 3, Last: fixedNow.Add(-90 * time.Second)},
+		{Host: "\x1b[31mred", Count: 1, Last: fixedNow.Add(-3 * time.Minute), Malformed: true},
+		{Host: "api.example.test", Port: 8443, Count: 1, Last: fixedNow.Add(-5 * time.Minute)},
+	}
+	if len(ds) != len(want) {
+		t.Fatalf("denials %+v", ds)
+	}
+	for i := range want {
+		if d := ds[i]; d.Host != want[i].Host || d.Port != want[i].Port || d.Count != want[i].Count || !d.Last.Equal(want[i].Last) || d.Malformed != want[i].Malformed {
+			t.Errorf("denial %d: %+v, want %+v", i, d, want[i])
+		}
 	}
 }

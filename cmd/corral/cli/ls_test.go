@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/remotebox"
 )
 
 type fakeLister []box.Status
@@ -95,5 +98,73 @@ func TestLsShowsSaved(t *testing.T) {
 		"api-77aa01\tSaved\t- / 2GiB\t1\t-\t0\toffline\t-\t/src/api\n"
 	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
 		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}
+
+// fillAll sets every field below v, recursively, to a value that is not
+// zero (a string, 1, true, a time, one element of a slice, an allocated
+// pointer), so that every key a type can print is printed.
+func fillAll(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(fixedNow))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillAll(v.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillAll(v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fillAll(v.Index(0))
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+	}
+}
+
+// TestLsJSONReadByTheMenu: what `corral ls --json` prints is what the
+// menu's reader of a remote host (core/remotebox) decodes, with every
+// field of the box status set (a field added later is printed too, and
+// the reader must still take the answer).
+func TestLsJSONReadByTheMenu(t *testing.T) {
+	var full box.Status
+	fillAll(reflect.ValueOf(&full).Elem())
+	full.Name, full.Project, full.Network, full.State = "web-3f2a1c", "/src/my web", config.NetworkBroker, boxstate.Stopped
+	full.ProvisionError, full.Provisioning = "", false
+	full.MemBytes, full.MemoryCap, full.Live, full.Idle = 1<<30, 4<<30, 2, 5*time.Minute
+	list := fakeLister{full, {Meta: box.Meta{Name: "api-77aa01", Project: "rel"}, State: boxstate.Running}}
+	ios, _, out, errOut := Test(false)
+	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+		o.Service = func() (boxLister, error) { return list, nil }
+		return lsRun(o)
+	})
+	code, got, _ := execCmd(cmd, out, errOut, "--json")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	boxes, err := remotebox.DecodeList([]byte(got))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	want := []remotebox.Box{
+		{Name: "api-77aa01", State: boxstate.Running},
+		{Name: "web-3f2a1c", Project: "/src/my web", State: boxstate.Saved, MemBytes: 1 << 30, PeakBytes: 1, MemCapBytes: 4 << 30,
+			Idle: 5 * time.Minute, Sessions: 2, Broker: true, LearningUntil: fixedNow},
+	}
+	if len(boxes) != 2 || !reflect.DeepEqual(boxes[0], want[0]) || !reflect.DeepEqual(boxes[1], want[1]) {
+		t.Errorf("decoded\n%+v\nwant\n%+v", boxes, want)
 	}
 }
