@@ -128,6 +128,9 @@ type Credential struct {
 	// Rules, when set, narrow the requests the credential serves (see
 	// [CredentialRules]).
 	Rules *CredentialRules
+	// Relay, when set, makes the credential relayed (see [Relay]): Secret,
+	// Header and RootCAs are then unset, the laptop's relay holds them.
+	Relay *Relay
 }
 
 var credNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
@@ -260,19 +263,33 @@ func (b *CredentialBroker) Add(c Credential) error {
 		return fmt.Errorf("credential %q: %w", c.Name, err)
 	}
 	auth, _ := ParseAuthority(u.Host, 443)
-	switch c.Header {
-	case HeaderAPIKey, HeaderAuthorization, HeaderBasic, HeaderGoogAPIKey:
-	default:
-		return fmt.Errorf("credential %q: header %q: use one of x-api-key, authorization, basic, x-goog-api-key", c.Name, c.Header)
-	}
-	if c.Secret == nil {
-		return fmt.Errorf("credential %q: no secret source", c.Name)
+	if c.Relay != nil {
+		// Relayed: this broker holds nothing to inject.
+		if c.Secret != nil || c.Header != "" || c.RootCAs != nil {
+			return fmt.Errorf("credential %q: a relayed credential has no secret, header or CA here", c.Name)
+		}
+		if err := c.Relay.validate(); err != nil {
+			return fmt.Errorf("credential %q: %w", c.Name, err)
+		}
+	} else {
+		switch c.Header {
+		case HeaderAPIKey, HeaderAuthorization, HeaderBasic, HeaderGoogAPIKey:
+		default:
+			return fmt.Errorf("credential %q: header %q: use one of x-api-key, authorization, basic, x-goog-api-key", c.Name, c.Header)
+		}
+		if c.Secret == nil {
+			return fmt.Errorf("credential %q: no secret source", c.Name)
+		}
 	}
 	if err := c.Rules.Validate(); err != nil {
 		return fmt.Errorf("credential %q: rules: %w", c.Name, err)
 	}
 	cr := &credential{Credential: c, upstream: u, auth: auth}
-	{
+	if c.Relay != nil {
+		r := *c.Relay
+		cr.Relay = &r
+		cr.transport = relayTransport(cr.Relay, b.timeout)
+	} else {
 		timeout := b.timeout
 		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 		cr.transport = &http.Transport{
@@ -504,73 +521,115 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 	case req.URL.Host == "" && !s.selfHost(req.Host):
 		return refuse(RefusedHost, http.StatusForbidden, "credential request: the Host header does not name this broker")
 	}
+	c, rest, rf := b.admit(&ev, req)
+	if rf.status != 0 {
+		if rf.refusal != "" {
+			return refuse(rf.refusal, rf.status, rf.msg)
+		}
+		return fail(rf.status, rf.msg)
+	}
+	out, rf := b.outbound(c, req, rest)
+	if rf.status != 0 {
+		return fail(rf.status, rf.msg)
+	}
+	keep, res := s.exchange(nc, br, req, out, c.transport, "credential "+c.Name+" upstream "+ev.Upstream)
+	ev.Status, ev.Bytes, ev.Err = res.status, res.bytes, res.err
+	b.logEvent(ev)
+	return keep
+}
+
+// refusal is why admit refused a request: the status the box gets, the
+// message, and the refusal kind ("" for a failure that is no refusal).
+type refusal struct {
+	refusal CredentialRefusal
+	status  int
+	msg     string
+}
+
+// admit runs the checks every credential request passes, in this order,
+// for the broker's own routes and for the laptop's relay alike: the
+// route token (which names the session), the path (clean, below the
+// upstream's base), the credential, and its rules. It fills ev as far as
+// it got; the request's text never reaches ev. On success it returns the
+// credential and the upstream path REST.
+func (b *CredentialBroker) admit(ev *CredentialEvent, req *http.Request) (*credential, string, refusal) {
 	tok, name, rest, err := credentialPath(req.URL.EscapedPath())
 	session, ok := b.session(tok)
 	if !ok {
-		return refuse(RefusedToken, http.StatusForbidden, "credential request: no valid route token (a session gets its base URLs from corral; start a new session)")
+		return nil, "", refusal{RefusedToken, http.StatusForbidden, "credential request: no valid route token (a session gets its base URLs from corral; start a new session)"}
 	}
 	ev.Session = session
 	if err != nil {
-		return refuse(RefusedPath, http.StatusBadRequest, "credential request: "+err.Error())
+		return nil, "", refusal{RefusedPath, http.StatusBadRequest, "credential request: " + err.Error()}
 	}
 	ev.Class = PathClass(rest, req.URL.RawQuery)
 	c := b.lookup(name)
 	if c == nil {
-		ev.Refusal = RefusedUnknown
 		if ValidCredentialName(name) {
 			ev.Name = name
 		}
-		return fail(http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config; "+
-			"an agent's key must be set on the host where the box's broker or the session starts)", truncate(ev.Name, 64), truncate(ev.Name, 64)))
+		return nil, "", refusal{RefusedUnknown, http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config; "+
+			"an agent's key must be set on the host where the box's broker or the session starts)", truncate(ev.Name, 64), truncate(ev.Name, 64))}
 	}
 	ev.Name = name
 	ev.Upstream = c.auth.String()
 	if why := c.Rules.permit(req.Method, req.Header, rest, req.URL.RawQuery); why != "" {
-		ev.Refusal = RefusedRule
-		return fail(http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name))
+		return nil, "", refusal{RefusedRule, http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name)}
 	}
-	secret, err := c.Secret(req.Context())
-	if err != nil || secret == "" {
-		b.logger.Warn("reading a brokered credential", "credential", name, "err", err)
-		return fail(http.StatusBadGateway, fmt.Sprintf("credential %q is not available on the host (see the broker log)", name))
-	}
-	if strings.ContainsAny(secret, "\r\n\x00") {
-		return fail(http.StatusBadGateway, fmt.Sprintf("credential %q holds a line break or NUL; refusing to send it", name))
-	}
+	return c, rest, refusal{}
+}
 
-	u := *c.upstream
-	u.Path, u.RawPath = "", ""
-	// rest was checked clean; it is joined escaped, so the upstream sees
-	// the bytes the box sent.
-	target := u.String() + c.upstream.EscapedPath() + rest
+// outbound turns an admitted request into the upstream one, in place: the
+// target URL (the upstream's base joined with rest, escaped as the box
+// sent it, and the query), the upstream's Host, the box's credential
+// headers dropped and the real one set. A relayed credential (see
+// [Relay]) sets no secret: its target is the laptop's relay, which
+// injects it. Its messages never hold the secret.
+func (b *CredentialBroker) outbound(c *credential, req *http.Request, rest string) (*http.Request, refusal) {
+	var target, host, secret string
+	if c.Relay != nil {
+		target, host = "http://"+RelayHost+CredentialPrefix+c.Relay.Token+"/"+c.Name+rest, RelayHost
+	} else {
+		v, err := c.Secret(req.Context())
+		if err != nil || v == "" {
+			b.logger.Warn("reading a brokered credential", "credential", c.Name, "err", err)
+			return nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is not available on the host (see the broker log)", c.Name)}
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q holds a line break or NUL; refusing to send it", c.Name)}
+		}
+		u := *c.upstream
+		u.Path, u.RawPath = "", ""
+		// rest was checked clean; it is joined escaped, so the upstream
+		// sees the bytes the box sent.
+		target, host, secret = u.String()+c.upstream.EscapedPath()+rest, c.upstream.Host, v
+	}
 	if req.URL.RawQuery != "" {
 		target += "?" + req.URL.RawQuery
 	}
 	tu, err := url.Parse(target)
 	if err != nil {
-		return fail(http.StatusBadRequest, "credential request: bad path")
+		return nil, refusal{status: http.StatusBadRequest, msg: "credential request: bad path"}
 	}
 	out := req
 	out.RequestURI = ""
 	out.URL = tu
-	out.Host = c.upstream.Host
+	out.Host = host
 	for _, h := range strippedHeaders {
 		out.Header.Del(h)
 	}
-	switch c.Header {
-	case HeaderAPIKey:
+	switch {
+	case c.Relay != nil:
+	case c.Header == HeaderAPIKey:
 		out.Header.Set("X-Api-Key", secret)
-	case HeaderAuthorization:
+	case c.Header == HeaderAuthorization:
 		out.Header.Set("Authorization", "Bearer "+secret)
-	case HeaderGoogAPIKey:
+	case c.Header == HeaderGoogAPIKey:
 		out.Header.Set("X-Goog-Api-Key", secret)
-	case HeaderBasic:
+	case c.Header == HeaderBasic:
 		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+secret)))
 	}
-	keep, res := s.exchange(nc, br, req, out, c.transport, "credential "+name+" upstream "+ev.Upstream)
-	ev.Status, ev.Bytes, ev.Err = res.status, res.bytes, res.err
-	b.logEvent(ev)
-	return keep
+	return out, refusal{}
 }
 
 type countingBody struct {
