@@ -30,9 +30,12 @@ import (
 //     the remote side sends is hostile: the laptop reaches only the
 //     upstreams and paths its own credentials' rules allow.
 //   - On the remote host, the box's broker holds the credential as
-//     relayed ([Credential].Relay): it checks the box's route token and
+//     relayed ([Credential].Relayed): it checks the box's route token and
 //     the rules as for any credential, holds no secret, and sends the
-//     request over the forwarded socket instead of to the upstream.
+//     request over the forwarded socket of the request's session (given
+//     with its token, [CredentialBroker.NewRelayToken]) instead of to the
+//     upstream. Each session uses its own laptop connection: a session
+//     that came with no relay is refused.
 
 // RelayHost is the Host of every relay request: the socket is the
 // address, the name only makes the request strict.
@@ -57,16 +60,15 @@ const DefaultRelayMaxBody = 64 << 20
 // name: sun_path is 104 bytes on macOS, 108 on Linux, with its NUL.
 const maxRelaySocket = 103
 
-// Relay marks a credential as relayed: the broker holding it has no
-// secret, and sends each request it admits to the laptop's relay over the
-// Unix socket Socket (ssh's end of the reverse forward), with the relay's
-// Token for the session.
+// Relay is one session's relay as the remote broker reaches it: the Unix
+// socket Socket (ssh's end of the reverse forward) and the relay's Token
+// for the session.
 type Relay struct {
 	Socket string
 	Token  string
 }
 
-func (r *Relay) validate() error {
+func (r Relay) validate() error {
 	switch {
 	case !filepath.IsAbs(r.Socket) || filepath.Clean(r.Socket) != r.Socket || len(r.Socket) > maxRelaySocket:
 		return fmt.Errorf("relay socket %q: must be a clean absolute path of at most %d bytes", truncate(r.Socket, 128), maxRelaySocket)
@@ -89,12 +91,12 @@ func ValidRelayToken(tok string) bool {
 // relayTransport is a relayed credential's transport: plain HTTP/1.1 over
 // the forwarded Unix socket, one request per connection in flight, the
 // answer's header capped as upstream answers are.
-func relayTransport(r *Relay, timeout time.Duration) *http.Transport {
+func relayTransport(socket string, timeout time.Duration) *http.Transport {
 	d := &net.Dialer{Timeout: timeout}
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", r.Socket)
+			return d.DialContext(ctx, "unix", socket)
 		},
 		MaxIdleConnsPerHost:    8,
 		IdleConnTimeout:        30 * time.Second,
@@ -168,8 +170,8 @@ func (h *relayHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fail(rf)
 		return
 	}
-	c, rest, rf := b.admit(&ev, req)
-	if rf.status == 0 && c.Relay != nil {
+	c, rest, _, rf := b.admit(&ev, req)
+	if rf.status == 0 && c.Relayed {
 		rf = refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is relayed here too; a relay never relays", c.Name)}
 	}
 	if rf.status != 0 {
@@ -182,12 +184,12 @@ func (h *relayHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Body != nil && req.Body != http.NoBody {
 		in.Body = http.MaxBytesReader(w, req.Body, h.maxBody)
 	}
-	out, rf := b.outbound(c, in, rest)
+	out, rt, rf := b.outbound(c, nil, in, rest)
 	if rf.status != 0 {
 		fail(rf)
 		return
 	}
-	resp, err := c.transport.RoundTrip(out)
+	resp, err := rt.RoundTrip(out)
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			fail(refusal{RefusedSize, http.StatusRequestEntityTooLarge, fmt.Sprintf("relay: the request body is larger than %d bytes", h.maxBody)})

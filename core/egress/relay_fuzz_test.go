@@ -29,10 +29,6 @@ func FuzzRelayRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	b.mu.Lock()
-	b.tokens = map[[32]byte]string{}
-	b.order = nil
-	b.mu.Unlock()
 	issueToken(b, tok, "fuzz")
 	for _, s := range []string{
 		"GET /corral/credential/" + tok + "/api/v1/messages?x=1 HTTP/1.1\r\nHost: corral-relay\r\n\r\n",
@@ -53,7 +49,7 @@ func FuzzRelayRequest(f *testing.F) {
 		if rf := relayFrame(req, 1<<20); rf.status != 0 {
 			return
 		}
-		c, rest, rf := b.admit(&ev, req)
+		c, rest, relay, rf := b.admit(&ev, req)
 		if rf.status != 0 {
 			if strings.Contains(fmt.Sprint(ev), tok) {
 				t.Fatalf("the event holds the token: %+v", ev)
@@ -65,7 +61,7 @@ func FuzzRelayRequest(f *testing.F) {
 		}
 		method := req.Method
 		sent := req.Header.Clone()
-		out, rf := b.outbound(c, req, rest)
+		out, _, rf := b.outbound(c, relay, req, rest)
 		if rf.status != 0 {
 			return
 		}
@@ -104,7 +100,7 @@ func issueToken(b *CredentialBroker, tok, session string) {
 	h := sha256Sum(tok)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.tokens[h] = session
+	b.tokens[h] = tokenEntry{session: session}
 	b.order = append(b.order, h)
 }
 

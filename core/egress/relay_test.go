@@ -205,7 +205,13 @@ func TestRelayedCredentialEndToEnd(t *testing.T) {
 
 	// The remote side knows the upstream and the rules, not the key.
 	p, remoteLog := startCredProxy(t, []Credential{{Name: "api", Upstream: up.srv.URL + "/base",
-		Rules: &CredentialRules{Paths: []string{"/v1"}}, Relay: &Relay{Socket: sock, Token: relayTok}}})
+		Rules: &CredentialRules{Paths: []string{"/v1"}}, Relayed: true}})
+	// p.tok is a session without a relay; this one came from the laptop.
+	noRelay := p.tok
+	var err error
+	if p.tok, err = p.srv.cfg.Credentials.NewRelayToken("s2", Relay{Socket: sock, Token: relayTok}); err != nil {
+		t.Fatal(err)
+	}
 	resp, got := rawRequest(t, p.addr, "POST /corral/credential/"+p.tok+"/api/v1/messages HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n"+
 		"X-Api-Key: placeholder\r\nContent-Length: 2\r\n\r\n{}")
 	if resp.StatusCode != 200 || got != sse {
@@ -221,7 +227,14 @@ func TestRelayedCredentialEndToEnd(t *testing.T) {
 	if resp.StatusCode != 403 || len(up.all()) != n {
 		t.Errorf("outside the rules: %d, upstream saw %d more", resp.StatusCode, len(up.all())-n)
 	}
-	if ev := remoteLog.all(2); len(ev) != 2 || ev[0].Status != 200 || ev[1].Refusal != RefusedRule {
+	// A session that brought no relay is refused: the remote broker has
+	// no key to fall back on.
+	n = len(up.all())
+	resp, got = rawRequest(t, p.addr, "GET /corral/credential/"+noRelay+"/api/v1/x HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n\r\n")
+	if resp.StatusCode != 502 || !strings.Contains(got, "no relay") || len(up.all()) != n {
+		t.Errorf("session without a relay: %d %q", resp.StatusCode, got)
+	}
+	if ev := remoteLog.all(3); len(ev) != 3 || ev[0].Status != 200 || ev[0].Session != "s2" || ev[1].Refusal != RefusedRule || ev[2].Status != 502 {
 		t.Errorf("remote log %+v", ev)
 	}
 	if ev := laptopLog.all(1); len(ev) != 1 || ev[0].Session != "relay-1" || ev[0].Status != 200 {
@@ -232,20 +245,29 @@ func TestRelayedCredentialEndToEnd(t *testing.T) {
 func TestRelayedCredentialValidation(t *testing.T) {
 	tok := strings.Repeat("a", 64)
 	for _, c := range []Credential{
-		{Name: "a", Upstream: "https://x.test", Relay: &Relay{Socket: "rel/sock", Token: tok}},
-		{Name: "a", Upstream: "https://x.test", Relay: &Relay{Socket: "/a/../b", Token: tok}},
-		{Name: "a", Upstream: "https://x.test", Relay: &Relay{Socket: "/" + strings.Repeat("s", 200), Token: tok}},
-		{Name: "a", Upstream: "https://x.test", Relay: &Relay{Socket: "/s", Token: strings.ToUpper(tok)}},
-		{Name: "a", Upstream: "https://x.test", Relay: &Relay{Socket: "/s", Token: "short"}},
-		{Name: "a", Upstream: "https://x.test", Secret: staticSecret("k"), Relay: &Relay{Socket: "/s", Token: tok}},
-		{Name: "a", Upstream: "https://x.test", Header: HeaderAPIKey, Relay: &Relay{Socket: "/s", Token: tok}},
+		{Name: "a", Upstream: "https://x.test", Secret: staticSecret("k"), Relayed: true},
+		{Name: "a", Upstream: "https://x.test", Header: HeaderAPIKey, Relayed: true},
 	} {
 		if _, err := NewCredentialBroker(CredentialConfig{Credentials: []Credential{c}}); err == nil {
-			t.Errorf("accepted %+v", c.Relay)
+			t.Errorf("accepted %+v", c)
 		}
 	}
-	if _, err := NewCredentialBroker(CredentialConfig{Credentials: []Credential{{Name: "a", Upstream: "https://x.test",
-		Relay: &Relay{Socket: "/run/corral/relay/s.sock", Token: tok}}}}); err != nil {
+	b, err := NewCredentialBroker(CredentialConfig{Credentials: []Credential{{Name: "a", Upstream: "https://x.test", Relayed: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Relay{
+		{Socket: "rel/sock", Token: tok},
+		{Socket: "/a/../b", Token: tok},
+		{Socket: "/" + strings.Repeat("s", 200), Token: tok},
+		{Socket: "/s", Token: strings.ToUpper(tok)},
+		{Socket: "/s", Token: "short"},
+	} {
+		if _, err := b.NewRelayToken("s", r); err == nil {
+			t.Errorf("accepted %+v", r)
+		}
+	}
+	if _, err := b.NewRelayToken("s", Relay{Socket: "/run/corral/relay-1.sock", Token: tok}); err != nil {
 		t.Error(err)
 	}
 }
