@@ -213,7 +213,7 @@ type CredentialBroker struct {
 	mu     sync.RWMutex
 	creds  map[string]*credential
 	tokens map[[sha256.Size]byte]tokenEntry // sha256(token) -> its session
-	order  [][sha256.Size]byte          // issue order, for maxTokens
+	order  [][sha256.Size]byte              // issue order, for maxTokens
 }
 
 // CredentialConfig configures a [CredentialBroker].
