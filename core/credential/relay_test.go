@@ -89,3 +89,125 @@ func TestStartRelay(t *testing.T) {
 		t.Errorf("StartRelay with nothing to serve = %v, %v", none, err)
 	}
 }
+
+// forwardSocket plays ssh's -R: it listens on remote and copies each
+// connection to local.
+func forwardSocket(t *testing.T, remote, local string) {
+	t.Helper()
+	ln, err := net.Listen("unix", remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				l, err := net.Dial("unix", local)
+				if err != nil {
+					return
+				}
+				defer l.Close()
+				go io.Copy(l, c)
+				io.Copy(c, l)
+			}()
+		}
+	}()
+}
+
+// The whole relay across two holders: the laptop's relay holds the key;
+// the remote broker cannot read it, so a session that brings the relay
+// over its control socket gets the route, served through the relay, and
+// the upstream sees the laptop's key; a session without the relay is
+// refused; a relay socket outside the run directory, or not a socket, is
+// refused.
+func TestRelayedSession(t *testing.T) {
+	var gotKey string
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotKey = r.Header.Get("Authorization")
+	}))
+	defer up.Close()
+	pool := up.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	codex := config.Config{Network: ptr(config.NetworkBroker), Agent: ptr("codex")}
+	tmp, err := os.MkdirTemp("", "rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	laptop, err := StartRelay(filepath.Join(tmp, "l"), "lap-1", codex, HolderConfig{Getenv: env("OPENAI_API_KEY", "sk-laptop"),
+		Upstreams: map[string]string{OpenAI: up.URL + "/v1"}, RootCAs: map[string]*x509Pool{OpenAI: pool},
+		Egress: egress.CredentialConfig{Resolver: loopbackResolver{}}})
+	if err != nil || laptop == nil {
+		t.Fatal(laptop, err)
+	}
+	defer laptop.Close()
+
+	runDir := filepath.Join(tmp, "r")
+	if err := os.Mkdir(runDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	remoteSock := filepath.Join(runDir, "relay-0123456789abcdef.sock")
+	forwardSocket(t, remoteSock, laptop.Socket)
+	// The remote host has no key; its upstream is the same test server.
+	h, err := NewHolder(Plan(codex), HolderConfig{Getenv: env(), Store: &secret.Memory{}, RelayDir: runDir,
+		Upstreams: map[string]string{OpenAI: up.URL + "/v1"}, Egress: egress.CredentialConfig{Resolver: loopbackResolver{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := serveControl(t, h)
+	bad := []egress.Relay{
+		{Socket: filepath.Join(tmp, "relay-0123456789abcdef.sock"), Token: laptop.Token},    // outside the run directory
+		{Socket: filepath.Join(runDir, "relay-ffffffffffffffff.sock"), Token: laptop.Token}, // nothing there
+		{Socket: filepath.Join(runDir, "other.sock"), Token: laptop.Token},
+		{Socket: remoteSock, Token: "nope"},
+	}
+	os.WriteFile(filepath.Join(runDir, "relay-eeeeeeeeeeeeeeee.sock"), nil, 0o600) // a file, not a socket
+	bad = append(bad, egress.Relay{Socket: filepath.Join(runDir, "relay-eeeeeeeeeeeeeeee.sock"), Token: laptop.Token})
+	for _, r := range bad {
+		if _, err := AskRelayed(context.Background(), ctl, "sx", env(), &r); err == nil {
+			t.Errorf("relay %+v accepted", r)
+		}
+	}
+	if len(h.Served()) != 0 {
+		t.Fatalf("a refused relay served %v", h.Served())
+	}
+
+	s1, err := AskRelayed(context.Background(), ctl, "s1", env(), &egress.Relay{Socket: remoteSock, Token: laptop.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s1.Names(), ",") != "openai" || !strings.Contains(strings.Join(s1.Withheld(), ","), "OPENAI_API_KEY") {
+		t.Fatalf("served %+v", s1)
+	}
+	p := startServer(t, h.Broker())
+	post := func(tok string) int {
+		resp, err := http.Post("http://"+p+"/corral/credential/"+tok+"/openai/responses", "text/plain", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := post(s1.Token); s != 200 || gotKey != "Bearer sk-laptop" {
+		t.Errorf("relayed: %d, upstream key %q", s, gotKey)
+	}
+	// Another session of the box without a relay: the route is listed, and
+	// refused.
+	gotKey = ""
+	s2, err := Ask(context.Background(), ctl, "s2", env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := post(s2.Token); s != 502 || gotKey != "" {
+		t.Errorf("no relay: %d, upstream key %q", s, gotKey)
+	}
+	// The laptop's session ends: its relay is gone, the route fails closed.
+	laptop.Close()
+	if s := post(s1.Token); s != 502 || gotKey != "" {
+		t.Errorf("after the laptop left: %d, upstream key %q", s, gotKey)
+	}
+}
