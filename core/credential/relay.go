@@ -67,6 +67,11 @@ const (
 // planner of what the laptop holds, the remote broker of what the remote
 // host holds; a credential neither can read is served by neither.
 func StartRelay(runDir, session string, c config.Config, cfg HolderConfig) (*Relay, error) {
+	// The box's network is the remote host's to decide; what is planned
+	// here is what this machine would hold if the box brokers its
+	// credentials, the only mode in which it asks for them.
+	broker := config.NetworkBroker
+	c.Network = &broker
 	h, err := NewHolder(Plan(c), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the credential relay: %w", err)

@@ -40,6 +40,10 @@ type Factory struct {
 	// Remote runs commands on a remote host; its zero value runs the
 	// system ssh client.
 	Remote remote.Runner
+	// RelaySocket and RelayToken are the hidden --credential-relay flags:
+	// a laptop that started this command over ssh forwards its credential
+	// relay to RelaySocket (core/remote).
+	RelaySocket, RelayToken string
 	// args are the arguments Run was given, which a forwarded command
 	// hands to the remote corral (without --host).
 	args []string

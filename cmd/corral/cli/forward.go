@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/remote"
+	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -53,11 +55,31 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 				case scope == remote.ScopeProject && f.Dir == "":
 					return remote.NeedsDir(top.Name(), h.Name)
 				}
+				if f.RelaySocket != "" || f.RelayToken != "" {
+					return fmt.Errorf("%s and %s are set by corral on the host, not given to a forwarded command", remote.RelayFlag, remote.RelayTokenFlag)
+				}
 				in, out, errOut := f.IO.Terminal()
 				// A remote terminal only when there is a local one to pass
 				// through: a terminal on the remote side turns "\n" into
 				// "\r\n", which would corrupt output piped to a file here.
 				inv := remote.Invocation{Args: remote.StripHostFlag(f.args), TTY: f.IO.InTTY && f.IO.OutTTY}
+				if remote.OpensSession(top.Name()) {
+					// The credentials this machine holds stay here: its
+					// relay serves them through the session's ssh
+					// connection for as long as the session runs.
+					var store secret.Store
+					if f.SecretStore != nil {
+						store = f.SecretStore()
+					}
+					relay, stop, err := broker.LaptopRelay(l, f.Dir, store, f.lookupEnv, f.Logger)
+					if err != nil {
+						return err
+					}
+					defer stop()
+					if relay != nil {
+						inv.Relay = &remote.RelayForward{Local: relay.Socket, Token: relay.Token}
+					}
+				}
 				code, err := f.Remote.Run(context.Background(), h, inv, in, out, errOut)
 				if err != nil {
 					return err
