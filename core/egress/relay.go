@@ -56,9 +56,9 @@ const RefusedFrame CredentialRefusal = "frame"
 // host's own.
 const DefaultRelayMaxBody = 64 << 20
 
-// maxRelaySocket is the longest socket path a relayed credential may
+// MaxRelaySocket is the longest socket path a relayed credential may
 // name: sun_path is 104 bytes on macOS, 108 on Linux, with its NUL.
-const maxRelaySocket = 103
+const MaxRelaySocket = 103
 
 // Relay is one session's relay as the remote broker reaches it: the Unix
 // socket Socket (ssh's end of the reverse forward) and the relay's Token
@@ -70,8 +70,8 @@ type Relay struct {
 
 func (r Relay) validate() error {
 	switch {
-	case !filepath.IsAbs(r.Socket) || filepath.Clean(r.Socket) != r.Socket || len(r.Socket) > maxRelaySocket:
-		return fmt.Errorf("relay socket %q: must be a clean absolute path of at most %d bytes", truncate(r.Socket, 128), maxRelaySocket)
+	case !filepath.IsAbs(r.Socket) || filepath.Clean(r.Socket) != r.Socket || len(r.Socket) > MaxRelaySocket:
+		return fmt.Errorf("relay socket %q: must be a clean absolute path of at most %d bytes", truncate(r.Socket, 128), MaxRelaySocket)
 	case !ValidRelayToken(r.Token):
 		return errors.New("relay token: not 64 lowercase hex digits")
 	}

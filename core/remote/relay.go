@@ -25,10 +25,6 @@ const (
 	RelayTokenFlag = "--credential-relay-token"
 )
 
-// maxSocketPath is the longest Unix socket path both ends accept: sun_path
-// is 104 bytes on macOS, 108 on Linux, with its NUL.
-const maxSocketPath = 103
-
 // RelayForward is one session's relay as ssh carries it.
 type RelayForward struct {
 	// Local is the laptop's socket (core/credential Relay.Socket).
@@ -47,8 +43,8 @@ type RelayForward struct {
 // for sun_path, and made of letters, digits, '.', '_', '-' and '/' only
 // (no ':' that would split the forward, no space, no quote, no option).
 func checkSocketPath(what, p string) error {
-	if !path.IsAbs(p) || path.Clean(p) != p || len(p) > maxSocketPath {
-		return fmt.Errorf("%s %q: must be a clean absolute path of at most %d bytes", what, cut(p, 128), maxSocketPath)
+	if !path.IsAbs(p) || path.Clean(p) != p || len(p) > egress.MaxRelaySocket {
+		return fmt.Errorf("%s %q: must be a clean absolute path of at most %d bytes", what, cut(p, 128), egress.MaxRelaySocket)
 	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]
