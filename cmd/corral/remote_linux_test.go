@@ -3,14 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -311,6 +317,62 @@ exit 3
 		want := "corral: host tb runs corral 0.0.0-remote-b (commit bbbb), this is corral 0.0.0-remote-a (commit aaaa): refusing to run a command there\n"
 		if got.code != 1 || got.out != "" || !strings.HasPrefix(got.err, want) || !strings.Contains(got.err, "hint: install corral 0.0.0-remote-a on tb") {
 			t.Errorf("got %+v\nwant stderr %q", got, want)
+		}
+	})
+	t.Run("credential relay", func(t *testing.T) {
+		// This machine holds a key (its environment); the "remote" corral
+		// is a stand-in that reports a run directory and then, as the
+		// remote broker would, sends a request through the socket ssh
+		// forwarded, with the relay's token. The key reaches the upstream
+		// and never the remote side's argv or output.
+		const key = "ghp_laptop_only_relay_key_0123"
+		var gotAuth atomic.Value
+		up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gotAuth.Store(r.Header.Get("Authorization") + " " + r.URL.Path)
+			io.WriteString(w, "upstream-ok")
+		}))
+		defer up.Close()
+		ca := filepath.Join(fx.dir, "relay-ca.pem")
+		write(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw})))
+		home := filepath.Join(fx.dir, "relay-home")
+		remoteRun := filepath.Join(fx.dir, "relay-remote-run")
+		for _, d := range []string{home, remoteRun} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, filepath.Join(home, "config.toml"), "[credentials.gh]\nupstream = \""+up.URL+"/base\"\nheader = \"basic\"\nenv_from_host = \"GH_TOK\"\nca = \""+ca+"\"\nread_only = true\n")
+		fakeRelay := filepath.Join(fx.dir, "fake-corral-relay")
+		write(t, fakeRelay, `#!/bin/sh
+if [ "$3" = version ]; then
+	printf '{"version":"0.0.0-remote-a","commit":"aaaa","run_dir":"%s"}\n' '`+remoteRun+`'
+	exit 0
+fi
+[ "$3" = --credential-relay ] && [ -S "$4" ] || { echo "no relay socket: $*"; exit 9; }
+printf 'mode:%s\n' "$(stat -c %a "$4")"
+curl -sS --unix-socket "$4" "http://corral-relay/corral/credential/$6/gh/o/r.git/info/refs?service=git-upload-pack"
+echo
+curl -sS -o /dev/null -w '%{http_code}\n' --unix-socket "$4" "http://corral-relay/corral/credential/$6/gh/o/r.git/info/refs?service=git-receive-pack" -H 'X-Http-Method-Override: DELETE'
+curl -sS -o /dev/null -w '%{http_code}\n' --unix-socket "$4" "http://corral-relay/corral/credential/0000000000000000000000000000000000000000000000000000000000000000/gh/x"
+exit 4
+`)
+		if err := os.Chmod(fakeRelay, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if r := fx.corral(t, fx.corralA, home, "", "host", "add", "tr", url, "--corral", fakeRelay, "--ssh-config", fx.sshConfig); r.code != 0 {
+			t.Fatalf("host add: %+v", r)
+		}
+		t.Setenv("GH_TOK", key)
+		got := fx.corral(t, fx.corralA, home, "", "--host", "tr", "-C", "/srv/web", "run", "--", "x")
+		want := "mode:600\nupstream-ok\n403\n403\n"
+		if got.out != want || got.code != 4 || strings.Contains(got.out+got.err, key) {
+			t.Errorf("got %+v\nwant stdout %q, exit 4", got, want)
+		}
+		if a, _ := gotAuth.Load().(string); a != "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+key))+" /base/o/r.git/info/refs" {
+			t.Errorf("upstream got %q", a)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(home, "run")); len(ents) != 0 {
+			t.Errorf("the relay outlived the command: %v", ents)
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {

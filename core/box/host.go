@@ -32,20 +32,46 @@ func ChooseHost(l paths.Layout, flag, dir string) (h remote.Host, ok bool, err e
 // refuse the file), and choosing where to run costs no read of the
 // repository.
 func ProjectHost(l paths.Layout, dir string) (string, error) {
-	proj, err := ResolveProject(l, dir)
-	if err != nil {
-		return "", nil //nolint:nilerr // no project here: the command says so
+	c, box, err := hostLayers(l, dir)
+	if err != nil || box == "" {
+		return "", err // no project here: the command says so
 	}
-	var layers []config.Layer
-	for _, f := range []struct {
+	return c.Host, nil
+}
+
+// RelayConfig is this machine's config for the project in dir when it
+// runs a session on a remote host: the global layer and the box's trusted
+// layer here, the later winning (only the global layer when dir is no
+// project here). It names the credentials this machine's relay serves
+// (core/credential StartRelay); a repository cannot set a credential, so
+// its .corral.toml is not read. box is the project's box here ("" when
+// none).
+func RelayConfig(l paths.Layout, dir string) (c config.Settings, box string, err error) {
+	return hostLayers(l, dir)
+}
+
+// hostLayers merges the global and the box's trusted layer of the project
+// in dir (the global layer alone when dir is no project here).
+func hostLayers(l paths.Layout, dir string) (config.Settings, string, error) {
+	files := []struct {
 		kind config.Kind
 		path string
-	}{{config.KindGlobal, l.GlobalConfig()}, {config.KindTrusted, l.ProjectConfig(proj.Box)}} {
+	}{{config.KindGlobal, l.GlobalConfig()}}
+	box := ""
+	if proj, err := ResolveProject(l, dir); err == nil {
+		box = proj.Box
+		files = append(files, struct {
+			kind config.Kind
+			path string
+		}{config.KindTrusted, l.ProjectConfig(proj.Box)})
+	}
+	var layers []config.Layer
+	for _, f := range files {
 		layer, err := config.LoadFile(f.kind, f.path)
 		if err != nil {
-			return "", err
+			return config.Settings{}, "", err
 		}
 		layers = append(layers, layer)
 	}
-	return config.Merge(layers...).Settings().Host, nil
+	return config.Merge(layers...).Settings(), box, nil
 }

@@ -78,7 +78,7 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 		}
 		in := launchenv.Input{Settings: r.Loaded.Settings(), Getenv: noenv, Secrets: store, Box: m.Name, Project: "/p",
 			GitConfig: func(context.Context, string) (string, error) { return "", nil }}
-		env, err := s.sessionEnv(context.Background(), r, m, newSessionID(), in, tty)
+		env, err := s.sessionEnv(context.Background(), r, m, newSessionID(), in, tty, nil)
 		if err != nil {
 			t.Fatalf("tty %v: %v", tty, err)
 		}

@@ -90,6 +90,10 @@ type SessionHost struct {
 	// Terminal is the size of the terminal the session draws on (nil:
 	// none).
 	Terminal *launchenv.Terminal
+	// Relay is the laptop's credential relay when a laptop started this
+	// session over ssh (the hidden --credential-relay flags; nil: none):
+	// the box's broker serves the credentials it cannot read through it.
+	Relay *egress.Relay
 }
 
 // launchInput is what a session's environment is assembled from, for
@@ -198,7 +202,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 		return err
 	}
 	id := newSessionID()
-	env, err := s.sessionEnv(ctx, r, m, id, s.launchInput(r, a, opt.Host), opt.TTY)
+	env, err := s.sessionEnv(ctx, r, m, id, s.launchInput(r, a, opt.Host), opt.TTY, opt.Host.Relay)
 	if err != nil {
 		return err
 	}
@@ -236,11 +240,12 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 // which credential routes it serves to session id, supplying the wanted
 // keys the session's environment has; a broker that does not answer
 // refuses the session (fail closed: the session would otherwise carry the
-// keys the broker should hold, or base URLs nobody serves).
-func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string, in launchenv.Input, tty bool) (launchenv.Env, error) {
+// keys the broker should hold, or base URLs nobody serves). relay is the
+// laptop's credential relay the session brought (nil: none).
+func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string, in launchenv.Input, tty bool, relay *egress.Relay) (launchenv.Env, error) {
 	in.Session = id
 	if m.Network == config.NetworkBroker {
-		served, err := credential.Ask(ctx, s.Layout.BrokerControl(m.Name), id, in.Getenv)
+		served, err := credential.AskRelayed(ctx, s.Layout.BrokerControl(m.Name), id, in.Getenv, relay)
 		if err != nil {
 			return launchenv.Env{}, hint.New(fmt.Errorf("box %s: asking its broker for the credential routes: %w; refusing the session", m.Name, err),
 				fmt.Sprintf("corral stop %s && corral up restarts the broker", m.Name))
@@ -283,7 +288,7 @@ func (s *Service) DoctorEnv(ctx context.Context, r Resolved, agentName string, h
 		_, err := launchenv.Assemble(ctx, in)
 		return launchenv.Env{}, err
 	}
-	return s.sessionEnv(ctx, r, m, "doctor-"+newSessionID(), in, false)
+	return s.sessionEnv(ctx, r, m, "doctor-"+newSessionID(), in, false, nil)
 }
 
 // ttyMode is ssh's terminal request for a session.

@@ -22,7 +22,9 @@ import (
 // [credentials] table takes effect when the box restarts. Host variables
 // are read from the broker's own environment (Options.Getenv), keychain
 // items when a request needs them. Where the host funnel exists the
-// routes answer only its connections.
+// routes answer only its connections. A credential the broker cannot read
+// becomes relayed when a session brings the laptop's relay
+// (credential.Holder.AnswerRelayed).
 func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialLogger) (*credential.Holder, error) {
 	bp.mu.Lock()
 	cfg := bp.cfg
@@ -50,6 +52,9 @@ func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialL
 	h, err := credential.NewHolder(specs, credential.HolderConfig{
 		Store: store, Getenv: getenv, Logger: o.Logger,
 		Upstreams: o.CredentialUpstreams, RootCAs: o.CredentialRootCAs,
+		// A session a laptop starts here over ssh may bring the laptop's
+		// credential relay: ssh puts its socket in the run directory.
+		RelayDir: o.Layout.RunDir(),
 		Egress: egress.CredentialConfig{Resolver: o.Resolver, Log: log, Logger: o.Logger,
 			BoundOnly: funnel.Applies(goos, m.VMType, m.Network)},
 	})

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/secret"
 )
@@ -28,12 +29,24 @@ import (
 //	session: {"op":"open","session":ID,"supply":{}} broker: {"token":"...","routes":[...]}
 //
 // A session supplies only the wanted variables it has: the values travel
-// over the socket, never a command line or a child's environment.
+// over the socket, never a command line or a child's environment. A
+// session a laptop started on this host over ssh may bring the laptop's
+// credential relay ("relay":{"socket":...,"token":...}, relay.go): the
+// broker then serves the credentials it cannot read itself as relayed,
+// for that session through that relay. A relay is a socket and a token,
+// never a key.
 
 type controlRequest struct {
 	Op      string            `json:"op"`
 	Session string            `json:"session,omitempty"`
 	Supply  map[string]string `json:"supply,omitempty"`
+	Relay   *relayOffer       `json:"relay,omitempty"`
+}
+
+// relayOffer is a session's relay on the control socket.
+type relayOffer struct {
+	Socket string `json:"socket"`
+	Token  string `json:"token"`
 }
 
 type controlReply struct {
@@ -58,6 +71,12 @@ var ErrNoControl = errors.New("the box's broker does not answer on its control s
 // Ask asks the box's broker, on its control socket at path, what it serves
 // to session, supplying the wanted host variables getenv has.
 func Ask(ctx context.Context, path, session string, getenv func(string) (string, bool)) (Served, error) {
+	return AskRelayed(ctx, path, session, getenv, nil)
+}
+
+// AskRelayed is Ask for a session that brings the laptop's credential
+// relay (nil: none).
+func AskRelayed(ctx context.Context, path, session string, getenv func(string) (string, bool), relay *egress.Relay) (Served, error) {
 	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
 	var d net.Dialer
@@ -83,7 +102,11 @@ func Ask(ctx context.Context, path, session string, getenv func(string) (string,
 			supply[w] = v
 		}
 	}
-	rep, err = exchange(c, br, controlRequest{Op: "open", Session: session, Supply: supply})
+	open := controlRequest{Op: "open", Session: session, Supply: supply}
+	if relay != nil {
+		open.Relay = &relayOffer{Socket: relay.Socket, Token: relay.Token}
+	}
+	rep, err = exchange(c, br, open)
 	if err != nil {
 		return Served{}, err
 	}
@@ -206,7 +229,11 @@ func (c *Control) serve(uc *net.UnixConn) {
 		case req.Op == "wants":
 			rep.Wants = c.h.Wants()
 		case req.Op == "open":
-			s, err := c.h.Answer(req.Session, req.Supply)
+			var relay *egress.Relay
+			if req.Relay != nil {
+				relay = &egress.Relay{Socket: req.Relay.Socket, Token: req.Relay.Token}
+			}
+			s, err := c.h.AnswerRelayed(req.Session, req.Supply, relay)
 			if err != nil {
 				rep.Error = err.Error()
 			} else {

@@ -4,7 +4,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,8 +20,9 @@ import (
 // Holder is the broker's side of the plan: the credentials it serves now,
 // those it still waits for, and the answers to its box's sessions.
 type Holder struct {
-	broker *egress.CredentialBroker
-	logger *slog.Logger
+	broker   *egress.CredentialBroker
+	logger   *slog.Logger
+	relayDir string
 
 	mu      sync.Mutex
 	served  map[string]Route
@@ -50,14 +54,18 @@ type HolderConfig struct {
 	// Upstreams, when set for a credential's name, replaces its upstream
 	// (tests).
 	Upstreams map[string]string
-	Logger    *slog.Logger
+	// RelayDir is the only directory a session's relay socket may be in
+	// (the run directory, where the laptop's ssh puts it); "" refuses
+	// every relay.
+	RelayDir string
+	Logger   *slog.Logger
 }
 
 // NewHolder reads the plan's sources in the broker's environment and
 // keychain. A credential none of whose sources the broker can read waits
 // for a session to supply one of its host variables (Answer).
 func NewHolder(specs []Spec, cfg HolderConfig) (*Holder, error) {
-	h := &Holder{served: map[string]Route{}, logger: cfg.Logger}
+	h := &Holder{served: map[string]Route{}, logger: cfg.Logger, relayDir: cfg.RelayDir}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
@@ -177,8 +185,47 @@ var sessionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // for session. A supplied value starts serving its credential for the
 // broker's lifetime; a credential already served keeps its source.
 func (h *Holder) Answer(session string, supply map[string]string) (Served, error) {
+	return h.AnswerRelayed(session, supply, nil)
+}
+
+// relaySocketRe is the name ssh gives a relay's socket on this host
+// (core/remote placeRelay).
+var relaySocketRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^relay-[0-9a-f]{16}\.sock$`) })
+
+// checkRelay checks a session's relay before the broker dials it: a
+// socket (not a link) named as core/remote names it, directly in the
+// relay directory, owned by this user.
+func (h *Holder) checkRelay(r *egress.Relay) error {
+	if !egress.ValidRelayToken(r.Token) {
+		return errors.New("relay token: not 64 lowercase hex digits")
+	}
+	if h.relayDir == "" || filepath.Dir(r.Socket) != filepath.Clean(h.relayDir) || !relaySocketRe().MatchString(filepath.Base(r.Socket)) {
+		return fmt.Errorf("relay socket %q: not a relay socket of this host's run directory", truncateText(r.Socket, 128))
+	}
+	fi, err := os.Lstat(r.Socket)
+	if err != nil {
+		return fmt.Errorf("relay socket: %w", err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket || !ownedByMe(fi) {
+		return fmt.Errorf("relay socket %s: not a socket of this user", r.Socket)
+	}
+	return nil
+}
+
+// AnswerRelayed is Answer for a session that brings the laptop's
+// credential relay (nil: none). The credentials the broker still waits
+// for (none of their sources readable here, none supplied) become
+// relayed, for the broker's lifetime: each request is sent to the relay
+// of its own session, and a session without one is refused. The relay's
+// socket and token are this session's alone.
+func (h *Holder) AnswerRelayed(session string, supply map[string]string, relay *egress.Relay) (Served, error) {
 	if !sessionRe().MatchString(session) {
 		return Served{}, fmt.Errorf("session %q: not a session id", truncateText(session, 64))
+	}
+	if relay != nil {
+		if err := h.checkRelay(relay); err != nil {
+			return Served{}, err
+		}
 	}
 	h.mu.Lock()
 	var errs []error
@@ -204,6 +251,16 @@ func (h *Holder) Answer(session string, supply map[string]string) (Served, error
 			added = true
 			break
 		}
+		if !added && relay != nil {
+			c := egress.Credential{Name: s.Name, Upstream: s.Upstream, Rules: s.Rules, Relayed: true}
+			if err := h.broker.Add(c); err != nil {
+				errs = append(errs, err)
+			} else {
+				h.served[s.Name] = route(s.Spec, Source{})
+				h.logger.Info("brokered credential relayed from the laptop", "credential", s.Name, "session", session)
+				added = true
+			}
+		}
 		if !added {
 			rest = append(rest, s)
 		}
@@ -218,7 +275,11 @@ func (h *Holder) Answer(session string, supply map[string]string) (Served, error
 		return Served{}, errors.Join(errs...)
 	}
 	if len(out.Routes) > 0 {
-		tok, err := h.broker.NewToken(session)
+		newToken := h.broker.NewToken
+		if relay != nil {
+			newToken = func(session string) (string, error) { return h.broker.NewRelayToken(session, *relay) }
+		}
+		tok, err := newToken(session)
 		if err != nil {
 			return Served{}, err
 		}

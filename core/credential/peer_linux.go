@@ -2,6 +2,8 @@ package credential
 
 import (
 	"net"
+	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,4 +25,10 @@ func peerUID(c *net.UnixConn) (int, error) {
 		return -1, cerr
 	}
 	return int(cred.Uid), nil
+}
+
+// ownedByMe reports whether fi's file belongs to this process's user.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

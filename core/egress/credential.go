@@ -128,6 +128,11 @@ type Credential struct {
 	// Rules, when set, narrow the requests the credential serves (see
 	// [CredentialRules]).
 	Rules *CredentialRules
+	// Relayed makes the credential relayed (see [Relay]): this broker
+	// holds no secret for it (Secret, Header and RootCAs are unset) and
+	// sends each request it admits to the relay of the request's session
+	// ([CredentialBroker.NewRelayToken]); a session without one is refused.
+	Relayed bool
 }
 
 var credNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
@@ -207,8 +212,8 @@ type CredentialBroker struct {
 
 	mu     sync.RWMutex
 	creds  map[string]*credential
-	tokens map[[sha256.Size]byte]string // sha256(token) -> session
-	order  [][sha256.Size]byte          // issue order, for maxTokens
+	tokens map[[sha256.Size]byte]tokenEntry // sha256(token) -> its session
+	order  [][sha256.Size]byte              // issue order, for maxTokens
 }
 
 // CredentialConfig configures a [CredentialBroker].
@@ -230,7 +235,7 @@ type CredentialConfig struct {
 
 // NewCredentialBroker validates the credentials.
 func NewCredentialBroker(cfg CredentialConfig) (*CredentialBroker, error) {
-	b := &CredentialBroker{creds: map[string]*credential{}, tokens: map[[sha256.Size]byte]string{},
+	b := &CredentialBroker{creds: map[string]*credential{}, tokens: map[[sha256.Size]byte]tokenEntry{},
 		resolver: cfg.Resolver, log: cfg.Log, logger: cfg.Logger, timeout: cfg.DialTimeout, boundOnly: cfg.BoundOnly}
 	if b.resolver == nil {
 		b.resolver = net.DefaultResolver
@@ -260,19 +265,26 @@ func (b *CredentialBroker) Add(c Credential) error {
 		return fmt.Errorf("credential %q: %w", c.Name, err)
 	}
 	auth, _ := ParseAuthority(u.Host, 443)
-	switch c.Header {
-	case HeaderAPIKey, HeaderAuthorization, HeaderBasic, HeaderGoogAPIKey:
-	default:
-		return fmt.Errorf("credential %q: header %q: use one of x-api-key, authorization, basic, x-goog-api-key", c.Name, c.Header)
-	}
-	if c.Secret == nil {
-		return fmt.Errorf("credential %q: no secret source", c.Name)
+	if c.Relayed {
+		// Relayed: this broker holds nothing to inject.
+		if c.Secret != nil || c.Header != "" || c.RootCAs != nil {
+			return fmt.Errorf("credential %q: a relayed credential has no secret, header or CA here", c.Name)
+		}
+	} else {
+		switch c.Header {
+		case HeaderAPIKey, HeaderAuthorization, HeaderBasic, HeaderGoogAPIKey:
+		default:
+			return fmt.Errorf("credential %q: header %q: use one of x-api-key, authorization, basic, x-goog-api-key", c.Name, c.Header)
+		}
+		if c.Secret == nil {
+			return fmt.Errorf("credential %q: no secret source", c.Name)
+		}
 	}
 	if err := c.Rules.Validate(); err != nil {
 		return fmt.Errorf("credential %q: rules: %w", c.Name, err)
 	}
 	cr := &credential{Credential: c, upstream: u, auth: auth}
-	{
+	if !c.Relayed {
 		timeout := b.timeout
 		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 		cr.transport = &http.Transport{
@@ -321,10 +333,36 @@ func (b *CredentialBroker) Has(name string) bool {
 	return b.creds[name] != nil
 }
 
+// tokenEntry is what a route token opens: its session, and the session's
+// relay when the session came from a laptop that relays credentials.
+type tokenEntry struct {
+	session string
+	relay   *sessionRelay
+}
+
+// sessionRelay is a session's relay with its transport.
+type sessionRelay struct {
+	Relay
+	transport *http.Transport
+}
+
 // NewToken issues a route token to session: 256 random bits, in hex. Only
 // the tokens issued by this broker open its routes; another box's broker
 // has its own. The broker keeps only the token's hash.
 func (b *CredentialBroker) NewToken(session string) (string, error) {
+	return b.newToken(tokenEntry{session: session})
+}
+
+// NewRelayToken issues a route token to a session that brings a relay:
+// its requests for relayed credentials go there.
+func (b *CredentialBroker) NewRelayToken(session string, r Relay) (string, error) {
+	if err := r.validate(); err != nil {
+		return "", fmt.Errorf("session %s: %w", truncate(session, 64), err)
+	}
+	return b.newToken(tokenEntry{session: session, relay: &sessionRelay{Relay: r, transport: relayTransport(r.Socket, b.timeout)}})
+}
+
+func (b *CredentialBroker) newToken(e tokenEntry) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", fmt.Errorf("issuing a credential route token: %w", err)
@@ -334,10 +372,13 @@ func (b *CredentialBroker) NewToken(session string) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.order) >= maxTokens {
+		if old := b.tokens[b.order[0]].relay; old != nil {
+			old.transport.CloseIdleConnections()
+		}
 		delete(b.tokens, b.order[0])
 		b.order = b.order[1:]
 	}
-	b.tokens[h] = session
+	b.tokens[h] = e
 	b.order = append(b.order, h)
 	return tok, nil
 }
@@ -345,23 +386,23 @@ func (b *CredentialBroker) NewToken(session string) (string, error) {
 // session returns the session a presented token was issued to. The token
 // is looked up by its hash, so the lookup's timing says nothing about the
 // token, and the match is confirmed in constant time.
-func (b *CredentialBroker) session(tok string) (string, bool) {
+func (b *CredentialBroker) session(tok string) (tokenEntry, bool) {
 	if len(tok) != TokenLen {
-		return "", false
+		return tokenEntry{}, false
 	}
 	h := sha256.Sum256([]byte(tok))
 	b.mu.RLock()
 	s, ok := b.tokens[h]
 	b.mu.RUnlock()
 	if !ok {
-		return "", false
+		return tokenEntry{}, false
 	}
 	for _, k := range b.order {
 		if subtle.ConstantTimeCompare(k[:], h[:]) == 1 {
 			return s, true
 		}
 	}
-	return "", false
+	return tokenEntry{}, false
 }
 
 func (b *CredentialBroker) lookup(name string) *credential {
@@ -504,73 +545,122 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 	case req.URL.Host == "" && !s.selfHost(req.Host):
 		return refuse(RefusedHost, http.StatusForbidden, "credential request: the Host header does not name this broker")
 	}
-	tok, name, rest, err := credentialPath(req.URL.EscapedPath())
-	session, ok := b.session(tok)
-	if !ok {
-		return refuse(RefusedToken, http.StatusForbidden, "credential request: no valid route token (a session gets its base URLs from corral; start a new session)")
+	c, rest, relay, rf := b.admit(&ev, req)
+	if rf.status != 0 {
+		if rf.refusal != "" {
+			return refuse(rf.refusal, rf.status, rf.msg)
+		}
+		return fail(rf.status, rf.msg)
 	}
-	ev.Session = session
+	out, rt, rf := b.outbound(c, relay, req, rest)
+	if rf.status != 0 {
+		return fail(rf.status, rf.msg)
+	}
+	keep, res := s.exchange(nc, br, req, out, rt, "credential "+c.Name+" upstream "+ev.Upstream)
+	ev.Status, ev.Bytes, ev.Err = res.status, res.bytes, res.err
+	b.logEvent(ev)
+	return keep
+}
+
+// refusal is why admit refused a request: the status the box gets, the
+// message, and the refusal kind ("" for a failure that is no refusal).
+type refusal struct {
+	refusal CredentialRefusal
+	status  int
+	msg     string
+}
+
+// admit runs the checks every credential request passes, in this order,
+// for the broker's own routes and for the laptop's relay alike: the
+// route token (which names the session), the path (clean, below the
+// upstream's base), the credential, and its rules. It fills ev as far as
+// it got; the request's text never reaches ev. On success it returns the
+// credential, the upstream path REST and the session's relay (nil when
+// the session has none).
+func (b *CredentialBroker) admit(ev *CredentialEvent, req *http.Request) (*credential, string, *sessionRelay, refusal) {
+	tok, name, rest, err := credentialPath(req.URL.EscapedPath())
+	entry, ok := b.session(tok)
+	if !ok {
+		return nil, "", nil, refusal{RefusedToken, http.StatusForbidden, "credential request: no valid route token (a session gets its base URLs from corral; start a new session)"}
+	}
+	ev.Session = entry.session
 	if err != nil {
-		return refuse(RefusedPath, http.StatusBadRequest, "credential request: "+err.Error())
+		return nil, "", nil, refusal{RefusedPath, http.StatusBadRequest, "credential request: " + err.Error()}
 	}
 	ev.Class = PathClass(rest, req.URL.RawQuery)
 	c := b.lookup(name)
 	if c == nil {
-		ev.Refusal = RefusedUnknown
 		if ValidCredentialName(name) {
 			ev.Name = name
 		}
-		return fail(http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config; "+
-			"an agent's key must be set on the host where the box's broker or the session starts)", truncate(ev.Name, 64), truncate(ev.Name, 64)))
+		return nil, "", nil, refusal{RefusedUnknown, http.StatusNotFound, fmt.Sprintf("no credential %q in this box's broker (configure [credentials.%s] in a trusted config; "+
+			"an agent's key must be set on the host where the box's broker or the session starts)", truncate(ev.Name, 64), truncate(ev.Name, 64))}
 	}
 	ev.Name = name
 	ev.Upstream = c.auth.String()
 	if why := c.Rules.permit(req.Method, req.Header, rest, req.URL.RawQuery); why != "" {
-		ev.Refusal = RefusedRule
-		return fail(http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name))
+		return nil, "", nil, refusal{RefusedRule, http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name)}
 	}
-	secret, err := c.Secret(req.Context())
-	if err != nil || secret == "" {
-		b.logger.Warn("reading a brokered credential", "credential", name, "err", err)
-		return fail(http.StatusBadGateway, fmt.Sprintf("credential %q is not available on the host (see the broker log)", name))
-	}
-	if strings.ContainsAny(secret, "\r\n\x00") {
-		return fail(http.StatusBadGateway, fmt.Sprintf("credential %q holds a line break or NUL; refusing to send it", name))
-	}
+	return c, rest, entry.relay, refusal{}
+}
 
-	u := *c.upstream
-	u.Path, u.RawPath = "", ""
-	// rest was checked clean; it is joined escaped, so the upstream sees
-	// the bytes the box sent.
-	target := u.String() + c.upstream.EscapedPath() + rest
+// outbound turns an admitted request into the upstream one, in place: the
+// target URL (the upstream's base joined with rest, escaped as the box
+// sent it, and the query), the upstream's Host, the box's credential
+// headers dropped and the real one set; and the transport to send it
+// with. A relayed credential (see [Relay]) sets no secret: its target is
+// the session's relay on the laptop, which injects it. Its messages never
+// hold the secret.
+func (b *CredentialBroker) outbound(c *credential, relay *sessionRelay, req *http.Request, rest string) (*http.Request, http.RoundTripper, refusal) {
+	var target, host, secret string
+	rt := http.RoundTripper(c.transport)
+	if c.Relayed {
+		if relay == nil {
+			return nil, nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is held by the laptop that starts sessions here, and this session has no relay from it "+
+				"(start the session from the laptop: corral --host ...)", c.Name)}
+		}
+		target, host, rt = "http://"+RelayHost+CredentialPrefix+relay.Token+"/"+c.Name+rest, RelayHost, relay.transport
+	} else {
+		v, err := c.Secret(req.Context())
+		if err != nil || v == "" {
+			b.logger.Warn("reading a brokered credential", "credential", c.Name, "err", err)
+			return nil, nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is not available on the host (see the broker log)", c.Name)}
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q holds a line break or NUL; refusing to send it", c.Name)}
+		}
+		u := *c.upstream
+		u.Path, u.RawPath = "", ""
+		// rest was checked clean; it is joined escaped, so the upstream
+		// sees the bytes the box sent.
+		target, host, secret = u.String()+c.upstream.EscapedPath()+rest, c.upstream.Host, v
+	}
 	if req.URL.RawQuery != "" {
 		target += "?" + req.URL.RawQuery
 	}
 	tu, err := url.Parse(target)
 	if err != nil {
-		return fail(http.StatusBadRequest, "credential request: bad path")
+		return nil, nil, refusal{status: http.StatusBadRequest, msg: "credential request: bad path"}
 	}
 	out := req
 	out.RequestURI = ""
 	out.URL = tu
-	out.Host = c.upstream.Host
+	out.Host = host
 	for _, h := range strippedHeaders {
 		out.Header.Del(h)
 	}
-	switch c.Header {
-	case HeaderAPIKey:
+	switch {
+	case c.Relayed:
+	case c.Header == HeaderAPIKey:
 		out.Header.Set("X-Api-Key", secret)
-	case HeaderAuthorization:
+	case c.Header == HeaderAuthorization:
 		out.Header.Set("Authorization", "Bearer "+secret)
-	case HeaderGoogAPIKey:
+	case c.Header == HeaderGoogAPIKey:
 		out.Header.Set("X-Goog-Api-Key", secret)
-	case HeaderBasic:
+	case c.Header == HeaderBasic:
 		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+secret)))
 	}
-	keep, res := s.exchange(nc, br, req, out, c.transport, "credential "+name+" upstream "+ev.Upstream)
-	ev.Status, ev.Bytes, ev.Err = res.status, res.bytes, res.err
-	b.logEvent(ev)
-	return keep
+	return out, rt, refusal{}
 }
 
 type countingBody struct {

@@ -56,6 +56,15 @@ var scopes = map[string]Scope{
 	"project": ScopeLocal,
 }
 
+// sessions are the commands that open a session in a box: forwarded to a
+// host, they carry this machine's credential relay (relay.go). attach
+// joins a session that already has its environment.
+var sessions = map[string]bool{"claude": true, "codex": true, "gemini": true, "agent": true, "run": true, "shell": true}
+
+// OpensSession reports whether the top-level command name opens a session
+// in a box.
+func OpensSession(name string) bool { return sessions[name] }
+
 // ScopeOf is where the top-level command name runs when a host is chosen.
 func ScopeOf(name string) Scope { return scopes[name] }
 

@@ -44,6 +44,9 @@ type Invocation struct {
 	// once in a terminal settles it. Host keys stay checked: an unknown
 	// key is refused, not accepted.
 	Batch bool
+	// Relay, when set, forwards the laptop's credential relay to the
+	// session (relay.go): Runner.Run fills in its socket on the host.
+	Relay *RelayForward
 }
 
 // SSHArgv is ssh's argv (without the ssh binary itself) for inv on h. It
@@ -77,19 +80,25 @@ func SSHArgv(h Host, inv Invocation) []string {
 	if inv.Batch {
 		argv = append(argv, "-o", "BatchMode=yes")
 	}
-	argv = append(argv, "-e", "none", "--", h.Target.Destination(), RemoteCommand(h, inv.Args))
+	argv = append(argv, relayArgv(inv.Relay)...)
+	argv = append(argv, "-e", "none", "--", h.Target.Destination(), remoteCommand(h, inv.Relay, inv.Args))
 	return argv
 }
 
 // RemoteCommand is the command line the remote shell runs: the remote
 // corral, --host local, then args, each word quoted.
-func RemoteCommand(h Host, args []string) string {
+func RemoteCommand(h Host, args []string) string { return remoteCommand(h, nil, args) }
+
+// remoteCommand is RemoteCommand with the relay's flags after --host
+// local when there is one.
+func remoteCommand(h Host, relay *RelayForward, args []string) string {
 	bin := h.Corral
 	if bin == "" {
 		bin = "corral"
 	}
-	words := make([]string, 0, len(args)+3)
+	words := make([]string, 0, len(args)+7)
 	words = append(words, Quote(bin), "--host", Local)
+	words = append(words, relayWords(relay)...)
 	for _, a := range args {
 		words = append(words, Quote(a))
 	}
@@ -199,32 +208,44 @@ func runCmd(ctx context.Context, bin string, argv []string, stdin io.Reader, std
 // CheckVersion runs `corral version --json` on h and returns an error
 // unless it reports this binary's version and commit.
 func (r Runner) CheckVersion(ctx context.Context, h Host) error {
+	_, err := r.checkVersion(ctx, h)
+	return err
+}
+
+// checkVersion is CheckVersion that also returns the run directory the
+// remote corral reported ("" when none: the relay's socket goes there).
+func (r Runner) checkVersion(ctx context.Context, h Host) (string, error) {
 	var out, errOut capped
 	out.max, errOut.max = maxVersionOutput, maxVersionOutput
 	code, err := r.exec(ctx, SSHArgv(h, Invocation{Args: []string{"version", "--json"}, Batch: r.Batch}), nil, &out, &errOut)
 	if err != nil {
-		return fmt.Errorf("checking corral's version on host %s: %w", h.Name, err)
+		return "", fmt.Errorf("checking corral's version on host %s: %w", h.Name, err)
 	}
 	first := firstLine(errOut.String())
 	switch {
 	case code == 255:
-		return hint.New(fmt.Errorf("host %s (%s): %w: %s", h.Name, h.URL, ErrUnreachable, first), "try: ssh "+h.Target.Destination())
+		return "", hint.New(fmt.Errorf("host %s (%s): %w: %s", h.Name, h.URL, ErrUnreachable, first), "try: ssh "+h.Target.Destination())
 	case code == 127:
-		return hint.New(fmt.Errorf("host %s: corral is not installed there (%s)", h.Name, first),
+		return "", hint.New(fmt.Errorf("host %s: corral is not installed there (%s)", h.Name, first),
 			fmt.Sprintf("install corral %s on %s, or give its path: corral host add --force --corral /PATH/TO/corral %s %s", version.Version, h.Name, h.Name, h.URL))
 	case code != 0:
-		return fmt.Errorf("host %s: corral version --json exited %d: %s", h.Name, code, first)
+		return "", fmt.Errorf("host %s: corral version --json exited %d: %s", h.Name, code, first)
 	}
-	var got Build
+	var reply struct {
+		Build
+		RunDir string `json:"run_dir"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
-	if err := dec.Decode(&got); err != nil || got.Version == "" {
-		return fmt.Errorf("host %s: corral version --json printed no version (is it corral?): %s", h.Name, strconv.QuoteToASCII(cut(out.String(), 80)))
+	err = dec.Decode(&reply)
+	got := reply.Build
+	if err != nil || got.Version == "" {
+		return "", fmt.Errorf("host %s: corral version --json printed no version (is it corral?): %s", h.Name, strconv.QuoteToASCII(cut(out.String(), 80)))
 	}
 	if local := LocalBuild(); got != local {
 		got.Version, got.Commit = cut(got.Version, 64), cut(got.Commit, 64)
-		return &VersionMismatchError{Host: h.Name, Local: local, Remote: got}
+		return "", &VersionMismatchError{Host: h.Name, Local: local, Remote: got}
 	}
-	return nil
+	return reply.RunDir, nil
 }
 
 // Run checks the remote version, then runs inv there with stdio passed
@@ -232,8 +253,29 @@ func (r Runner) CheckVersion(ctx context.Context, h Host) error {
 // (exit 255) are ErrUnreachable; the remote command's 255 reads the same,
 // which is ssh's contract, not corral's.
 func (r Runner) Run(ctx context.Context, h Host, inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	if err := r.CheckVersion(ctx, h); err != nil {
+	runDir, err := r.checkVersion(ctx, h)
+	if err != nil {
 		return 0, err
+	}
+	return r.RunChecked(ctx, h, runDir, inv, stdin, stdout, stderr)
+}
+
+// VersionRunDir is CheckVersion that also returns the run directory the
+// remote corral reported, for RunChecked after other exchanges (a project
+// sent first) with no second check.
+func (r Runner) VersionRunDir(ctx context.Context, h Host) (string, error) {
+	return r.checkVersion(ctx, h)
+}
+
+// RunChecked runs inv on h, whose version check reported runDir: the
+// relay's socket, when inv has one, is placed there.
+func (r Runner) RunChecked(ctx context.Context, h Host, runDir string, inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if inv.Relay != nil {
+		f := *inv.Relay
+		if err := placeRelay(h, runDir, &f); err != nil {
+			return 0, err
+		}
+		inv.Relay = &f
 	}
 	return r.Command(ctx, h, inv, stdin, stdout, stderr)
 }

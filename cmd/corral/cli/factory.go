@@ -43,6 +43,10 @@ type Factory struct {
 	// remoteHost is the host a command that needs both machines (pull)
 	// works with, set by forwardRemote; nil: this machine only.
 	remoteHost *remote.Host
+	// RelaySocket and RelayToken are the hidden --credential-relay flags:
+	// a laptop that started this command over ssh forwards its credential
+	// relay to RelaySocket (core/remote).
+	RelaySocket, RelayToken string
 	// args are the arguments Run was given, which a forwarded command
 	// hands to the remote corral (without --host).
 	args []string

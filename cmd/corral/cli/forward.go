@@ -8,11 +8,13 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/remote"
+	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -67,7 +69,8 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					}
 				}
 				ctx := context.Background()
-				if err := f.Remote.CheckVersion(ctx, h); err != nil {
+				runDir, err := f.Remote.VersionRunDir(ctx, h)
+				if err != nil {
 					return err
 				}
 				fwd := remote.StripHostFlag(f.args)
@@ -81,12 +84,38 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					// "--": f.Dir is empty, no -C was given).
 					fwd = append([]string{"-C", got.Dir}, fwd...)
 				}
+				if f.RelaySocket != "" || f.RelayToken != "" {
+					return fmt.Errorf("%s and %s are set by corral on the host, not given to a forwarded command", remote.RelayFlag, remote.RelayTokenFlag)
+				}
 				in, out, errOut := f.IO.Terminal()
 				// A remote terminal only when there is a local one to pass
 				// through: a terminal on the remote side turns "\n" into
 				// "\r\n", which would corrupt output piped to a file here.
 				inv := remote.Invocation{Args: fwd, TTY: f.IO.InTTY && f.IO.OutTTY}
-				code, err := f.Remote.Command(ctx, h, inv, in, out, errOut)
+				if remote.OpensSession(top.Name()) {
+					// The credentials this machine holds stay here: its
+					// relay serves them through the session's ssh
+					// connection for as long as the session runs. The
+					// project here is the one sent (its trusted layer
+					// names what this machine holds for it).
+					var store secret.Store
+					if f.SecretStore != nil {
+						store = f.SecretStore()
+					}
+					localDir := f.Dir
+					if send {
+						localDir = p.Dir
+					}
+					relay, stop, err := broker.LaptopRelay(l, localDir, store, f.lookupEnv, f.Logger)
+					if err != nil {
+						return err
+					}
+					defer stop()
+					if relay != nil {
+						inv.Relay = &remote.RelayForward{Local: relay.Socket, Token: relay.Token}
+					}
+				}
+				code, err := f.Remote.RunChecked(ctx, h, runDir, inv, in, out, errOut)
 				if err != nil {
 					return err
 				}

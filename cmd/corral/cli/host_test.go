@@ -25,7 +25,7 @@ type fakeRemote struct {
 func (r *fakeRemote) exec(_ context.Context, name string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	r.calls = append(r.calls, argv)
 	if strings.HasSuffix(argv[len(argv)-1], `'version' '--json'`) {
-		io.WriteString(stdout, `{"version":"`+version.Version+`","commit":"`+version.Commit+`"}`)
+		io.WriteString(stdout, `{"version":"`+version.Version+`","commit":"`+version.Commit+`","run_dir":"/home/me/.corral/run"}`)
 		return 0, nil
 	}
 	io.WriteString(stdout, "remote out\n")
@@ -209,5 +209,63 @@ func TestScopesCoverTheTree(t *testing.T) {
 		if !known[c.Name()] {
 			t.Errorf("corral %s: not in core/remote's scopes", c.Name())
 		}
+	}
+}
+
+// TestHostRelaysCredentials: a session forwarded to a host carries this
+// machine's credential relay when this machine's config names a
+// credential it can read: ssh forwards the relay's socket into the
+// host's run directory, the remote corral gets the socket and the token
+// as hidden flags, and no key is anywhere in ssh's argv. Other commands,
+// and sessions with nothing to relay, carry none; the relay is gone when
+// the command ends.
+func TestHostRelaysCredentials(t *testing.T) {
+	home := t.TempDir()
+	addHost(t, home, "gpu", "ssh://me@gpu")
+	const key = "ghp_laptop_only_0123456789"
+	cfg := "[credentials.gh]\nupstream = \"https://git.example.test\"\nheader = \"basic\"\nenv_from_host = \"GH_TOK\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, fr, out := hostFactory(t, home, false)
+	f.LookupEnv = func(n string) (string, bool) { return key, n == "GH_TOK" }
+	if code := Run(f, []string{"--host", "gpu", "-C", "/srv/web", "claude"}); code != 0 {
+		t.Fatal(out())
+	}
+	argv := fr.calls[1]
+	i := slices.Index(argv, "-R")
+	if i < 0 || !slices.Contains(argv, "ExitOnForwardFailure=yes") {
+		t.Fatalf("no forward in %q", argv)
+	}
+	remoteSock, local, _ := strings.Cut(argv[i+1], ":")
+	if !strings.HasPrefix(remoteSock, "/home/me/.corral/run/relay-") || !strings.HasPrefix(local, filepath.Join(home, "run", "relay-")) {
+		t.Errorf("forward %q", argv[i+1])
+	}
+	last := argv[len(argv)-1]
+	if !strings.HasPrefix(last, `'corral' --host local --credential-relay '`+remoteSock+`' --credential-relay-token '`) || !strings.HasSuffix(last, `'-C' '/srv/web' 'claude'`) {
+		t.Errorf("remote command %q", last)
+	}
+	if strings.Contains(strings.Join(argv, " "), key) {
+		t.Error("the key is in ssh's argv")
+	}
+	if _, err := os.Stat(filepath.Dir(local)); !os.IsNotExist(err) {
+		t.Errorf("the relay outlived the command: %v", err)
+	}
+
+	// Not a session: no relay.
+	f, fr, _ = hostFactory(t, home, false)
+	f.LookupEnv = func(n string) (string, bool) { return key, n == "GH_TOK" }
+	if code := Run(f, []string{"--host", "gpu", "-C", "/srv/web", "info"}); code != 0 || slices.Contains(fr.calls[1], "-R") {
+		t.Errorf("info: exit %d, %q", code, fr.calls)
+	}
+	// Nothing this machine can read: no relay.
+	f, fr, _ = hostFactory(t, home, false)
+	if code := Run(f, []string{"--host", "gpu", "-C", "/srv/web", "shell"}); code != 0 || slices.Contains(fr.calls[1], "-R") {
+		t.Errorf("shell without the key: exit %d, %q", code, fr.calls)
+	}
+	// The hidden flags are corral's to set on the host.
+	f, fr, _ = hostFactory(t, home, false)
+	if code := Run(f, []string{"--host", "gpu", "-C", "/srv/web", "--credential-relay", "/tmp/x", "run", "true"}); code == 0 || len(fr.calls) != 0 {
+		t.Errorf("hidden flag on a forwarded command: exit %d, %q", code, fr.calls)
 	}
 }

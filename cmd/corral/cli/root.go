@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/remote"
 	"github.com/corral-dev/corral/core/secret"
 	"github.com/spf13/cobra"
 )
@@ -94,6 +95,12 @@ the hosts the host side allows.`,
 	root.PersistentFlags().StringVarP(&f.Dir, "dir", "C", "", "project `directory` (default: the working directory)")
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "log what corral does to stderr")
 	root.PersistentFlags().StringVar(&f.Host, "host", "", "run a box command on this remote `host` (corral host ls; \"local\": this machine)")
+	// Set by a laptop's corral on the command it runs here over ssh, never
+	// by hand: where its credential relay is forwarded, and its token.
+	root.PersistentFlags().StringVar(&f.RelaySocket, strings.TrimPrefix(remote.RelayFlag, "--"), "", "the laptop's credential relay `socket` (set by corral --host)")
+	root.PersistentFlags().StringVar(&f.RelayToken, strings.TrimPrefix(remote.RelayTokenFlag, "--"), "", "the laptop's credential relay `token` (set by corral --host)")
+	_ = root.PersistentFlags().MarkHidden(strings.TrimPrefix(remote.RelayFlag, "--"))
+	_ = root.PersistentFlags().MarkHidden(strings.TrimPrefix(remote.RelayTokenFlag, "--"))
 	root.AddCommand(
 		NewCmdConfig(f),
 		NewCmdUp(f, nil),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/launchenv"
 	"golang.org/x/term"
 )
@@ -42,6 +43,11 @@ func sessionRun(f *Factory, agentName string, opt box.SessionOptions) error {
 // environment: its environment, the keychain and, at a terminal, its size.
 func sessionHost(f *Factory, tty bool) box.SessionHost {
 	h := box.SessionHost{Getenv: f.lookupEnv}
+	if f.RelaySocket != "" || f.RelayToken != "" {
+		// Checked by the box's broker before it dials (a socket in its run
+		// directory, named as ssh's forward is named, this user's).
+		h.Relay = &egress.Relay{Socket: f.RelaySocket, Token: f.RelayToken}
+	}
 	if f.SecretStore != nil {
 		h.Secrets = f.SecretStore()
 	}
