@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
@@ -92,7 +93,7 @@ func (f *fakeLima) command(ctx context.Context, name string, args ...string) *ex
 	return exec.Command("true")
 }
 
-func newTestService(t *testing.T, f *fakeLima) (*Service, Resolved) {
+func newTestService(t *testing.T, f *fakeLima) (*Service, boxmeta.Resolved) {
 	t.Helper()
 	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
 	if err := l.Ensure(); err != nil {
@@ -103,7 +104,7 @@ func newTestService(t *testing.T, f *fakeLima) (*Service, Resolved) {
 	if err := os.WriteFile(l.GlobalConfig(), []byte("network = \"full\"\ngolden = false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Resolve(l, ResolveOptions{Dir: proj, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: proj, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestFailedCreateIsRecoveredByNextUp(t *testing.T) {
 	if err == nil || !errors.As(err, &le) || !strings.Contains(err.Error(), "boot failed") {
 		t.Fatalf("err = %v", err)
 	}
-	m, err := ReadMeta(s.Layout, r.Project.Box)
+	m, err := boxmeta.Read(s.Layout, r.Project.Box)
 	if err != nil || !m.Provisioning {
 		t.Fatalf("half-created box not marked: %+v %v", m, err)
 	}
@@ -187,7 +188,7 @@ func TestRemoveRunningNeedsForce(t *testing.T) {
 	if err := s.Remove(context.Background(), r.Project.Box, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadMeta(s.Layout, r.Project.Box); !errors.Is(err, ErrNoMeta) {
+	if _, err := boxmeta.Read(s.Layout, r.Project.Box); !errors.Is(err, boxmeta.ErrNotFound) {
 		t.Errorf("metadata left: %v", err)
 	}
 }
@@ -244,7 +245,7 @@ func TestLockWaitIsQuietWhenBrief(t *testing.T) {
 func TestGoldenNameIgnoresProject(t *testing.T) {
 	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
 	s, r1 := newTestService(t, f)
-	r2, err := Resolve(s.Layout, ResolveOptions{Dir: t.TempDir(), Platform: r1.Platform})
+	r2, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: t.TempDir(), Platform: r1.Platform})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func TestRebuildChecksLimaFirst(t *testing.T) {
 	if _, ok := f.insts[r.Project.Box]; !ok {
 		t.Error("the instance was removed")
 	}
-	if _, err := ReadMeta(s.Layout, r.Project.Box); err != nil {
+	if _, err := boxmeta.Read(s.Layout, r.Project.Box); err != nil {
 		t.Errorf("the metadata was removed: %v", err)
 	}
 	for _, c := range f.calls {

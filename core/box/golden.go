@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 )
@@ -23,7 +24,7 @@ func (s *Service) Goldens(ctx context.Context) ([]Golden, error) {
 	if err != nil {
 		return nil, err
 	}
-	metas, _ := ListMeta(s.Layout)
+	metas, _ := boxmeta.List(s.Layout)
 	var out []Golden
 	for _, in := range insts {
 		if !strings.HasPrefix(in.Name, "golden-") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -59,7 +60,7 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Meta{Name: "web-3f2a1c", Network: config.NetworkBroker, BrokerPort: 42001}
+	m := boxmeta.Meta{Name: "web-3f2a1c", Network: config.NetworkBroker, BrokerPort: 42001}
 	ctl, err := credential.ListenControl(l.BrokerControl(m.Name), h, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	s := &Service{Layout: l, Logger: discard()}
-	r := Resolved{Platform: config.Platform{OS: "linux", Arch: "amd64"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
+	r := boxmeta.Resolved{Platform: config.Platform{OS: "linux", Arch: "amd64"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
 	for _, tty := range []bool{true, false} {
 		store := &countingStore{}
 		if err := store.Set(context.Background(), ref.Service, ref.Account, "sk-real"); err != nil {

@@ -1,3 +1,6 @@
+// Package box is the lifecycle service shared by the CLI and the menu-bar
+// app: it resolves a project to its box, loads the box's layered config,
+// renders its Lima template, and creates, starts, stops and removes boxes.
 package box
 
 import (
@@ -21,12 +24,8 @@ import (
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/qemuwrap"
 )
-
-// QemuShimName is the name under which the corral binary acts as Lima's
-// qemu (see cmd/corral/cli: a multi-call binary picks the qemu wrapper by
-// its argv[0]).
-const QemuShimName = "qemu-system-"
 
 // StartTimeout bounds one limactl start (a TCG boot takes about a minute).
 const StartTimeout = 15 * time.Minute
@@ -126,7 +125,7 @@ func (s *Service) qemuShim() (string, error) {
 	if s.Exe == "" {
 		return "", errors.New("qemu shim: unknown corral executable")
 	}
-	link := filepath.Join(s.Layout.RunDir(), "bin", QemuShimName+qemuArch())
+	link := filepath.Join(s.Layout.RunDir(), "bin", qemuwrap.ShimName+qemuArch())
 	if err := replaceLink(link, shimTarget(s.Exe)); err != nil {
 		return "", fmt.Errorf("linking the qemu shim: %w", err)
 	}

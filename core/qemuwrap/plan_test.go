@@ -1,4 +1,4 @@
-package box
+package qemuwrap
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
@@ -49,7 +50,7 @@ func TestPlanQemu(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, network := range map[string]config.Network{"b-1": config.NetworkBroker, "o-1": config.NetworkOffline, "f-1": config.NetworkFull, "x-1": "mesh"} {
-		if err := WriteMeta(l, Meta{Name: name, Network: network, BrokerPort: 42123, VMType: "qemu"}); err != nil {
+		if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Network: network, BrokerPort: 42123, VMType: "qemu"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,7 +81,7 @@ func TestPlanQemu(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := PlanQemu(tt.args, l, exe)
+			p, err := NewPlan(tt.args, l, exe)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one about %q", err, tt.wantErr)
@@ -106,11 +107,11 @@ func TestWrapperOutputPassesTheProof(t *testing.T) {
 	}
 	for _, network := range []config.Network{config.NetworkBroker, config.NetworkOffline} {
 		name := string(network) + "-1"
-		if err := WriteMeta(l, Meta{Name: name, Network: network, BrokerPort: 42999, VMType: "qemu"}); err != nil {
+		if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Network: network, BrokerPort: 42999, VMType: "qemu"}); err != nil {
 			t.Fatal(err)
 		}
 		in := limaLaunch(t, l.LimaHome(), name)
-		p, err := PlanQemu(in, l, "/Users/A B/corral,x/corral")
+		p, err := NewPlan(in, l, "/Users/A B/corral,x/corral")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,10 +164,10 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	g(proj, "submodule", "add", "-q", child, "sub")
 	g(proj, "update-index", "--add", "--cacheinfo", "160000,"+g(child, "rev-parse", "HEAD")+",vendor/lib")
 	g(proj, "commit", "-qm", "super")
-	if err := WriteMeta(l, Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	p, err := NewPlan(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	if len(p.Private) != 1 || p.Private[0].Target != filepath.Join(proj, "vendor", "lib") || !strings.HasPrefix(p.Private[0].Source, l.GitlinksDir("p-1")+"/") {
 		t.Errorf("Private = %+v", p.Private)
 	}
-	again, _ := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	again, _ := NewPlan(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if !slices.Equal(again.Private, p.Private) {
 		t.Errorf("a second plan moved the private directory: %+v then %+v", p.Private, again.Private)
 	}
@@ -187,7 +188,7 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(proj, ".git"), filepath.Join(proj, "vendor", "lib")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	_, err = NewPlan(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if !errors.Is(err, gitshadow.ErrGitlink) || !strings.Contains(err.Error(), "vendor/lib is a symbolic link") || !strings.Contains(hint.Of(err), "rm "+filepath.Join(proj, "vendor", "lib")) {
 		t.Errorf("a symlink at a gitlink path: %v (hint %q)", err, hint.Of(err))
 	}
@@ -221,10 +222,10 @@ func TestPlanQemuHide(t *testing.T) {
 		t.Fatal(err)
 	}
 	hide := []string{"secret", ".env", "missing", "link", "link/inner", "fifo", ".env/x"}
-	if err := WriteMeta(l, Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: hide}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: hide}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	p, err := NewPlan(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,15 +251,15 @@ func TestPlanQemuHide(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(l.HiddenDir(), "empty", "x"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "must be an empty directory") {
+	if _, err := NewPlan(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "must be an empty directory") {
 		t.Errorf("a non-empty cover: %v", err)
 	}
 	// A hide path that leaves the project (metadata is corral's own, but
 	// checked again) is refused.
-	if err := WriteMeta(l, Meta{Name: "p-2", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: []string{"../x"}}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "p-2", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: []string{"../x"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-2"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "not inside the project") {
+	if _, err := NewPlan(limaLaunch(t, l.LimaHome(), "p-2"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "not inside the project") {
 		t.Errorf("../x: %v", err)
 	}
 }
