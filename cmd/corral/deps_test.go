@@ -55,7 +55,7 @@ var floors = []struct {
 	{"rules", []string{
 		"core/agent", "core/agentstate", "core/boxstate", "core/boxmeta", "core/gitshadow", "core/egress", "core/guestconn",
 		"core/config", "core/approval", "core/funnel", "core/limayaml", "core/recent", "core/toolreg",
-		"core/hostgit", "core/credential", "core/launchenv", "core/remote",
+		"core/hostgit", "core/credential", "core/launchenv", "core/remote", "core/golden",
 	}},
 	// Services: the lifecycle, and the program modes started by corral or
 	// Lima (the broker, the qemu wrapper).

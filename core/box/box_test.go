@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
@@ -251,7 +252,7 @@ func TestGoldenNameIgnoresProject(t *testing.T) {
 	}
 	a, _ := goldenTemplate(s, r1)
 	b, _ := goldenTemplate(s, r2)
-	if GoldenName(a) != GoldenName(b) {
+	if golden.Name(a) != golden.Name(b) {
 		t.Error("two projects with the same toolchains need different goldens")
 	}
 }
@@ -294,8 +295,8 @@ func TestGoldenNameIgnoresPerBootSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if GoldenName(got) != GoldenName(base) {
-			t.Errorf("%s: another golden image (%s, not %s)", name, GoldenName(got), GoldenName(base))
+		if golden.Name(got) != golden.Name(base) {
+			t.Errorf("%s: another golden image (%s, not %s)", name, golden.Name(got), golden.Name(base))
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/procinfo"
 )
@@ -126,7 +127,7 @@ func PlanGC(st GCState) GCPlan {
 	for _, n := range sorted(st.Instances) {
 		switch {
 		case strings.HasPrefix(n, "_") || strings.HasPrefix(n, "."):
-		case strings.HasPrefix(n, "golden-"):
+		case golden.Is(n):
 			if !usedGolden[n] {
 				unusedGoldens = append(unusedGoldens, n)
 			}
@@ -371,7 +372,7 @@ var errGCSkip = errors.New("no longer garbage")
 func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 	switch it.Kind {
 	case GCGolden:
-		return s.RemoveGolden(ctx, it.Box, false)
+		return s.Goldens().Remove(ctx, it.Box, false)
 	case GCTemp:
 		// Rechecked: a temp that is younger now is another write's.
 		if !atomicfile.RemoveOrphan(it.Path, s.now()) {

@@ -2,8 +2,6 @@ package box
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
@@ -320,8 +319,8 @@ func (s *Service) create(ctx context.Context, r boxmeta.Resolved, opt UpOptions)
 	}
 	// The rendered template carries the ports key's forwards.
 	m.Ports = c.Ports()
-	golden := *c.Golden && !opt.NoGolden
-	if golden {
+	fromGolden := *c.Golden && !opt.NoGolden
+	if fromGolden {
 		g, err := s.EnsureGolden(ctx, r)
 		if err != nil {
 			return m, err
@@ -390,45 +389,20 @@ func (s *Service) writeTemplate(name string, yaml []byte) (string, error) {
 	return p, atomicfile.WriteFile(p, yaml, 0o600)
 }
 
-// GoldenName is the golden instance for a project-independent template.
-func GoldenName(goldenYAML []byte) string {
-	sum := sha256.Sum256(goldenYAML)
-	return "golden-" + hex.EncodeToString(sum[:])[:12]
-}
-
-// goldenResolved renders the golden variant: no project, and no network
-// unless something must be installed.
+// goldenTemplate renders the golden variant of r (golden.Variant): the
+// template the golden image is built from and named by.
 func goldenTemplate(s *Service, r boxmeta.Resolved) ([]byte, error) {
-	g := r
-	c := g.Loaded.Config
-	net := config.NetworkOffline
-	officialClaude := c.Agent != nil && *c.Agent == "claude" && deref(c.ClaudeInstall) != config.ClaudeInstallNPM
-	// An [agents.NAME] install step is the user's own script (pip, curl):
-	// it gets the network. Built-in steps install from pinned tarballs.
-	a, _, err := limayaml.AgentPins(c, r.Platform.Arch)
+	g, err := golden.Variant(r)
 	if err != nil {
 		return nil, err
 	}
-	definedInstall := !a.Builtin && a.Install != ""
-	if len(c.Packages) > 0 || len(c.Toolchains) > 0 || officialClaude || definedInstall || c.Image == nil || *c.Image == "" {
-		// apt, toolchains and the agent's installer download once, here;
-		// so do nftables, tmux and the rest of what corral's guest scripts
-		// run, when a downloaded cloud image (no image key) lacks them
-		// (guest/provision/05-require.sh).
-		net = config.NetworkFull
-	}
-	c.Network = &net
-	// Sudo is granted or taken at every boot (guest/provision/41-sudo.sh),
-	// so boxes that differ only in it share one golden image.
-	c.Sudo = nil
-	g.Loaded.Config = c
 	rendered, err := Render(s.Layout, g, 0, true)
 	return rendered.YAML, err
 }
 
 // EnsureGolden builds the golden image a box needs, once per distinct
-// project-independent template: created, started to finish provisioning,
-// then stopped.
+// project-independent template (golden.Images.Build), after putting the
+// agent's pinned npm tarballs in the host's cache.
 func (s *Service) EnsureGolden(ctx context.Context, r boxmeta.Resolved) (string, error) {
 	if err := s.fetchNPM(ctx, r); err != nil {
 		return "", err
@@ -437,36 +411,7 @@ func (s *Service) EnsureGolden(ctx context.Context, r boxmeta.Resolved) (string,
 	if err != nil {
 		return "", err
 	}
-	name := GoldenName(yaml)
-	inst, err := s.Lima.Get(ctx, name)
-	if err == nil && inst.Status == lima.StatusStopped {
-		return name, nil
-	}
-	if err == nil {
-		// Running (or broken) golden: a previous build was interrupted.
-		_ = s.Lima.Delete(ctx, name, true)
-	} else if !errors.Is(err, lima.ErrNotFound) {
-		return "", err
-	}
-	s.progress("building golden image %s (once per toolchain set)", name)
-	tmpl, err := s.writeTemplate(name, yaml)
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmpl)
-	if err := s.Lima.Create(ctx, name, tmpl); err != nil {
-		return "", fmt.Errorf("creating golden image %s: %w", name, err)
-	}
-	if err := s.Lima.Start(ctx, name, StartTimeout); err != nil {
-		_ = s.Lima.Delete(context.WithoutCancel(ctx), name, true)
-		return "", fmt.Errorf("provisioning golden image %s: %w", name, err)
-	}
-	// Before it stops: the toolchains are asked in the running golden.
-	s.recordToolchains(ctx, name)
-	if err := s.Lima.Stop(ctx, name, false); err != nil {
-		return "", fmt.Errorf("stopping golden image %s: %w", name, err)
-	}
-	return name, nil
+	return s.Goldens().Build(ctx, yaml)
 }
 
 // Stop stops a box and its broker.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
@@ -167,6 +168,13 @@ func replaceLink(link, target string) error {
 		return err
 	}
 	return nil
+}
+
+// Goldens are the golden images, built with this service's Lima client,
+// progress and guest commands.
+func (s *Service) Goldens() golden.Images {
+	return golden.Images{Layout: s.Layout, Lima: s.Lima, Progress: s.Progress, Logger: s.Logger,
+		Now: s.now, GuestScript: s.guestScript, StartTimeout: StartTimeout}
 }
 
 func (s *Service) progress(format string, args ...any) {

@@ -14,6 +14,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -125,7 +126,7 @@ func NewPlan(args []string, l paths.Layout, exe string) (Plan, error) {
 				p.Options.Funnel.Bridges = append(p.Options.Funnel.Bridges, qemu.Bridge{Port: port, Cmd: funnel.BridgeCommand(exe, name, port)})
 			}
 		}
-	case errors.Is(err, boxmeta.ErrNotFound) && strings.HasPrefix(name, "golden-"):
+	case errors.Is(err, boxmeta.ErrNotFound) && golden.Is(name):
 		if p.Network, err = templateNetwork(filepath.Join(inst, "lima.yaml")); err != nil {
 			return Plan{}, fmt.Errorf("golden image %s: %w", name, err)
 		}
