@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/qemu/qemutest"
 	"github.com/corral-dev/corral/core/qemuwrap"
 	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
@@ -214,7 +215,7 @@ func TestSaveThenUpResumes(t *testing.T) {
 		t.Errorf("state %s", st.State)
 	}
 	// The qemu wrapper resumes it.
-	p, err := qemuwrap.NewPlan(limaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral")
+	p, err := qemuwrap.NewPlan(qemutest.LimaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral")
 	if err != nil || p.Options.LoadVM != SuspendTag || p.DescribeResume() == "" {
 		t.Errorf("plan %+v, %v", p.Options, err)
 	}
@@ -250,7 +251,7 @@ func TestSaveThenUpResumes(t *testing.T) {
 	if _, err := fmt.Sscanf(string(b), "%d\n", &sec); err != nil || sec < before || sec > time.Now().Unix() {
 		t.Errorf("resume got %q on stdin, want the host's time", b)
 	}
-	if p, err := qemuwrap.NewPlan(limaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral"); err != nil || p.Options.LoadVM != "" {
+	if p, err := qemuwrap.NewPlan(qemutest.LimaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral"); err != nil || p.Options.LoadVM != "" {
 		t.Errorf("a resumed box's next launch still loads: %+v %v", p.Options, err)
 	}
 }

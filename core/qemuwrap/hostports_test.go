@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/qemu/qemutest"
 )
 
 // TestPlanQemuHostPorts: a broker box with named host ports gets one
@@ -28,7 +29,7 @@ func TestPlanQemuHostPorts(t *testing.T) {
 	if err := boxmeta.Write(l, m); err != nil {
 		t.Fatal(err)
 	}
-	in := limaLaunch(t, l.LimaHome(), name)
+	in := qemutest.LimaLaunch(t, l.LimaHome(), name)
 	exe := "/opt/corral/bin/corral"
 	p, err := NewPlan(in, l, exe)
 	if err != nil {
