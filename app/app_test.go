@@ -24,8 +24,8 @@ import (
 	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/desktoptest"
@@ -743,7 +743,7 @@ func TestNotifiesDenialsOfBoxesCreatedLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := box.WriteMeta(l, box.Meta{Name: p.Box, Project: proj, Network: "broker", Created: time.Now()}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: p.Box, Project: proj, Network: "broker", Created: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -807,7 +807,7 @@ func TestNotifiesGitGuardRevert(t *testing.T) {
 	}
 	proj, _ = filepath.EvalSymlinks(proj)
 	const name = "web-1"
-	if err := box.WriteMeta(l, box.Meta{Name: name, Project: proj, VMType: "vz", GitShadowOff: true, Created: time.Now()}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Project: proj, VMType: "vz", GitShadowOff: true, Created: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := (gitshadow.Guard{Dir: l.GitGuardDir(name)}).Record(proj, time.Now()); err != nil {

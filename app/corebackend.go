@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
@@ -348,7 +349,7 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		v.Asked = b.askedRequests(s.Name, asked)
 		v.Credentials = b.credentialUses(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
-		v.Requests = len(box.PendingRequests(b.svc.Layout, s.Name, s.Project))
+		v.Requests = len(boxmeta.PendingRequests(b.svc.Layout, s.Name, s.Project))
 		v.Detached = b.detached(s, now)
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
@@ -411,7 +412,7 @@ func (b *coreBackend) GuardGit(ctx context.Context) []GitRevert {
 	var out []GitRevert
 	for _, r := range b.svc.GuardGit() {
 		g := GitRevert{Box: r.Box, Err: r.Err}
-		if m, err := box.ReadMeta(b.svc.Layout, r.Box); err == nil {
+		if m, err := boxmeta.Read(b.svc.Layout, r.Box); err == nil {
 			g.Project = m.Project
 		}
 		gitDir := filepath.Join(g.Project, ".git")
@@ -447,11 +448,11 @@ func (b *coreBackend) Allow(ctx context.Context, name, host string, scope AllowS
 }
 
 func (b *coreBackend) Rebuild(ctx context.Context, name string) error {
-	m, err := box.ReadMeta(b.svc.Layout, name)
+	m, err := boxmeta.Read(b.svc.Layout, name)
 	if err != nil {
 		return err
 	}
-	r, err := box.Resolve(b.svc.Layout, box.ResolveOptions{Dir: m.Project})
+	r, err := boxmeta.Resolve(b.svc.Layout, boxmeta.ResolveOptions{Dir: m.Project})
 	if err != nil {
 		return err
 	}
@@ -519,7 +520,7 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 	}
 	first := true
 	rescan := func() error {
-		metas, err := box.ListMeta(b.svc.Layout)
+		metas, err := boxmeta.List(b.svc.Layout)
 		switch {
 		case err != nil && first && len(metas) == 0:
 			return err

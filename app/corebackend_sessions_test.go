@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/app/menu"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 )
 
@@ -28,7 +29,7 @@ func TestDetachedNeverWaits(t *testing.T) {
 		}
 		return []box.GuestSession{{Box: name, Name: "claude", Agent: "claude", Attached: 1, Activity: time.Unix(100, 0)}}, nil
 	}}
-	st := box.Status{Meta: box.Meta{Name: "web-1"}, State: boxstate.Running}
+	st := box.Status{Meta: boxmeta.Meta{Name: "web-1"}, State: boxstate.Running}
 	start := time.Now()
 	for range 5 {
 		if got := b.detached(st, time.Now()); got != nil {
@@ -76,7 +77,7 @@ func TestDetachedNeverWaits(t *testing.T) {
 		t.Errorf("after a failed ask: %+v (%d asks)", got, calls.Load())
 	}
 	// A stopped box has none and is not asked.
-	if got := b.detached(box.Status{Meta: box.Meta{Name: "api-1"}, State: boxstate.Stopped}, time.Now()); got != nil || calls.Load() != 2 {
+	if got := b.detached(box.Status{Meta: boxmeta.Meta{Name: "api-1"}, State: boxstate.Stopped}, time.Now()); got != nil || calls.Load() != 2 {
 		t.Errorf("stopped box: %+v (%d asks)", got, calls.Load())
 	}
 }

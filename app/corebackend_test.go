@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
@@ -79,8 +80,8 @@ func TestSnapshotHostPorts(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	m := box.Meta{Name: "ide-1", Network: config.NetworkBroker, BrokerPort: 42999, VMType: config.VMTypeQEMU, HostPorts: []int{9229, 63342}}
-	if err := box.WriteMeta(l, m); err != nil {
+	m := boxmeta.Meta{Name: "ide-1", Network: config.NetworkBroker, BrokerPort: 42999, VMType: config.VMTypeQEMU, HostPorts: []int{9229, 63342}}
+	if err := boxmeta.Write(l, m); err != nil {
 		t.Fatal(err)
 	}
 	svc, _ := boxtest.Service(l, time.Now(), audit.ActorApp)

@@ -53,9 +53,9 @@ var floors = []struct {
 	// Rules: each owns one rule of corral's (a box's states, the egress
 	// decision, trust classes, credential injection, ...).
 	{"rules", []string{
-		"core/agent", "core/agentstate", "core/boxstate", "core/gitshadow", "core/egress", "core/guestconn",
+		"core/agent", "core/agentstate", "core/boxstate", "core/boxmeta", "core/gitshadow", "core/egress", "core/guestconn",
 		"core/config", "core/approval", "core/funnel", "core/limayaml", "core/recent", "core/toolreg",
-		"core/hostgit", "core/credential", "core/launchenv", "core/remote",
+		"core/hostgit", "core/credential", "core/launchenv", "core/remote", "core/golden",
 	}},
 	// Services: the lifecycle, and the program modes started by corral or
 	// Lima (the broker, the qemu wrapper).
@@ -78,8 +78,23 @@ var narrower = map[string][]string{
 	// The state machine is imported by the app and the broker without the
 	// lifecycle.
 	"core/boxstate": {"core/lima"},
+	// A box's identity and metadata: read by the broker, the qemu wrapper
+	// and the app without the lifecycle, so it stays low.
+	"core/boxmeta": {
+		"core/agent", "core/agentstate", "core/atomicfile", "core/boxstate", "core/config", "core/display",
+		"core/hint", "core/hostinfo", "core/paths", "core/project", "core/untrusted",
+	},
 	// The menu is pure: state in, tree out.
 	"app/menu": {"core/boxstate", "core/display", "core/egress"},
+}
+
+// apart are packages of one floor that must not import another of it: the
+// program modes started by corral or Lima read a box through core/boxmeta,
+// never through the lifecycle (core/box imports them: the broker's argv,
+// the qemu wrapper's link name).
+var apart = map[string][]string{
+	"core/broker":   {"core/box"},
+	"core/qemuwrap": {"core/box"},
 }
 
 // TestLayers checks every import between the module's packages (tests
@@ -94,6 +109,25 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// TestLayersLifecycleApart: the broker and the qemu wrapper do not reach the
+// lifecycle through anything, their tests included.
+func TestLayersLifecycleApart(t *testing.T) {
+	for pkg, deny := range apart {
+		out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			dep, _, _ = strings.Cut(dep, " ")
+			for _, d := range deny {
+				if dep == module+d {
+					t.Errorf("%s (or its tests) depends on %s: read a box through core/boxmeta", pkg, d)
+				}
+			}
+		}
+	}
+}
+
 // TestLayersCatch: each kind of violation is caught (the check is not
 // vacuous).
 func TestLayersCatch(t *testing.T) {
@@ -102,6 +136,10 @@ func TestLayersCatch(t *testing.T) {
 		module + "core/newthing fmt":                                   "has no floor",
 		module + "core/box " + module + "core/box/boxtest":             "test-only package",
 		module + "core/guestconn " + module + "core/config":            "it may import only",
+		module + "core/broker " + module + "core/box":                  "must not import",
+		module + "core/qemuwrap " + module + "core/box":                "must not import",
+		module + "core/boxmeta " + module + "core/lima":                "it may import only",
+		module + "core/box " + module + "core/broker":                  "",
 		module + "cmd/corral/cli " + module + "app/menu":               "do not import each other",
 		module + "app " + module + "cmd/corral/cli":                    "do not import each other",
 		module + "core/egress os " + module + "core/display":           "",
@@ -149,6 +187,9 @@ func layerErrors(listing string) []string {
 			} else if known && to > from {
 				errs = append(errs, fmt.Sprintf("%s (floor %s) imports %s (floor %s): a floor imports only its own and lower floors",
 					pkg, floors[from].name, dep, floors[to].name))
+			}
+			if slices.Contains(apart[pkg], dep) {
+				errs = append(errs, fmt.Sprintf("%s imports %s: it must not import the lifecycle (read a box through core/boxmeta)", pkg, dep))
 			}
 			if allowed, ok := narrower[pkg]; ok && !slices.Contains(allowed, dep) {
 				errs = append(errs, fmt.Sprintf("%s imports %s: it may import only %s", pkg, dep, strings.Join(allowed, ", ")))

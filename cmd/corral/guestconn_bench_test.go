@@ -16,7 +16,7 @@ import (
 // under the host funnel: one fork+exec of `EXE guest-conn BOX` with a
 // socketpair end on its stdin, passing it to a listening broker socket.
 // EXE is corral itself (the fallback) or the small corral-guest-conn that
-// box.PlanQemu prefers when it is installed beside corral; an empty Go
+// qemuwrap.NewPlan prefers when it is installed beside corral; an empty Go
 // program (`func main() {}`) is the floor of any Go process on the same
 // machine. cpu-ms/op is the child's user+system CPU from rusage (the target
 // is at most 3 ms); wall-ms/op includes the fork and the exec. The

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
@@ -44,22 +45,22 @@ func (j Judged) Describe() string {
 // toolchains, ... its .corral.toml asks for), each judged by the grant check.
 type Requests struct {
 	Box      string
-	Resolved Resolved
+	Resolved boxmeta.Resolved
 	Pending  []Judged
 }
 
-// ToApprove finds the box (Locate: named, else the project at dir's),
+// ToApprove finds the box (boxmeta.Locate: named, else the project at dir's),
 // loads its config and judges its pending requests; only, when not empty,
 // narrows them to those KEY=ENTRY selectors (each must name a pending
 // request). Requests are answered only for a config that loads cleanly:
 // approving hosts for a file that is refused would be a promise corral does
 // not keep.
 func ToApprove(l paths.Layout, p config.Platform, name, dir string, only []string) (Requests, error) {
-	loc, err := Locate(l, name, dir)
+	loc, err := boxmeta.Locate(l, name, dir)
 	if err != nil {
 		return Requests{}, err
 	}
-	r, err := Resolve(l, ResolveOptions{Dir: loc.Project, Platform: p})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: loc.Project, Platform: p})
 	if err != nil {
 		return Requests{}, err
 	}

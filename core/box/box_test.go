@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
@@ -92,7 +94,7 @@ func (f *fakeLima) command(ctx context.Context, name string, args ...string) *ex
 	return exec.Command("true")
 }
 
-func newTestService(t *testing.T, f *fakeLima) (*Service, Resolved) {
+func newTestService(t *testing.T, f *fakeLima) (*Service, boxmeta.Resolved) {
 	t.Helper()
 	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
 	if err := l.Ensure(); err != nil {
@@ -103,7 +105,7 @@ func newTestService(t *testing.T, f *fakeLima) (*Service, Resolved) {
 	if err := os.WriteFile(l.GlobalConfig(), []byte("network = \"full\"\ngolden = false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Resolve(l, ResolveOptions{Dir: proj, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: proj, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func TestFailedCreateIsRecoveredByNextUp(t *testing.T) {
 	if err == nil || !errors.As(err, &le) || !strings.Contains(err.Error(), "boot failed") {
 		t.Fatalf("err = %v", err)
 	}
-	m, err := ReadMeta(s.Layout, r.Project.Box)
+	m, err := boxmeta.Read(s.Layout, r.Project.Box)
 	if err != nil || !m.Provisioning {
 		t.Fatalf("half-created box not marked: %+v %v", m, err)
 	}
@@ -187,7 +189,7 @@ func TestRemoveRunningNeedsForce(t *testing.T) {
 	if err := s.Remove(context.Background(), r.Project.Box, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadMeta(s.Layout, r.Project.Box); !errors.Is(err, ErrNoMeta) {
+	if _, err := boxmeta.Read(s.Layout, r.Project.Box); !errors.Is(err, boxmeta.ErrNotFound) {
 		t.Errorf("metadata left: %v", err)
 	}
 }
@@ -244,13 +246,13 @@ func TestLockWaitIsQuietWhenBrief(t *testing.T) {
 func TestGoldenNameIgnoresProject(t *testing.T) {
 	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
 	s, r1 := newTestService(t, f)
-	r2, err := Resolve(s.Layout, ResolveOptions{Dir: t.TempDir(), Platform: r1.Platform})
+	r2, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: t.TempDir(), Platform: r1.Platform})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _ := goldenTemplate(s, r1)
 	b, _ := goldenTemplate(s, r2)
-	if GoldenName(a) != GoldenName(b) {
+	if golden.Name(a) != golden.Name(b) {
 		t.Error("two projects with the same toolchains need different goldens")
 	}
 }
@@ -293,8 +295,8 @@ func TestGoldenNameIgnoresPerBootSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if GoldenName(got) != GoldenName(base) {
-			t.Errorf("%s: another golden image (%s, not %s)", name, GoldenName(got), GoldenName(base))
+		if golden.Name(got) != golden.Name(base) {
+			t.Errorf("%s: another golden image (%s, not %s)", name, golden.Name(got), golden.Name(base))
 		}
 	}
 }
@@ -314,7 +316,7 @@ func TestRebuildChecksLimaFirst(t *testing.T) {
 	if _, ok := f.insts[r.Project.Box]; !ok {
 		t.Error("the instance was removed")
 	}
-	if _, err := ReadMeta(s.Layout, r.Project.Box); err != nil {
+	if _, err := boxmeta.Read(s.Layout, r.Project.Box); err != nil {
 		t.Errorf("the metadata was removed: %v", err)
 	}
 	for _, c := range f.calls {

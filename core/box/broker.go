@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/core/boxmeta"
+	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/untrusted"
 	"net"
 	"os"
@@ -25,7 +27,7 @@ var ErrBrokerDown = errors.New("the egress broker is not answering")
 // or the next free one when another box or process has it.
 func (s *Service) pickBrokerPort(box string) int {
 	used := map[int]bool{}
-	metas, _ := ListMeta(s.Layout)
+	metas, _ := boxmeta.List(s.Layout)
 	for _, m := range metas {
 		if m.Name != box {
 			used[m.BrokerPort] = true
@@ -47,7 +49,7 @@ func (s *Service) pickBrokerPort(box string) int {
 // brokerAlive reports whether pid is a running corral broker for box that
 // started at start (0: any start, for state written before start times
 // were kept). It identifies the process by its argv (`corral broker --box
-// BOX`, egress.ParseBrokerArgv) and its start time, on Linux and macOS
+// BOX`, broker.ParseArgv) and its start time, on Linux and macOS
 // through the same reads (core/procinfo): after a reboot the saved PID may
 // be any of the user's processes, and stop, rm and gc signal what this
 // says is the broker.
@@ -61,7 +63,7 @@ func brokerAlive(pid int, box string, start int64) bool {
 
 // isBroker is brokerAlive's decision on a process's identity.
 func isBroker(id procinfo.Identity, box string, start int64) bool {
-	a, ok := egress.ParseBrokerArgv(id.Argv)
+	a, ok := broker.ParseArgv(id.Argv)
 	return ok && a.Box == box && procinfo.Same(id, start)
 }
 
@@ -77,7 +79,7 @@ func BrokerAnswering(port int) bool {
 
 // EnsureBroker starts the box's broker if it is not running and waits for
 // it to answer. Boxes not in broker mode have none.
-func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
+func (s *Service) EnsureBroker(ctx context.Context, m *boxmeta.Meta) error {
 	if m.Network != config.NetworkBroker {
 		return nil
 	}
@@ -89,7 +91,7 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 		return fmt.Errorf("starting the broker of box %s: %w", m.Name, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(s.Exe, egress.BrokerArgv(egress.BrokerArgs{Box: m.Name, Listen: "127.0.0.1:" + strconv.Itoa(m.BrokerPort)})...)
+	cmd := exec.Command(s.Exe, broker.Argv(broker.Args{Box: m.Name, Listen: "127.0.0.1:" + strconv.Itoa(m.BrokerPort)})...)
 	cmd.Env = append(os.Environ(), "CORRAL_HOME="+s.Layout.Home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command
@@ -113,7 +115,7 @@ func (s *Service) EnsureBroker(ctx context.Context, m *Meta) error {
 }
 
 // StopBroker ends the box's broker, if it runs.
-func (s *Service) StopBroker(m *Meta) {
+func (s *Service) StopBroker(m *boxmeta.Meta) {
 	if brokerAlive(m.BrokerPID, m.Name, m.BrokerStart) {
 		_ = syscall.Kill(m.BrokerPID, syscall.SIGTERM)
 		for i := 0; i < 50 && brokerAlive(m.BrokerPID, m.Name, m.BrokerStart); i++ {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
 )
@@ -128,7 +129,7 @@ func (s *Service) Attach(ctx context.Context, box, name string, opt AttachOption
 	if err := CheckSessionName(name); err != nil {
 		return err
 	}
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/agentstate"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
@@ -364,7 +365,7 @@ type HostFactsOptions struct {
 // imagesFor are the remote images a new box in dir would download: its
 // effective image key, or the defaults when its config does not load.
 func (s *Service) imagesFor(dir string) []limayaml.Image {
-	r, err := Resolve(s.Layout, ResolveOptions{Dir: dir, Platform: HostPlatform()})
+	r, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: dir, Platform: boxmeta.HostPlatform()})
 	if err != nil {
 		return limayaml.DefaultImages(runtime.GOARCH)
 	}
@@ -414,14 +415,14 @@ func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFac
 		f.Dirs = append(f.Dirs, df)
 	}
 	f.MaxNameLen = project.MaxNameLen(s.Layout.LimaHome())
-	metas, _ := ListMeta(s.Layout)
+	metas, _ := boxmeta.List(s.Layout)
 	users := map[config.SecretRef][]string{}
 	for _, m := range metas {
 		f.BoxNames = append(f.BoxNames, m.Name)
 		if m.GitShadowOff {
 			f.GitShadowOff = append(f.GitShadowOff, m.Name)
 		}
-		r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project})
+		r, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: m.Project})
 		if err != nil {
 			continue
 		}
@@ -477,7 +478,7 @@ type GuestRunner func(ctx context.Context, argv, environ []string, script string
 // check that it arrives.
 type DoctorBoxOptions struct {
 	// Resolved is the box's project and effective config.
-	Resolved Resolved
+	Resolved boxmeta.Resolved
 	// Host is what a session of the caller's would take from the host
 	// (SessionHost): DoctorBox assembles the box's session environment
 	// from it as a session does (DoctorEnv), checks that its variables
@@ -494,7 +495,7 @@ const guestTimeout = time.Minute
 // trip, the guest (provisioning, units, network mode, the session
 // environment and git credentials).
 func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOptions) []Check {
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return []Check{fail("box "+box, err.Error(), hintOf(err, "corral ls lists the boxes"))}
 	}
@@ -747,7 +748,7 @@ func Failed(checks []Check) bool {
 
 // agentStateCheck states where the box's agent state lives; shared state
 // fails the check, with its risk (see core/agentstate).
-func agentStateCheck(m Meta, r Resolved) Check {
+func agentStateCheck(m boxmeta.Meta, r boxmeta.Resolved) Check {
 	const name = "agent state"
 	mode := m.AgentState
 	if r.Project.Box == m.Name {

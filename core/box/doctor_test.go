@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -33,7 +34,7 @@ func healthyHost() HostFacts {
 		Dirs:        []DirFact{{Path: "/h", Mode: 0o700, UID: 1000}, {Path: "/h/lima", Err: os.ErrNotExist}},
 		LimaHome:    "/h/lima", MaxNameLen: 40, BoxNames: []string{"web-3f2a1c"},
 		HostMemory: 16 * gib,
-		Running:    []Status{{Meta: Meta{Name: "web-3f2a1c", MemoryCap: 4 * gib}, State: boxstate.Running}},
+		Running:    []Status{{Meta: boxmeta.Meta{Name: "web-3f2a1c", MemoryCap: 4 * gib}, State: boxstate.Running}},
 		Keychain:   secret.NotFound(doctorProbeService, "probe"),
 	}
 }

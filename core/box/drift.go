@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/limayaml"
 )
 
 // Drift says whether box m's current config (its project's layers as they
 // are now) renders a template other than the one the box was created
 // from: what `corral rebuild` would apply. Up warns about it; info shows it.
-func (s *Service) Drift(m Meta) (bool, error) {
-	r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project})
+func (s *Service) Drift(m boxmeta.Meta) (bool, error) {
+	r, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: m.Project})
 	if err != nil {
 		return false, fmt.Errorf("box %s: %w", m.Name, err)
 	}

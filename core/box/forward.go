@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
@@ -33,18 +34,18 @@ type PortResult struct {
 }
 
 // ForwardPort is `corral port` up to the live forward: it adds p to the
-// ports of the box (Locate: named, else the project at dir's) in its
+// ports of the box (boxmeta.Locate: named, else the project at dir's) in its
 // trusted layer, after the one grant check (low host ports) and the check
 // of the box's ports as a whole (clashes, the cap), through WriteTrusted
 // (audit first), and says whether the box runs (PortLive: the caller's
 // Service.AddPort forwards it without a restart). The result says what was
 // done, also with an error that came after the write.
 func ForwardPort(l paths.Layout, plat config.Platform, name, dir string, p config.Port, now time.Time) (PortResult, error) {
-	loc, err := Locate(l, name, dir)
+	loc, err := boxmeta.Locate(l, name, dir)
 	if err != nil {
 		return PortResult{}, err
 	}
-	r, err := Resolve(l, ResolveOptions{Dir: loc.Project, Platform: plat})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: loc.Project, Platform: plat})
 	if err != nil {
 		return PortResult{}, err
 	}
@@ -65,7 +66,7 @@ func ForwardPort(l paths.Layout, plat config.Platform, name, dir string, p confi
 		}
 		res.Written = l.ProjectConfig(res.Box)
 	}
-	if _, err := ReadMeta(l, res.Box); errors.Is(err, ErrNoMeta) {
+	if _, err := boxmeta.Read(l, res.Box); errors.Is(err, boxmeta.ErrNotFound) {
 		return res, nil // PortWhenCreated
 	} else if err != nil {
 		return res, err

@@ -17,7 +17,9 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/boxmeta"
+	"github.com/corral-dev/corral/core/broker"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/procinfo"
 )
@@ -88,7 +90,7 @@ type GCState struct {
 	// MetaNames are the boxes with a metadata file, readable or not;
 	// Metas the readable ones.
 	MetaNames []string
-	Metas     map[string]Meta
+	Metas     map[string]boxmeta.Meta
 	// Instances are the directory names under corral's LIMA_HOME.
 	Instances []string
 	Brokers   []BrokerProc
@@ -125,7 +127,7 @@ func PlanGC(st GCState) GCPlan {
 	for _, n := range sorted(st.Instances) {
 		switch {
 		case strings.HasPrefix(n, "_") || strings.HasPrefix(n, "."):
-		case strings.HasPrefix(n, "golden-"):
+		case golden.Is(n):
 			if !usedGolden[n] {
 				unusedGoldens = append(unusedGoldens, n)
 			}
@@ -241,7 +243,7 @@ func sortedFiles(fs []GCFile) []GCFile {
 
 // GCState reads the state PlanGC decides on.
 func (s *Service) GCState(goldens bool) (GCState, error) {
-	st := GCState{Now: s.now(), Metas: map[string]Meta{}, Goldens: goldens}
+	st := GCState{Now: s.now(), Metas: map[string]boxmeta.Meta{}, Goldens: goldens}
 	ents, err := os.ReadDir(s.Layout.BoxesDir())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return st, fmt.Errorf("listing boxes: %w", err)
@@ -249,7 +251,7 @@ func (s *Service) GCState(goldens bool) (GCState, error) {
 	for _, e := range ents {
 		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(n, ".") {
 			st.MetaNames = append(st.MetaNames, n)
-			if m, err := ReadMeta(s.Layout, n); err == nil {
+			if m, err := boxmeta.Read(s.Layout, n); err == nil {
 				st.Metas[n] = m
 			}
 		}
@@ -305,7 +307,7 @@ type procTable struct {
 var hostProcs = procTable{pids: procinfo.PIDs, argv: procinfo.Argv, environ: procinfo.Environ}
 
 // scanBrokers finds `corral broker --box BOX` processes of the state dir
-// home: the argv parses as a broker's (egress.ParseBrokerArgv) and the
+// home: the argv parses as a broker's (broker.ParseArgv) and the
 // environment has CORRAL_HOME=home (EnsureBroker sets it), so brokers of
 // other state dirs are never touched. The result is in PID order.
 func scanBrokers(pt procTable, home string) []BrokerProc {
@@ -317,7 +319,7 @@ func scanBrokers(pt procTable, home string) []BrokerProc {
 		if err != nil {
 			continue
 		}
-		a, ok := egress.ParseBrokerArgv(argv)
+		a, ok := broker.ParseArgv(argv)
 		if !ok {
 			continue
 		}
@@ -370,7 +372,7 @@ var errGCSkip = errors.New("no longer garbage")
 func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 	switch it.Kind {
 	case GCGolden:
-		return s.RemoveGolden(ctx, it.Box, false)
+		return s.Goldens().Remove(ctx, it.Box, false)
 	case GCTemp:
 		// Rechecked: a temp that is younger now is another write's.
 		if !atomicfile.RemoveOrphan(it.Path, s.now()) {
@@ -383,8 +385,8 @@ func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 		return err
 	}
 	defer lock.Unlock()
-	_, merr := ReadMeta(s.Layout, it.Box)
-	noMeta := errors.Is(merr, ErrNoMeta)
+	_, merr := boxmeta.Read(s.Layout, it.Box)
+	noMeta := errors.Is(merr, boxmeta.ErrNotFound)
 	switch it.Kind {
 	case GCInstance:
 		if !noMeta {
@@ -402,14 +404,14 @@ func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 		}
 		return nil
 	case GCMeta:
-		m, err := ReadMeta(s.Layout, it.Box)
+		m, err := boxmeta.Read(s.Layout, it.Box)
 		if _, serr := os.Stat(filepath.Join(s.Layout.LimaHome(), it.Box)); serr == nil {
 			return errGCSkip
 		}
 		if err == nil {
 			s.StopBroker(&m)
 		}
-		return RemoveMeta(s.Layout, it.Box)
+		return boxmeta.Remove(s.Layout, it.Box)
 	case GCBroker:
 		// The scan identified it by argv and environment; the argv is
 		// read again here, just before the signal.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/paths"
 )
 
@@ -21,7 +22,7 @@ func TestPlanGC(t *testing.T) {
 		return GCState{
 			Now:       now,
 			MetaNames: []string{"live", "gone", "new", "stale-new", "corrupt"},
-			Metas: map[string]Meta{
+			Metas: map[string]boxmeta.Meta{
 				"live":      {Name: "live", Golden: "golden-aaaaaaaaaaaa"},
 				"gone":      {Name: "gone"},
 				"new":       {Name: "new", Provisioning: true, Created: now.Add(-10 * time.Minute)},
@@ -157,7 +158,7 @@ func TestGCRemoves(t *testing.T) {
 	box := r.Project.Box
 	f.made("orphan")
 	_ = os.MkdirAll(filepath.Join(s.Layout.LimaHome(), "half"), 0o700) // no lima.yaml
-	if err := WriteMeta(s.Layout, Meta{Name: "gone"}); err != nil {
+	if err := boxmeta.Write(s.Layout, boxmeta.Meta{Name: "gone"}); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-15 * 24 * time.Hour)
@@ -178,7 +179,7 @@ func TestGCRemoves(t *testing.T) {
 		t.Fatalf("plan %v, want %v", got, want)
 	}
 	// A box created between planning and removal is left alone.
-	if err := WriteMeta(s.Layout, Meta{Name: "orphan"}); err != nil {
+	if err := boxmeta.Write(s.Layout, boxmeta.Meta{Name: "orphan"}); err != nil {
 		t.Fatal(err)
 	}
 	done, err := s.GC(ctx, plan)
@@ -194,7 +195,7 @@ func TestGCRemoves(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.Layout.LimaHome(), "half")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("half-created dir left: %v", err)
 	}
-	if _, err := ReadMeta(s.Layout, "gone"); !errors.Is(err, ErrNoMeta) {
+	if _, err := boxmeta.Read(s.Layout, "gone"); !errors.Is(err, boxmeta.ErrNotFound) {
 		t.Errorf("metadata left: %v", err)
 	}
 	if _, err := os.Stat(s.Layout.EgressLog(box)); err != nil {
@@ -252,7 +253,7 @@ func TestPendingRequests(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, ".corral.toml"), []byte("egress = [\"a.example.test\", \"b.example.test\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(PendingRequests(l, "web-1", proj)); n != 2 {
+	if n := len(boxmeta.PendingRequests(l, "web-1", proj)); n != 2 {
 		t.Errorf("pending = %d, want 2", n)
 	}
 	if err := os.MkdirAll(l.ProjectsDir(), 0o700); err != nil {
@@ -261,10 +262,10 @@ func TestPendingRequests(t *testing.T) {
 	if err := os.WriteFile(l.ProjectConfig("web-1"), []byte("egress = [\"a.example.test\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(PendingRequests(l, "web-1", proj)); n != 1 {
+	if n := len(boxmeta.PendingRequests(l, "web-1", proj)); n != 1 {
 		t.Errorf("pending after the trusted layer allows one = %d, want 1", n)
 	}
-	if n := len(PendingRequests(l, "web-1", "")); n != 0 {
+	if n := len(boxmeta.PendingRequests(l, "web-1", "")); n != 0 {
 		t.Errorf("no project: %d", n)
 	}
 }

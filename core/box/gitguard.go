@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/gitshadow"
@@ -33,7 +34,7 @@ import (
 //   - "" (not guarded) where the host enforces it (Linux, qemu, 9p): only
 //     the user can change .git, and reverting the user's own `git config`
 //     would be wrong.
-func GitGuardMode(m Meta, goos string) gitshadow.Mode {
+func GitGuardMode(m boxmeta.Meta, goos string) gitshadow.Mode {
 	served9p := m.MountType == config.Mount9p || m.MountType == "" // "": metadata from before mount_type was recorded (9p was the only Linux default)
 	if m.GitShadowOff || goos != "linux" || m.VMType != config.VMTypeQEMU || !served9p {
 		return gitshadow.Commits
@@ -43,7 +44,7 @@ func GitGuardMode(m Meta, goos string) gitshadow.Mode {
 
 // GitGuarded reports whether the host guard watches a box's repository:
 // whenever the box could write the project's git directory.
-func GitGuarded(m Meta, goos string) bool { return GitGuardMode(m, goos) != "" }
+func GitGuarded(m boxmeta.Meta, goos string) bool { return GitGuardMode(m, goos) != "" }
 
 // GitGuardReport is one box's guard result: what changed in what git
 // executes while the box could write it, and whether it was reverted.
@@ -55,7 +56,7 @@ type GitGuardReport struct {
 
 // gitGuard is a box's guard; Mode matters only to Record (a recorded
 // fingerprint carries its mode).
-func (s *Service) gitGuard(m Meta) gitshadow.Guard {
+func (s *Service) gitGuard(m boxmeta.Meta) gitshadow.Guard {
 	return gitshadow.Guard{Dir: s.Layout.GitGuardDir(m.Name), Mode: GitGuardMode(m, runtime.GOOS)}
 }
 
@@ -63,7 +64,7 @@ func (s *Service) gitGuard(m Meta) gitshadow.Guard {
 // already armed (another session runs, or the box was never stopped
 // through corral) it checks and reverts first: a record must never bless
 // what the box wrote.
-func (s *Service) armGitGuard(m Meta) {
+func (s *Service) armGitGuard(m boxmeta.Meta) {
 	if !GitGuarded(m, runtime.GOOS) || m.Project == "" {
 		return
 	}
@@ -79,7 +80,7 @@ func (s *Service) armGitGuard(m Meta) {
 
 // guardGit checks one armed box, reverts and audits what changed; with
 // disarm (the box stopped) it then forgets the fingerprint.
-func (s *Service) guardGit(m Meta, disarm bool) *GitGuardReport {
+func (s *Service) guardGit(m boxmeta.Meta, disarm bool) *GitGuardReport {
 	g := s.gitGuard(m)
 	if !g.Armed() {
 		return nil
@@ -111,7 +112,7 @@ func (s *Service) guardGit(m Meta, disarm bool) *GitGuardReport {
 }
 
 // gitGuardCheck is doctor's view of the host repository's protection.
-func (s *Service) gitGuardCheck(m Meta) Check {
+func (s *Service) gitGuardCheck(m boxmeta.Meta) Check {
 	const name = "host repository"
 	if !GitGuarded(m, runtime.GOOS) {
 		return pass(name, "host-enforced: qemu sees the project's git directory read-only; git in the box writes its shadow")
@@ -141,7 +142,7 @@ func (s *Service) gitGuardCheck(m Meta) Check {
 // corral has no daemon. A box that is no longer running is checked one
 // last time and disarmed.
 func (s *Service) GuardGit() []GitGuardReport {
-	metas, _ := ListMeta(s.Layout)
+	metas, _ := boxmeta.List(s.Layout)
 	var out []GitGuardReport
 	for _, m := range metas {
 		if !s.gitGuard(m).Armed() {
@@ -158,7 +159,7 @@ func (s *Service) GuardGit() []GitGuardReport {
 // nestedRepos looks for git repositories the box may have made inside the
 // project (gitshadow.FindNested, bounded). Not a repository, or a project
 // that cannot be read, finds none.
-func nestedRepos(m Meta) gitshadow.NestedResult {
+func nestedRepos(m boxmeta.Meta) gitshadow.NestedResult {
 	if m.Project == "" {
 		return gitshadow.NestedResult{}
 	}
@@ -175,7 +176,7 @@ const maxNestedShown = 5
 
 // nestedText says where the nested repositories are and why they matter;
 // the paths are box-written, sanitised for the terminal.
-func nestedText(m Meta, res gitshadow.NestedResult) string {
+func nestedText(m boxmeta.Meta, res gitshadow.NestedResult) string {
 	var list []string
 	for i, n := range res.Repos {
 		if i == maxNestedShown {
@@ -193,7 +194,7 @@ func nestedText(m Meta, res gitshadow.NestedResult) string {
 }
 
 // nestedFix is what the user does about them.
-func nestedFix(m Meta, res gitshadow.NestedResult) string {
+func nestedFix(m boxmeta.Meta, res gitshadow.NestedResult) string {
 	if len(res.Repos) == 0 {
 		return ""
 	}
@@ -202,7 +203,7 @@ func nestedFix(m Meta, res gitshadow.NestedResult) string {
 
 // reportNested warns about and audits the nested repositories of m's
 // project: at box stop and after corral pull.
-func (s *Service) reportNested(m Meta, when string) {
+func (s *Service) reportNested(m boxmeta.Meta, when string) {
 	res := nestedRepos(m)
 	if len(res.Repos) == 0 {
 		return
@@ -218,7 +219,7 @@ func (s *Service) reportNested(m Meta, when string) {
 }
 
 // nestedCheck is doctor's view of nested repositories.
-func nestedCheck(m Meta) Check {
+func nestedCheck(m boxmeta.Meta) Check {
 	const name = "nested repositories"
 	res := nestedRepos(m)
 	if len(res.Repos) == 0 {

@@ -9,23 +9,24 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/paths"
 )
 
 func TestGitGuarded(t *testing.T) {
 	for _, tt := range []struct {
-		m    Meta
+		m    boxmeta.Meta
 		goos string
 		want bool
 	}{
-		{Meta{VMType: "qemu"}, "linux", false},                    // host-enforced: only the user writes .git
-		{Meta{VMType: "qemu", GitShadowOff: true}, "linux", true}, // the opt-out
-		{Meta{VMType: "vz"}, "darwin", true},                      // guest-enforced
-		{Meta{VMType: "qemu"}, "darwin", true},                    // no namespaces on macOS
-		{Meta{VMType: "qemu", MountType: "9p"}, "linux", false},
-		{Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", true}, // sftp-server is outside qemu's namespace
-		{Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", true},      // so is virtiofsd
+		{boxmeta.Meta{VMType: "qemu"}, "linux", false},                    // host-enforced: only the user writes .git
+		{boxmeta.Meta{VMType: "qemu", GitShadowOff: true}, "linux", true}, // the opt-out
+		{boxmeta.Meta{VMType: "vz"}, "darwin", true},                      // guest-enforced
+		{boxmeta.Meta{VMType: "qemu"}, "darwin", true},                    // no namespaces on macOS
+		{boxmeta.Meta{VMType: "qemu", MountType: "9p"}, "linux", false},
+		{boxmeta.Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", true}, // sftp-server is outside qemu's namespace
+		{boxmeta.Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", true},      // so is virtiofsd
 	} {
 		if got := GitGuarded(tt.m, tt.goos); got != tt.want {
 			t.Errorf("GitGuarded(%+v, %s) = %v", tt.m, tt.goos, got)
@@ -38,18 +39,18 @@ func TestGitGuarded(t *testing.T) {
 // the host during a session, and Frozen would revert that.
 func TestGitGuardMode(t *testing.T) {
 	for _, tt := range []struct {
-		m    Meta
+		m    boxmeta.Meta
 		goos string
 		want gitshadow.Mode
 	}{
-		{Meta{VMType: "qemu"}, "linux", ""},
-		{Meta{VMType: "qemu", MountType: "9p"}, "linux", ""},
-		{Meta{VMType: "qemu", GitShadowOff: true}, "linux", gitshadow.Commits},
-		{Meta{VMType: "vz", GitShadowOff: true}, "darwin", gitshadow.Commits},
-		{Meta{VMType: "vz"}, "darwin", gitshadow.Commits},
-		{Meta{VMType: "qemu"}, "darwin", gitshadow.Commits},
-		{Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", gitshadow.Commits},
-		{Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", gitshadow.Commits},
+		{boxmeta.Meta{VMType: "qemu"}, "linux", ""},
+		{boxmeta.Meta{VMType: "qemu", MountType: "9p"}, "linux", ""},
+		{boxmeta.Meta{VMType: "qemu", GitShadowOff: true}, "linux", gitshadow.Commits},
+		{boxmeta.Meta{VMType: "vz", GitShadowOff: true}, "darwin", gitshadow.Commits},
+		{boxmeta.Meta{VMType: "vz"}, "darwin", gitshadow.Commits},
+		{boxmeta.Meta{VMType: "qemu"}, "darwin", gitshadow.Commits},
+		{boxmeta.Meta{VMType: "qemu", MountType: "virtiofs"}, "linux", gitshadow.Commits},
+		{boxmeta.Meta{VMType: "qemu", MountType: "reverse-sshfs"}, "linux", gitshadow.Commits},
 	} {
 		if got := GitGuardMode(tt.m, tt.goos); got != tt.want {
 			t.Errorf("GitGuardMode(%+v, %s) = %q, want %q", tt.m, tt.goos, got, tt.want)
@@ -73,8 +74,8 @@ func TestGuardGitRevertsAndAudits(t *testing.T) {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	s := &Service{Layout: l, Logger: discard(), Now: time.Now, Actor: audit.ActorCLI}
-	m := Meta{Name: "p-1", Project: proj, VMType: "vz", GitShadowOff: true}
-	if err := WriteMeta(l, m); err != nil {
+	m := boxmeta.Meta{Name: "p-1", Project: proj, VMType: "vz", GitShadowOff: true}
+	if err := boxmeta.Write(l, m); err != nil {
 		t.Fatal(err)
 	}
 	s.armGitGuard(m)

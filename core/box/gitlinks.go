@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
@@ -20,7 +21,7 @@ import (
 // or a submodule the user initialized, after the box started. Only Linux
 // qemu with the git shadow protects them on the host; elsewhere it returns
 // nil. Each line says what is unprotected.
-func (s *Service) GitlinkDrift(m Meta) []string {
+func (s *Service) GitlinkDrift(m boxmeta.Meta) []string {
 	if runtime.GOOS != "linux" || m.VMType != config.VMTypeQEMU || m.GitShadowOff || m.Project == "" {
 		return nil
 	}
@@ -70,7 +71,7 @@ func gitlinkDrift(links []gitshadow.Gitlink, mounts map[string]bool) []string {
 }
 
 // warnGitlinkDrift prints GitlinkDrift's lines, with what to do, to w.
-func (s *Service) warnGitlinkDrift(m Meta, w io.Writer) {
+func (s *Service) warnGitlinkDrift(m boxmeta.Meta, w io.Writer) {
 	lines := s.GitlinkDrift(m)
 	if len(lines) == 0 || w == nil {
 		return

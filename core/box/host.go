@@ -1,6 +1,7 @@
 package box
 
 import (
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/remote"
@@ -58,7 +59,7 @@ func hostLayers(l paths.Layout, dir string) (config.Settings, string, error) {
 		path string
 	}{{config.KindGlobal, l.GlobalConfig()}}
 	box := ""
-	if proj, err := ResolveProject(l, dir); err == nil {
+	if proj, err := boxmeta.ResolveProject(l, dir); err == nil {
 		box = proj.Box
 		files = append(files, struct {
 			kind config.Kind

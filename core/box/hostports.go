@@ -3,6 +3,7 @@ package box
 import (
 	"runtime"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/funnel"
 )
 
@@ -12,7 +13,7 @@ import (
 // when m has none. The route follows the funnel: under it (qemu, broker
 // or offline) each port is a qemu guestfwd the host enforces; otherwise
 // (vz) the guest's own nftables open them, which guest root can change.
-func HostPortsRoute(m Meta) string {
+func HostPortsRoute(m boxmeta.Meta) string {
 	if len(m.HostPorts) == 0 {
 		return ""
 	}

@@ -22,6 +22,14 @@ import (
 // part of a box's last activity. A file whose process is gone (a crashed
 // corral) is not live and is removed by the next reader.
 
+// Session is a live host session of a box (run/sessions/<box>/<id>).
+type Session struct {
+	ID      string    `json:"id"`
+	PID     int       `json:"pid"` // the host corral process running it
+	Agent   string    `json:"agent"`
+	Started time.Time `json:"started"`
+}
+
 // sessionFileRe keeps reading to files a session could have written.
 func sessionFile(name string) bool {
 	if name == "" || len(name) > 64 || strings.HasPrefix(name, ".") {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 )
@@ -15,7 +16,7 @@ import (
 // lastActivity is the latest of the box's last up, its last session start
 // or end (the session directory's mtime) and its broker's last decision
 // (the egress log's mtime).
-func (s *Service) lastActivity(m Meta) time.Time {
+func (s *Service) lastActivity(m boxmeta.Meta) time.Time {
 	t := m.LastActivity
 	if st := s.sessionsTouched(m.Name); st.After(t) {
 		t = st
@@ -41,7 +42,7 @@ func IsIdle(state boxstate.State, liveSessions int, last time.Time, idleStop tim
 
 // IdleBoxes lists the boxes whose Status.IdleDue is set.
 func (s *Service) IdleBoxes() ([]Status, error) {
-	metas, err := ListMeta(s.Layout)
+	metas, err := boxmeta.List(s.Layout)
 	var out []Status
 	for _, m := range metas {
 		st := s.statusOf(m, nil)

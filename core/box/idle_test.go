@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 )
 
@@ -35,8 +36,8 @@ func TestIsIdle(t *testing.T) {
 func TestCheckBudget(t *testing.T) {
 	gib := uint64(1 << 30)
 	running := []Status{
-		{Meta: Meta{MemoryCap: 4 * gib}, State: boxstate.Running},
-		{Meta: Meta{MemoryCap: 8 * gib}, State: boxstate.Stopped},
+		{Meta: boxmeta.Meta{MemoryCap: 4 * gib}, State: boxstate.Running},
+		{Meta: boxmeta.Meta{MemoryCap: 8 * gib}, State: boxstate.Stopped},
 	}
 	if b := CheckBudget(running, 4*gib, 16*gib, nil); b.Level != BudgetOK {
 		t.Errorf("8 of 16: %v", b.Level)
@@ -61,18 +62,18 @@ func TestShown(t *testing.T) {
 		want boxstate.State
 	}{
 		{Status{State: boxstate.Running}, boxstate.Running},
-		{Status{State: boxstate.Stopped, Meta: Meta{Saved: &Saved{Tag: SuspendTag}}}, boxstate.Saved},
-		{Status{State: boxstate.Running, Meta: Meta{ProvisionError: "x failed"}}, boxstate.Failed},
-		{Status{State: boxstate.Running, Meta: Meta{Provisioning: true}}, boxstate.Provisioning},
+		{Status{State: boxstate.Stopped, Meta: boxmeta.Meta{Saved: &boxmeta.Saved{Tag: SuspendTag}}}, boxstate.Saved},
+		{Status{State: boxstate.Running, Meta: boxmeta.Meta{ProvisionError: "x failed"}}, boxstate.Failed},
+		{Status{State: boxstate.Running, Meta: boxmeta.Meta{Provisioning: true}}, boxstate.Provisioning},
 		{Status{State: boxstate.Missing}, boxstate.Missing},
-		{Status{State: boxstate.Broken, Meta: Meta{Saved: &Saved{Tag: SuspendTag}}}, boxstate.Broken},
+		{Status{State: boxstate.Broken, Meta: boxmeta.Meta{Saved: &boxmeta.Saved{Tag: SuspendTag}}}, boxstate.Broken},
 	} {
 		if got := tc.st.Shown(); got != tc.want {
 			t.Errorf("%+v: Shown() = %s, want %s", tc.st.State, got, tc.want)
 		}
 		// An operation under the box's lock sees an interrupted create's VM.
-		if got := tc.st.Meta.lockedState(tc.st.State); tc.st.Provisioning && got != tc.st.State {
-			t.Errorf("lockedState of an interrupted create = %s, want %s", got, tc.st.State)
+		if got := tc.st.Meta.LockedStateOf(tc.st.State); tc.st.Provisioning && got != tc.st.State {
+			t.Errorf("LockedStateOf of an interrupted create = %s, want %s", got, tc.st.State)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
@@ -19,9 +20,9 @@ func TestLearnsNow(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	resolved := func(network config.Network, profile config.Profile) Resolved {
+	resolved := func(network config.Network, profile config.Profile) boxmeta.Resolved {
 		c := config.Config{Network: &network, Profile: &profile}
-		return Resolved{Project: project.Project{Box: "web-3f2a1c"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
+		return boxmeta.Resolved{Project: project.Project{Box: "web-3f2a1c"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
 	}
 	for _, tc := range []struct {
 		network config.Network

@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/hint"
@@ -38,13 +39,13 @@ type LearnReport struct {
 	Applied, Stopped bool
 }
 
-// Learned reports what the box (Locate: named, else the project at dir's)
+// Learned reports what the box (boxmeta.Locate: named, else the project at dir's)
 // learned: the destinations its broker allowed only because it learned,
 // proposed as an allow-list after the one grant check. With opt.Apply the
 // proposal is written (WriteTrusted: audit first) and learning ends; with
 // opt.Stop learning ends.
 func Learned(l paths.Layout, p config.Platform, name, dir string, opt LearnOptions, now time.Time) (LearnReport, error) {
-	loc, err := Locate(l, name, dir)
+	loc, err := boxmeta.Locate(l, name, dir)
 	if err != nil {
 		return LearnReport{}, err
 	}
@@ -68,7 +69,7 @@ func Learned(l paths.Layout, p config.Platform, name, dir string, opt LearnOptio
 	rep.Proposed, rep.Flagged, rep.Refused = LearnGrants(egress.ProposedEntries(rep.Proposals))
 	if opt.Apply && len(rep.Proposed) > 0 {
 		why := fmt.Sprintf("learned from %s to %s", lr.Started.UTC().Format(time.RFC3339), rep.End.UTC().Format(time.RFC3339))
-		r, err := Resolve(l, ResolveOptions{Dir: loc.Project, Platform: p})
+		r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: loc.Project, Platform: p})
 		if err != nil {
 			return rep, fmt.Errorf("egress learn --apply: the box's config must load first (nothing was applied): %w", err)
 		}

@@ -2,8 +2,6 @@ package box
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -18,9 +16,11 @@ import (
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/lima"
@@ -75,10 +75,10 @@ func (s *Service) checkBudget(box string, newCap uint64, force bool) error {
 // its broker. It is safe to call on a running box. A box that learns
 // (opt.Learn, or network = "learn" for the first time) starts its
 // learning window once it runs, so a long first build does not use it up.
-func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+func (s *Service) Up(ctx context.Context, r boxmeta.Resolved, opt UpOptions) (boxmeta.Meta, error) {
 	learn, err := learnsNow(s.Layout, r, opt)
 	if err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	m, err := s.up(ctx, r, opt)
 	if err != nil || !learn {
@@ -97,7 +97,7 @@ func (s *Service) Up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 // opt.Learn, and for network = "learn" only when the box never learned (a
 // window that ended stays ended). Learning needs broker mode and is
 // refused by the strict profile.
-func learnsNow(l paths.Layout, r Resolved, opt UpOptions) (bool, error) {
+func learnsNow(l paths.Layout, r boxmeta.Resolved, opt UpOptions) (bool, error) {
 	c := r.Loaded.Settings()
 	if !opt.Learn && !c.Learns() {
 		return false, nil
@@ -116,11 +116,11 @@ func learnsNow(l paths.Layout, r Resolved, opt UpOptions) (bool, error) {
 	return err == nil && lr.Started.IsZero(), err
 }
 
-func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+func (s *Service) up(ctx context.Context, r boxmeta.Resolved, opt UpOptions) (boxmeta.Meta, error) {
 	box := r.Project.Box
 	lock, err := s.LockBox(ctx, box)
 	if err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	defer lock.Unlock()
 	// The menu's Projects offers the folder again, also after the box
@@ -129,25 +129,25 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		s.Logger.Warn("recording the recent project", "err", err)
 	}
 
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	exists := err == nil
-	if err != nil && !errors.Is(err, ErrNoMeta) {
-		return Meta{}, err
+	if err != nil && !errors.Is(err, boxmeta.ErrNotFound) {
+		return boxmeta.Meta{}, err
 	}
 	// Fast path for a session on a running box: no limactl process at all
 	// (each costs tens of milliseconds of CPU); Lima's own pid files say it
 	// runs.
 	if exists && m.Project == r.Project.Dir {
-		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && m.stateOf(boxstate.FromLima(st.Status)).Up() {
+		if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && m.StateOf(boxstate.FromLima(st.Status)).Up() {
 			return s.upRunning(ctx, r, m) // Running, or Failed (which it refuses)
 		}
 	}
 	if _, err := s.Lima.CheckVersion(ctx); err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	inst, ierr := s.Lima.Get(ctx, box)
 	if ierr != nil && !errors.Is(ierr, lima.ErrNotFound) {
-		return Meta{}, fmt.Errorf("looking up box %s: %w", box, ierr)
+		return boxmeta.Meta{}, fmt.Errorf("looking up box %s: %w", box, ierr)
 	}
 	haveInst := ierr == nil
 
@@ -157,24 +157,24 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 		s.progress("box %s was left half-created; cleaning up and creating it again", box)
 		if haveInst {
 			if err := s.Lima.Delete(ctx, box, true); err != nil {
-				return Meta{}, fmt.Errorf("cleaning up half-created box %s: %w", box, err)
+				return boxmeta.Meta{}, fmt.Errorf("cleaning up half-created box %s: %w", box, err)
 			}
 		}
 		haveInst, exists = false, false
 	}
 	if haveInst && !exists {
-		return Meta{}, hint.New(fmt.Errorf("a Lima instance named %s exists but corral has no record of it", box), fmt.Sprintf("corral rm -f %s removes it", box))
+		return boxmeta.Meta{}, hint.New(fmt.Errorf("a Lima instance named %s exists but corral has no record of it", box), fmt.Sprintf("corral rm -f %s removes it", box))
 	}
 	if err := checkGitShadow(r); err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	if !haveInst {
 		return s.create(ctx, r, opt)
 	}
 	if m.Project != r.Project.Dir {
-		return Meta{}, hint.New(fmt.Errorf("box %s belongs to %s, not %s", box, m.Project, r.Project.Dir), fmt.Sprintf("use another name, or corral rm %s", box))
+		return boxmeta.Meta{}, hint.New(fmt.Errorf("box %s belongs to %s, not %s", box, m.Project, r.Project.Dir), fmt.Sprintf("use another name, or corral rm %s", box))
 	}
-	if m.stateOf(boxstate.FromLima(inst.Status)).Up() {
+	if m.StateOf(boxstate.FromLima(inst.Status)).Up() {
 		return s.upRunning(ctx, r, m)
 	}
 	s.followConfig(r, &m)
@@ -185,7 +185,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	}
 	// The qemu wrapper reads the metadata when Lima starts qemu: it must
 	// already hold the followed settings (the git shadow opt-out).
-	if err := WriteMeta(s.Layout, m); err != nil {
+	if err := boxmeta.Write(s.Layout, m); err != nil {
 		return m, err
 	}
 	rendered, rerr := Render(s.Layout, r, m.BrokerPort, false)
@@ -193,7 +193,7 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if err := s.EnsureBroker(ctx, &m); err != nil {
 		return m, err
 	}
-	if err := WriteMeta(s.Layout, m); err != nil { // the broker's pid, before a start that may fail
+	if err := boxmeta.Write(s.Layout, m); err != nil { // the broker's pid, before a start that may fail
 		return m, err
 	}
 	if err := s.checkBudget(box, m.MemoryCap, opt.Force); err != nil {
@@ -212,18 +212,18 @@ func (s *Service) up(ctx context.Context, r Resolved, opt UpOptions) (Meta, erro
 	if rerr == nil {
 		if err := s.provisionFailure(box, string(m.VMType), rendered); err != nil {
 			m.ProvisionError = err.Error()
-			_ = WriteMeta(s.Layout, m)
+			_ = boxmeta.Write(s.Layout, m)
 			return m, err
 		}
 	}
 	m.LastActivity = s.now()
-	return m, WriteMeta(s.Layout, m)
+	return m, boxmeta.Write(s.Layout, m)
 }
 
 // upRunning is Up for a box that already runs: follow the config, warn
 // about drift, make sure the broker answers, and refuse a box whose last
 // provisioning failed.
-func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, error) {
+func (s *Service) upRunning(ctx context.Context, r boxmeta.Resolved, m boxmeta.Meta) (boxmeta.Meta, error) {
 	if m.ProvisionError != "" {
 		return m, hint.New(fmt.Errorf("box %s: %s", m.Name, m.ProvisionError),
 			provisionHint(lima.ConsoleLog(s.Layout.LimaHome(), m.Name, string(m.VMType))))
@@ -242,13 +242,13 @@ func (s *Service) upRunning(ctx context.Context, r Resolved, m Meta) (Meta, erro
 		return m, nil
 	}
 	m.LastActivity = s.now()
-	return m, WriteMeta(s.Layout, m)
+	return m, boxmeta.Write(s.Layout, m)
 }
 
 // checkGitShadow refuses to start the box of a git project on Linux qemu
 // where qemu cannot be given the git directory read-only: the wrapper
 // would refuse too, with the reason only in Lima's ha.stderr.log.
-func checkGitShadow(r Resolved) error {
+func checkGitShadow(r boxmeta.Resolved) error {
 	c := r.Loaded.Settings()
 	if runtime.GOOS != "linux" || c.VMType != config.VMTypeQEMU || !c.GitShadow {
 		return nil
@@ -267,7 +267,7 @@ func checkGitShadow(r Resolved) error {
 }
 
 // followConfig applies the settings that need no rebuild.
-func (s *Service) followConfig(r Resolved, m *Meta) {
+func (s *Service) followConfig(r boxmeta.Resolved, m *boxmeta.Meta) {
 	c := r.Loaded.Settings()
 	m.IdleStop, m.StopOnExit = c.IdleStop.String(), c.StopOnExit
 	m.IdleAction = c.IdleAction
@@ -277,22 +277,22 @@ func (s *Service) followConfig(r Resolved, m *Meta) {
 	m.MountType = c.MountType
 }
 
-func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m Meta) {
+func (s *Service) warnDrift(rendered limayaml.Rendered, err error, m boxmeta.Meta) {
 	if err == nil && rendered.Hash != m.TemplateHash {
 		s.progress("warning: the config of box %s changed since it was created; run `corral rebuild` to apply it", m.Name)
 	}
 }
 
-func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+func (s *Service) create(ctx context.Context, r boxmeta.Resolved, opt UpOptions) (boxmeta.Meta, error) {
 	box := r.Project.Box
 	c := r.Loaded.Settings()
 	port := s.pickBrokerPort(box)
 	rendered, err := Render(s.Layout, r, port, false)
 	if err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	mem, _ := config.ParseSize(c.Memory)
-	m := Meta{
+	m := boxmeta.Meta{
 		Name: box, Project: r.Project.Dir, Created: s.now(), TemplateHash: rendered.Hash,
 		BrokerPort: port, Network: c.NetworkMode(), MemoryCap: mem, CPUs: c.CPUs, VMType: c.VMType,
 		IdleStop: c.IdleStop.String(), IdleAction: c.IdleAction, StopOnExit: c.StopOnExit, LastActivity: s.now(),
@@ -301,18 +301,18 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 		HostPorts: c.BridgedPorts(), Hide: slices.Clone(c.Hide),
 	}
 	if err := s.checkBudget(box, mem, opt.Force); err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	if c.AgentState == agentstate.Shared {
 		if err := os.MkdirAll(s.Layout.AgentDir(c.Agent), 0o700); err != nil {
-			return Meta{}, err
+			return boxmeta.Meta{}, err
 		}
 		s.warnSharedAgentState(r)
 	}
 	// Metadata first, marked as provisioning: an interrupted create is
 	// then recognised and cleaned up by the next up.
-	if err := WriteMeta(s.Layout, m); err != nil {
-		return Meta{}, err
+	if err := boxmeta.Write(s.Layout, m); err != nil {
+		return boxmeta.Meta{}, err
 	}
 	if err := s.prepareSeed(ctx, r); err != nil {
 		return m, err
@@ -354,7 +354,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	s.audit(audit.Event{Kind: audit.KindCreate, Box: box, Fields: map[string]any{"project": r.Project.Dir, "golden": m.Golden, "template_hash": m.TemplateHash}})
 	// The broker reads the metadata when it starts: it must already name
 	// the golden, whose toolchains group the broker allows and follows.
-	if err := WriteMeta(s.Layout, m); err != nil {
+	if err := boxmeta.Write(s.Layout, m); err != nil {
 		return m, err
 	}
 	if err := s.EnsureBroker(ctx, &m); err != nil {
@@ -363,7 +363,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	// Record the broker's pid before the (long, fallible) start: a failed
 	// start must leave a box that corral rm or stop can clean up, broker
 	// included.
-	if err := WriteMeta(s.Layout, m); err != nil {
+	if err := boxmeta.Write(s.Layout, m); err != nil {
 		return m, err
 	}
 	s.progress("starting box %s (provisioning)", box)
@@ -381,7 +381,7 @@ func (s *Service) create(ctx context.Context, r Resolved, opt UpOptions) (Meta, 
 	}
 	m.Provisioning = false
 	m.LastActivity = s.now()
-	return m, WriteMeta(s.Layout, m)
+	return m, boxmeta.Write(s.Layout, m)
 }
 
 func (s *Service) writeTemplate(name string, yaml []byte) (string, error) {
@@ -389,47 +389,21 @@ func (s *Service) writeTemplate(name string, yaml []byte) (string, error) {
 	return p, atomicfile.WriteFile(p, yaml, 0o600)
 }
 
-// GoldenName is the golden instance for a project-independent template.
-func GoldenName(goldenYAML []byte) string {
-	sum := sha256.Sum256(goldenYAML)
-	return "golden-" + hex.EncodeToString(sum[:])[:12]
-}
-
-// goldenResolved renders the golden variant: no project, and no network
-// unless something must be installed.
-func goldenTemplate(s *Service, r Resolved) ([]byte, error) {
-	g := r
-	st := g.Loaded.Settings()
-	net := config.NetworkOffline
-	officialClaude := st.Agent == "claude" && st.ClaudeInstall != config.ClaudeInstallNPM
-	// An [agents.NAME] install step is the user's own script (pip, curl):
-	// it gets the network. Built-in steps install from pinned tarballs.
-	a, _, err := limayaml.AgentPins(st, r.Platform.Arch)
+// goldenTemplate renders the golden variant of r (golden.Variant): the
+// box's template without the project, for the golden image's name.
+func goldenTemplate(s *Service, r boxmeta.Resolved) ([]byte, error) {
+	g, err := golden.Variant(r)
 	if err != nil {
 		return nil, err
 	}
-	definedInstall := !a.Builtin && a.Install != ""
-	if len(st.Packages) > 0 || len(st.Toolchains) > 0 || officialClaude || definedInstall || st.Image == "" {
-		// apt, toolchains and the agent's installer download once, here;
-		// so do nftables, tmux and the rest of what corral's guest scripts
-		// run, when a downloaded cloud image (no image key) lacks them
-		// (guest/provision/05-require.sh).
-		net = config.NetworkFull
-	}
-	c := g.Loaded.Config
-	c.Network = &net
-	// Sudo is granted or taken at every boot (guest/provision/41-sudo.sh),
-	// so boxes that differ only in it share one golden image.
-	c.Sudo = nil
-	g.Loaded.Config = c
 	rendered, err := Render(s.Layout, g, 0, true)
 	return rendered.YAML, err
 }
 
 // EnsureGolden builds the golden image a box needs, once per distinct
-// project-independent template: created, started to finish provisioning,
-// then stopped.
-func (s *Service) EnsureGolden(ctx context.Context, r Resolved) (string, error) {
+// project-independent template (golden.Images.Build), after putting the
+// agent's pinned npm tarballs in the host's cache.
+func (s *Service) EnsureGolden(ctx context.Context, r boxmeta.Resolved) (string, error) {
 	if err := s.fetchNPM(ctx, r); err != nil {
 		return "", err
 	}
@@ -437,36 +411,7 @@ func (s *Service) EnsureGolden(ctx context.Context, r Resolved) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	name := GoldenName(yaml)
-	inst, err := s.Lima.Get(ctx, name)
-	if err == nil && inst.Status == lima.StatusStopped {
-		return name, nil
-	}
-	if err == nil {
-		// Running (or broken) golden: a previous build was interrupted.
-		_ = s.Lima.Delete(ctx, name, true)
-	} else if !errors.Is(err, lima.ErrNotFound) {
-		return "", err
-	}
-	s.progress("building golden image %s (once per toolchain set)", name)
-	tmpl, err := s.writeTemplate(name, yaml)
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmpl)
-	if err := s.Lima.Create(ctx, name, tmpl); err != nil {
-		return "", fmt.Errorf("creating golden image %s: %w", name, err)
-	}
-	if err := s.Lima.Start(ctx, name, StartTimeout); err != nil {
-		_ = s.Lima.Delete(context.WithoutCancel(ctx), name, true)
-		return "", fmt.Errorf("provisioning golden image %s: %w", name, err)
-	}
-	// Before it stops: the toolchains are asked in the running golden.
-	s.recordToolchains(ctx, name)
-	if err := s.Lima.Stop(ctx, name, false); err != nil {
-		return "", fmt.Errorf("stopping golden image %s: %w", name, err)
-	}
-	return name, nil
+	return s.Goldens().Build(ctx, yaml)
 }
 
 // Stop stops a box and its broker.
@@ -476,13 +421,13 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 		return err
 	}
 	defer lock.Unlock()
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return err
 	}
 	s.CloseMaster(ctx, box)
 	st, _ := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	switch next, _ := m.lockedState(boxstate.FromLima(st.Status)).Next(boxstate.Stop); next {
+	switch next, _ := m.LockedStateOf(boxstate.FromLima(st.Status)).Next(boxstate.Stop); next {
 	case boxstate.Stopping: // its VM runs, or Lima's processes disagree
 		s.progress("stopping box %s", box)
 		if err := s.Lima.Stop(ctx, box, false); err != nil {
@@ -508,16 +453,16 @@ func (s *Service) Stop(ctx context.Context, box string, kind audit.Kind) error {
 		kind = audit.KindStop
 	}
 	s.audit(audit.Event{Kind: kind, Box: box})
-	return WriteMeta(s.Layout, m)
+	return boxmeta.Write(s.Layout, m)
 }
 
 // Start starts an existing box (and its broker).
 func (s *Service) Start(ctx context.Context, box string) error {
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return err
 	}
-	r, err := Resolve(s.Layout, ResolveOptions{Dir: m.Project})
+	r, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: m.Project})
 	if err != nil {
 		return err
 	}
@@ -533,9 +478,9 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 		return err
 	}
 	defer lock.Unlock()
-	m, merr := ReadMeta(s.Layout, box)
+	m, merr := boxmeta.Read(s.Layout, box)
 	st, serr := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
-	if serr == nil && !m.lockedState(boxstate.FromLima(st.Status)).Can(boxstate.Remove) && !force {
+	if serr == nil && !m.LockedStateOf(boxstate.FromLima(st.Status)).Can(boxstate.Remove) && !force {
 		return hint.New(fmt.Errorf("box %s is %s", box, strings.ToLower(string(st.Status))), fmt.Sprintf("corral stop %s first, or corral rm -f %s", box, box))
 	}
 	s.CloseMaster(ctx, box)
@@ -544,11 +489,11 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 	}
 	if merr == nil {
 		s.StopBroker(&m)
-	} else if !errors.Is(merr, ErrNoMeta) {
+	} else if !errors.Is(merr, boxmeta.ErrNotFound) {
 		s.Logger.Warn("unreadable metadata removed", "box", box, "err", merr)
 	}
 	s.forgetRuntime(box)
-	if err := RemoveMeta(s.Layout, box); err != nil {
+	if err := boxmeta.Remove(s.Layout, box); err != nil {
 		return err
 	}
 	_ = os.RemoveAll(s.Layout.SeedDir(box))
@@ -561,16 +506,16 @@ func (s *Service) Remove(ctx context.Context, box string, force bool) error {
 
 // Rebuild recreates a box from its current config, keeping the project's
 // trusted config and approvals (they live outside the instance).
-func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta, error) {
+func (s *Service) Rebuild(ctx context.Context, r boxmeta.Resolved, opt UpOptions) (boxmeta.Meta, error) {
 	box := r.Project.Box
 	// Lima must work before anything is removed: a rebuild that removes the
 	// box and then cannot create one leaves the user with nothing.
 	if _, err := s.Lima.CheckVersion(ctx); err != nil {
-		return Meta{}, fmt.Errorf("rebuilding box %s: %w", box, err)
+		return boxmeta.Meta{}, fmt.Errorf("rebuilding box %s: %w", box, err)
 	}
-	if _, err := ReadMeta(s.Layout, box); err == nil {
+	if _, err := boxmeta.Read(s.Layout, box); err == nil {
 		if err := s.Remove(ctx, box, true); err != nil {
-			return Meta{}, err
+			return boxmeta.Meta{}, err
 		}
 	}
 	m, err := s.Up(ctx, r, opt)
@@ -585,7 +530,7 @@ func (s *Service) Rebuild(ctx context.Context, r Resolved, opt UpOptions) (Meta,
 // installs from them (core/agent NPM; Claude Code only with
 // claude_install = "npm"). The npm client's own registry setting decides
 // where they come from; the pin decides what is accepted.
-func (s *Service) fetchNPM(ctx context.Context, r Resolved) error {
+func (s *Service) fetchNPM(ctx context.Context, r boxmeta.Resolved) error {
 	a, pinned, err := limayaml.AgentPins(r.Loaded.Settings(), r.Platform.Arch)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
@@ -30,7 +31,7 @@ import (
 // applyPorts writes the config's forwards into the instance's lima.yaml
 // (when they differ) and records them in m. The box must be stopped and
 // locked.
-func (s *Service) applyPorts(r Resolved, m *Meta) error {
+func (s *Service) applyPorts(r boxmeta.Resolved, m *boxmeta.Meta) error {
 	ports := r.Loaded.Settings().Ports()
 	path := filepath.Join(s.Layout.LimaHome(), m.Name, "lima.yaml")
 	b, err := limayaml.ReadInstance(path)
@@ -73,7 +74,7 @@ func (s *Service) AddPort(ctx context.Context, box string, p config.Port) error 
 		return err
 	}
 	defer lock.Unlock()
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return err
 	}
@@ -104,5 +105,5 @@ func (s *Service) AddPort(ctx context.Context, box string, p config.Port) error 
 			fmt.Sprintf("is 127.0.0.1:%d free on this host? the port is in the box's config: it is forwarded at the next start (corral stop %s && corral up)", p.Host, box))
 	}
 	m.Ports = append(slices.Clone(m.Ports), p)
-	return WriteMeta(s.Layout, m)
+	return boxmeta.Write(s.Layout, m)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -47,9 +48,9 @@ func TestApplyPorts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "lima.yaml"), []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var r Resolved
+	var r boxmeta.Resolved
 	r.Loaded.Config.PortEntries = []string{"3000", "8080:80"}
-	m := Meta{Name: "bx"}
+	m := boxmeta.Meta{Name: "bx"}
 	if err := s.applyPorts(r, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestApplyPorts(t *testing.T) {
 // without asking ssh.
 func TestAddPortRunningBox(t *testing.T) {
 	s := portsService(t)
-	if err := WriteMeta(s.Layout, Meta{Name: "bx", Ports: []config.Port{{Host: 3000, Guest: 3000}}}); err != nil {
+	if err := boxmeta.Write(s.Layout, boxmeta.Meta{Name: "bx", Ports: []config.Port{{Host: 3000, Guest: 3000}}}); err != nil {
 		t.Fatal(err)
 	}
 	// A live master: something listens on the control socket.
@@ -126,7 +127,7 @@ func TestAddPortRunningBox(t *testing.T) {
 	if !strings.Contains(argv, "-O forward -L 127.0.0.1:8080:127.0.0.1:80 ") || !strings.Contains(argv, "ControlPath="+s.Layout.SSHMaster("bx")) {
 		t.Errorf("argv %s", argv)
 	}
-	m, _ := ReadMeta(s.Layout, "bx")
+	m, _ := boxmeta.Read(s.Layout, "bx")
 	if !slices.Contains(m.Ports, config.Port{Host: 8080, Guest: 80}) {
 		t.Errorf("meta ports %v", m.Ports)
 	}
@@ -144,7 +145,7 @@ func TestAddPortRunningBox(t *testing.T) {
 	if len(calls) != 2 {
 		t.Errorf("ssh asked %d times, want 2", len(calls))
 	}
-	if m, _ := ReadMeta(s.Layout, "bx"); slices.Contains(m.Ports, config.Port{Host: 9000, Guest: 9000}) {
+	if m, _ := boxmeta.Read(s.Layout, "bx"); slices.Contains(m.Ports, config.Port{Host: 9000, Guest: 9000}) {
 		t.Error("a failed forward was recorded")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -54,13 +55,13 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 	broker := config.NetworkBroker
 	ref := config.SecretRef{Service: "corral", Account: "anthropic"}
 	c := config.Config{Network: &broker, KeychainEnv: map[string]config.SecretRef{"ANTHROPIC_API_KEY": ref}}
-	r := Resolved{Platform: config.Platform{OS: "linux", Arch: "amd64"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
+	r := boxmeta.Resolved{Platform: config.Platform{OS: "linux", Arch: "amd64"}, Loaded: config.Result{Effective: config.Effective{Config: c}}}
 	noenv := func(string) (string, bool) { return "", false }
 	h, err := credential.NewHolder(credential.Plan(r.Loaded.Settings()), credential.HolderConfig{Getenv: noenv, Store: &secret.Memory{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Meta{Name: "web-3f2a1c", Network: config.NetworkBroker, BrokerPort: 42001}
+	m := boxmeta.Meta{Name: "web-3f2a1c", Network: config.NetworkBroker, BrokerPort: 42001}
 	ctl, err := credential.ListenControl(l.BrokerControl(m.Name), h, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
@@ -123,10 +124,10 @@ func (s *Service) NewCommits(ctx context.Context, box string) (int, error) {
 }
 
 // pullTarget is a running box and its project's host repository.
-func (s *Service) pullTarget(box string) (Meta, hostgit.Repo, error) {
-	m, err := ReadMeta(s.Layout, box)
+func (s *Service) pullTarget(box string) (boxmeta.Meta, hostgit.Repo, error) {
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
-		return Meta{}, hostgit.Repo{}, err
+		return boxmeta.Meta{}, hostgit.Repo{}, err
 	}
 	if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err != nil || st.Status != lima.StatusRunning {
 		return m, hostgit.Repo{}, hint.New(fmt.Errorf("%w: %s", ErrNotRunning, box), fmt.Sprintf("corral start %s", box))

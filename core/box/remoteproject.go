@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
@@ -34,35 +35,6 @@ import (
 // after its own pull). Both directions are branch streams (hostgit) taken
 // by takeBundle, the one check of every bundle: each side treats what the
 // other sends as a box's bundle.
-
-// ResolveProject is project.Resolve with one rule more: the clone of a
-// project another machine sent here (paths.RemoteProject) keeps that
-// machine's box name, so that a box has one name on both machines and
-// its commits come back under refs/remotes/corral/<that name>/.
-func ResolveProject(l paths.Layout, dir string) (project.Project, error) {
-	abs, err := project.ResolveDir(dir)
-	if err != nil {
-		return project.Project{}, err
-	}
-	if name, ok := remoteProjectName(l, abs); ok {
-		return project.Project{Dir: abs, Box: name}, nil
-	}
-	return project.Resolve(abs, l.LimaHome())
-}
-
-// remoteProjectName is the box name of abs when abs is a remote project's
-// clone: a valid box name directly under the remote projects directory.
-func remoteProjectName(l paths.Layout, abs string) (string, bool) {
-	name := filepath.Base(abs)
-	if project.CheckName(name, l.LimaHome()) != nil {
-		return "", false
-	}
-	parent, err := project.ResolveDir(l.RemoteProjectsDir())
-	if err != nil || filepath.Dir(abs) != parent {
-		return "", false
-	}
-	return name, true
-}
 
 // Remote moves a project between this machine and a remote host. It
 // needs no Lima and no box on this machine: the box is the host's.
@@ -151,10 +123,10 @@ func (r Remote) Receive(ctx context.Context, box string, in io.Reader, out io.Wr
 	}
 	dir := l.RemoteProject(box)
 	what := "receiving the project for box " + box
-	if m, err := ReadMeta(l, box); err == nil && !sameDir(m.Project, dir) {
+	if m, err := boxmeta.Read(l, box); err == nil && !project.SameDir(m.Project, dir) {
 		return res, hint.New(fmt.Errorf("%s: box %s on this host is the box of %s, not of a project sent to it", what, box, m.Project),
 			fmt.Sprintf("work with that checkout there: corral --host HOST -C %s ...; or remove the box there", m.Project))
-	} else if err != nil && !errors.Is(err, ErrNoMeta) {
+	} else if err != nil && !errors.Is(err, boxmeta.ErrNotFound) {
 		return res, fmt.Errorf("%s: %w", what, err)
 	}
 	if _, err := config.EnsureClone(l.ProjectConfig(box), "corral project receive", r.now()); err != nil {
@@ -417,7 +389,7 @@ func (r Remote) PullFrom(ctx context.Context, h remote.Host, box, dir string, op
 // each sent as refs/heads/<branch>) to out as a branch stream, leaving out
 // the history of those haves.
 func (s *Service) PullBundle(ctx context.Context, box string, haves []string, out io.Writer) error {
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return err
 	}

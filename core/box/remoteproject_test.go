@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
@@ -120,11 +121,11 @@ func (fx *remoteFixture) serve(args []string, in io.Reader, out, errOut io.Write
 	return 1
 }
 
-func (fx *remoteFixture) project(t *testing.T) (p Resolved) {
+func (fx *remoteFixture) project(t *testing.T) (p boxmeta.Resolved) {
 	t.Helper()
-	pr, err := ResolveProject(fx.laptop.Layout, fx.proj)
+	pr, err := boxmeta.ResolveProject(fx.laptop.Layout, fx.proj)
 	must(t, err)
-	return Resolved{Project: pr}
+	return boxmeta.Resolved{Project: pr}
 }
 
 // startBox creates the host's box from the clone at dir (clone mode: the
@@ -132,7 +133,7 @@ func (fx *remoteFixture) project(t *testing.T) (p Resolved) {
 // box's own clone: its guest commands run there.
 func (fx *remoteFixture) startBox(t *testing.T, dir string) (box, boxRepo string) {
 	t.Helper()
-	r, err := Resolve(fx.svc.Layout, ResolveOptions{Dir: dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	r, err := boxmeta.Resolve(fx.svc.Layout, boxmeta.ResolveOptions{Dir: dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
 	must(t, err)
 	if r.Loaded.Config.Source == nil || *r.Loaded.Config.Source != config.SourceClone {
 		t.Fatalf("the host's box is not a clone: source %v", r.Loaded.Config.Source)
@@ -188,7 +189,7 @@ func TestRemoteProjectRoundTrip(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(got.Dir, "README")); err != nil || string(b) != "web\n" {
 		t.Errorf("the clone's work tree: %q %v", b, err)
 	}
-	if hp, err := ResolveProject(hl, got.Dir); err != nil || hp.Box != p.Box {
+	if hp, err := boxmeta.ResolveProject(hl, got.Dir); err != nil || hp.Box != p.Box {
 		t.Errorf("the host names the clone's box %q (%v), the laptop %q", hp.Box, err, p.Box)
 	}
 	if evs := auditKinds(t, hl, audit.KindReceive); len(evs) != 1 || evs[0].Box != p.Box || evs[0].Fields["branch"] != "main" {
@@ -347,7 +348,7 @@ func TestReceiveRefusals(t *testing.T) {
 		t.Error("a box name with a path was taken")
 	}
 	// A box of that name that belongs to a project on the host itself.
-	must(t, WriteMeta(fx.host.Layout, Meta{Name: p.Box, Project: "/srv/web"}))
+	must(t, boxmeta.Write(fx.host.Layout, boxmeta.Meta{Name: p.Box, Project: "/srv/web"}))
 	_, err := fx.host.Receive(ctx, p.Box, bytes.NewReader(good), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "is the box of /srv/web") {
 		t.Errorf("another project's box: %v", err)

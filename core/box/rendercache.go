@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/untrusted"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ type templateCache struct {
 }
 
 // templateKey is the cache key of a render.
-func (s *Service) templateKey(r Resolved, brokerPort int) (string, error) {
+func (s *Service) templateKey(r boxmeta.Resolved, brokerPort int) (string, error) {
 	exe := ""
 	if st, err := os.Stat(s.Exe); err == nil {
 		exe = fmt.Sprintf("%s|%d|%d|%s", s.Exe, st.Size(), st.ModTime().UnixNano(), version.Version)
@@ -56,7 +57,7 @@ func (s *Service) templateKey(r Resolved, brokerPort int) (string, error) {
 
 // templateHash is Render(...).Hash for a running box, from the cache when
 // its key still matches.
-func (s *Service) templateHash(r Resolved, brokerPort int) (string, error) {
+func (s *Service) templateHash(r boxmeta.Resolved, brokerPort int) (string, error) {
 	key, kerr := s.templateKey(r, brokerPort)
 	path := filepath.Join(s.Layout.CacheDir(), r.Project.Box+".template")
 	if kerr == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
@@ -24,7 +25,7 @@ import (
 // old directory is removed first (os.RemoveAll does not follow links), so
 // nothing an earlier box of the same name left there can redirect a write.
 // corral never reads back from the directory.
-func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
+func (s *Service) prepareSeed(ctx context.Context, r boxmeta.Resolved) error {
 	c := r.Loaded.Settings()
 	dir := s.Layout.SeedDir(r.Project.Box)
 	if err := os.RemoveAll(dir); err != nil {
@@ -64,7 +65,7 @@ func (s *Service) prepareSeed(ctx context.Context, r Resolved) error {
 
 // clearSeed empties a box's seed once its first boot copied it (the
 // directory stays when the box's template mounts it).
-func (s *Service) clearSeed(r Resolved) error {
+func (s *Service) clearSeed(r boxmeta.Resolved) error {
 	dir := s.Layout.SeedDir(r.Project.Box)
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("clearing the seed of box %s: %w", r.Project.Box, err)
@@ -74,7 +75,7 @@ func (s *Service) clearSeed(r Resolved) error {
 
 // ensureSeedDir makes sure the seed share exists before a start (Lima
 // refuses a mount whose directory is missing).
-func (s *Service) ensureSeedDir(r Resolved) error {
+func (s *Service) ensureSeedDir(r boxmeta.Resolved) error {
 	if !limayaml.Seeds(r.Loaded.Settings()) {
 		return nil
 	}
@@ -82,7 +83,7 @@ func (s *Service) ensureSeedDir(r Resolved) error {
 }
 
 // warnSharedAgentState states the risk where shared agent state is used.
-func (s *Service) warnSharedAgentState(r Resolved) {
+func (s *Service) warnSharedAgentState(r boxmeta.Resolved) {
 	if r.Loaded.Settings().AgentState == agentstate.Shared {
 		s.progress("warning: %s", agentstate.SharedRisk)
 	}

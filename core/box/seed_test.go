@@ -11,15 +11,16 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/agentstate"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/guest"
 )
 
 // reresolve rewrites the global config and resolves the project again.
-func reresolve(t *testing.T, s *Service, r Resolved, global string) Resolved {
+func reresolve(t *testing.T, s *Service, r boxmeta.Resolved, global string) boxmeta.Resolved {
 	t.Helper()
 	must(t, os.WriteFile(s.Layout.GlobalConfig(), []byte("network = \"full\"\ngolden = false\n"+global), 0o600))
-	r2, err := Resolve(s.Layout, ResolveOptions{Dir: r.Project.Dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	r2, err := boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: r.Project.Dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
 	must(t, err)
 	return r2
 }
@@ -83,7 +84,7 @@ func TestSeededAgentState(t *testing.T) {
 	if err != nil || len(ents) != 0 {
 		t.Errorf("seed after first start: %v %v", ents, err)
 	}
-	m, _ := ReadMeta(s.Layout, r.Project.Box)
+	m, _ := boxmeta.Read(s.Layout, r.Project.Box)
 	if m.AgentState != "seeded" || m.Source != "mount" {
 		t.Errorf("meta %+v", m)
 	}
@@ -141,8 +142,8 @@ func TestSharedAgentStateWarns(t *testing.T) {
 	if _, err := os.Stat(s.Layout.AgentTemplate("claude")); err == nil {
 		t.Error("template written for a shared-state box")
 	}
-	m, _ := ReadMeta(s.Layout, r.Project.Box)
-	if c := agentStateCheck(m, Resolved{}); c.OK || !strings.Contains(c.Detail, "plant") {
+	m, _ := boxmeta.Read(s.Layout, r.Project.Box)
+	if c := agentStateCheck(m, boxmeta.Resolved{}); c.OK || !strings.Contains(c.Detail, "plant") {
 		t.Errorf("doctor: %+v", c)
 	}
 }
@@ -180,7 +181,7 @@ func TestCloneSourceBundlesTheRepository(t *testing.T) {
 
 func TestAgentStateCheck(t *testing.T) {
 	for mode, ok := range map[agentstate.Mode]bool{"seeded": true, "isolated": true, "shared": false, "": false} {
-		if c := agentStateCheck(Meta{Name: "b", AgentState: mode}, Resolved{}); c.OK != ok {
+		if c := agentStateCheck(boxmeta.Meta{Name: "b", AgentState: mode}, boxmeta.Resolved{}); c.OK != ok {
 			t.Errorf("%q: %+v", mode, c)
 		}
 	}

@@ -1,3 +1,6 @@
+// Package box is the lifecycle service shared by the CLI and the menu-bar
+// app: it resolves a project to its box, loads the box's layered config,
+// renders its Lima template, and creates, starts, stops and removes boxes.
 package box
 
 import (
@@ -17,16 +20,13 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/qemuwrap"
 )
-
-// QemuShimName is the name under which the corral binary acts as Lima's
-// qemu (see cmd/corral/cli: a multi-call binary picks the qemu wrapper by
-// its argv[0]).
-const QemuShimName = "qemu-system-"
 
 // StartTimeout bounds one limactl start (a TCG boot takes about a minute).
 const StartTimeout = 15 * time.Minute
@@ -126,7 +126,7 @@ func (s *Service) qemuShim() (string, error) {
 	if s.Exe == "" {
 		return "", errors.New("qemu shim: unknown corral executable")
 	}
-	link := filepath.Join(s.Layout.RunDir(), "bin", QemuShimName+qemuArch())
+	link := filepath.Join(s.Layout.RunDir(), "bin", qemuwrap.ShimName+qemuArch())
 	if err := replaceLink(link, shimTarget(s.Exe)); err != nil {
 		return "", fmt.Errorf("linking the qemu shim: %w", err)
 	}
@@ -168,6 +168,13 @@ func replaceLink(link, target string) error {
 		return err
 	}
 	return nil
+}
+
+// Goldens are the golden images, built with this service's Lima client,
+// progress and guest commands.
+func (s *Service) Goldens() golden.Images {
+	return golden.Images{Layout: s.Layout, Lima: s.Lima, Progress: s.Progress, Logger: s.Logger,
+		Now: s.now, GuestScript: s.guestScript, StartTimeout: StartTimeout}
 }
 
 func (s *Service) progress(format string, args ...any) {

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/display"
@@ -100,7 +101,7 @@ type SessionHost struct {
 // agent a on host h. The git identity is read once per change of the git
 // config files (launchenv.CachedGitConfig), not by two git processes per
 // session.
-func (s *Service) launchInput(r Resolved, a agent.Agent, h SessionHost) launchenv.Input {
+func (s *Service) launchInput(r boxmeta.Resolved, a agent.Agent, h SessionHost) launchenv.Input {
 	getenv := h.Getenv
 	if getenv == nil {
 		getenv = os.LookupEnv
@@ -116,7 +117,7 @@ func (s *Service) launchInput(r Resolved, a agent.Agent, h SessionHost) launchen
 // sessionNotices are the one-line notices a session opens with (on
 // Progress): another agent than the box's own, a repository's requests
 // not granted yet, a box that learns.
-func (s *Service) sessionNotices(r Resolved, a agent.Agent) {
+func (s *Service) sessionNotices(r boxmeta.Resolved, a agent.Agent) {
 	c := r.Loaded.Settings()
 	name := r.Project.Box
 	if c.Agent != a.Name && a.Name != "shell" {
@@ -158,7 +159,7 @@ type SessionRecord struct {
 // It is the one entry point of `corral claude` (and every agent), `run`
 // and `shell`: the notices are written to Progress, the environment is
 // assembled in core.
-func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) error {
+func (s *Service) Session(ctx context.Context, r boxmeta.Resolved, opt SessionOptions) error {
 	a := opt.Agent
 	if opt.AgentCommand {
 		opt.Argv = append(slices.Clip(a.Command), opt.Argv...)
@@ -242,7 +243,7 @@ func (s *Service) Session(ctx context.Context, r Resolved, opt SessionOptions) e
 // refuses the session (fail closed: the session would otherwise carry the
 // keys the broker should hold, or base URLs nobody serves). relay is the
 // laptop's credential relay the session brought (nil: none).
-func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string, in launchenv.Input, tty bool, relay *egress.Relay) (launchenv.Env, error) {
+func (s *Service) sessionEnv(ctx context.Context, r boxmeta.Resolved, m boxmeta.Meta, id string, in launchenv.Input, tty bool, relay *egress.Relay) (launchenv.Env, error) {
 	in.Session = id
 	if m.Network == config.NetworkBroker {
 		served, err := credential.AskRelayed(ctx, s.Layout.BrokerControl(m.Name), id, in.Getenv, relay)
@@ -251,7 +252,7 @@ func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string,
 				fmt.Sprintf("corral stop %s && corral up restarts the broker", m.Name))
 		}
 		in.Brokered = &served
-		in.BrokerURL = "http://" + net.JoinHostPort(BrokerGuestHostFor(r.Platform, r.Loaded.Settings()), strconv.Itoa(m.BrokerPort))
+		in.BrokerURL = "http://" + net.JoinHostPort(funnel.BrokerGuestHostFor(r.Platform, r.Loaded.Settings()), strconv.Itoa(m.BrokerPort))
 	}
 	// A keychain read may raise an "allow access" dialog: with a person at
 	// the terminal, wait for the answer instead of secret.DefaultTimeout.
@@ -274,13 +275,13 @@ func (s *Service) sessionEnv(ctx context.Context, r Resolved, m Meta, id string,
 // box's broker does not answer (a stopped box), the environment is still
 // assembled, to report what cannot be supplied, but none of it is
 // returned: without the broker's answer nobody knows what to withhold.
-func (s *Service) DoctorEnv(ctx context.Context, r Resolved, agentName string, h SessionHost) (launchenv.Env, error) {
+func (s *Service) DoctorEnv(ctx context.Context, r boxmeta.Resolved, agentName string, h SessionHost) (launchenv.Env, error) {
 	a, err := r.Agent(agentName)
 	if err != nil {
 		return launchenv.Env{}, err
 	}
 	in := s.launchInput(r, a, h)
-	m, err := ReadMeta(s.Layout, r.Project.Box)
+	m, err := boxmeta.Read(s.Layout, r.Project.Box)
 	if err != nil {
 		return launchenv.Env{}, err
 	}
@@ -348,7 +349,7 @@ func (s *Service) sessionsLog(rec SessionRecord) {
 	_ = w.Append(rec)
 }
 
-func (s *Service) beginSession(m *Meta, id string, opt SessionOptions, envNames []string) {
+func (s *Service) beginSession(m *boxmeta.Meta, id string, opt SessionOptions, envNames []string) {
 	if err := s.addSession(m.Name, Session{ID: id, PID: os.Getpid(), Agent: opt.Agent.Name, Started: s.now()}); err != nil {
 		s.Logger.Warn("recording the session", "box", m.Name, "err", err)
 	}
@@ -361,7 +362,7 @@ func (s *Service) beginSession(m *Meta, id string, opt SessionOptions, envNames 
 // so that `corral egress --session ID` can slice one run's traffic out of
 // it. The log is shared with the broker process (core/jsonl appends are
 // safe across processes). A failure only warns: the session runs anyway.
-func (s *Service) egressMarker(m Meta, id string, mark func(*egress.DecisionLog, string) error) {
+func (s *Service) egressMarker(m boxmeta.Meta, id string, mark func(*egress.DecisionLog, string) error) {
 	if m.Network != config.NetworkBroker {
 		return
 	}
@@ -381,7 +382,7 @@ func (s *Service) recordExit(box, id, agent string, code int) {
 
 // endSession forgets the session and, with stop_on_exit, stops the box
 // when it was the last one.
-func (s *Service) endSession(m Meta, id string) {
+func (s *Service) endSession(m boxmeta.Meta, id string) {
 	s.removeSession(m.Name, id)
 	s.egressMarker(m, id, (*egress.DecisionLog).EndSession)
 	if !m.StopOnExit {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/agent"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -23,8 +24,8 @@ func TestSessionMarksTheEgressLog(t *testing.T) {
 	}
 	now := time.Now()
 	s := &Service{Layout: l, Logger: discard(), Now: func() time.Time { return now }}
-	for _, m := range []Meta{{Name: "web-a1b2c3", Network: "broker"}, {Name: "full-a1b2c3", Network: "full"}} {
-		if err := WriteMeta(l, m); err != nil {
+	for _, m := range []boxmeta.Meta{{Name: "web-a1b2c3", Network: "broker"}, {Name: "full-a1b2c3", Network: "full"}} {
+		if err := boxmeta.Write(l, m); err != nil {
 			t.Fatal(err)
 		}
 		s.beginSession(&m, "s-"+m.Name, SessionOptions{Agent: agent.Agent{Name: "claude"}}, nil)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 )
@@ -48,15 +49,15 @@ func TestHostSessionsAreFilesNotMetadata(t *testing.T) {
 		t.Errorf("a session wrote box metadata: %v", err)
 	}
 	touched := s.sessionsTouched(box)
-	if touched.IsZero() || s.lastActivity(Meta{Name: box}).Before(touched) {
-		t.Errorf("last activity %v does not count the session directory (%v)", s.lastActivity(Meta{Name: box}), touched)
+	if touched.IsZero() || s.lastActivity(boxmeta.Meta{Name: box}).Before(touched) {
+		t.Errorf("last activity %v does not count the session directory (%v)", s.lastActivity(boxmeta.Meta{Name: box}), touched)
 	}
 	s.removeSession(box, "aa11")
 	s.removeSession(box, "../../boxes/x") // never a path
 	if got := s.LiveSessions(box); len(got) != 0 {
 		t.Errorf("live after end: %v", got)
 	}
-	st := s.StatusOf(Meta{Name: box})
+	st := s.StatusOf(boxmeta.Meta{Name: box})
 	if st.Live != 0 || st.Sessions != nil {
 		t.Errorf("status %+v", st)
 	}
@@ -95,7 +96,7 @@ func TestTemplateHashIsCachedByItsInputs(t *testing.T) {
 	cpus := 1
 	c.Loaded.Config.CPUs = &cpus
 	for name, tc := range map[string]struct {
-		r    Resolved
+		r    boxmeta.Resolved
 		port int
 		exe  string
 	}{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
@@ -121,7 +122,7 @@ func PruneAuto(snaps []Snapshot, keep int) []string {
 }
 
 // snapshotterFor picks the backend by the box's VM type.
-func (s *Service) snapshotterFor(m Meta) snapshotter {
+func (s *Service) snapshotterFor(m boxmeta.Meta) snapshotter {
 	if m.VMType == config.VMTypeVZ {
 		return &cloneSnapshots{
 			dir:     s.Layout.SnapshotsDir,
@@ -134,10 +135,10 @@ func (s *Service) snapshotterFor(m Meta) snapshotter {
 
 // stoppedBox reads the box's metadata and refuses unless its instance is
 // stopped. The caller holds the box lock.
-func (s *Service) stoppedBox(box, verb string) (Meta, error) {
-	m, err := ReadMeta(s.Layout, box)
+func (s *Service) stoppedBox(box, verb string) (boxmeta.Meta, error) {
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
-		return Meta{}, err
+		return boxmeta.Meta{}, err
 	}
 	st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box)
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *Service) stoppedBox(box, verb string) (Meta, error) {
 // Snapshots lists a box's snapshots, oldest automatic ones first, then the
 // manual ones by name.
 func (s *Service) Snapshots(ctx context.Context, box string) ([]Snapshot, error) {
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, box, name string) (string,
 	return name, nil
 }
 
-func (s *Service) takeSnapshot(ctx context.Context, m Meta, name string, auto bool) error {
+func (s *Service) takeSnapshot(ctx context.Context, m boxmeta.Meta, name string, auto bool) error {
 	sn := s.snapshotterFor(m)
 	existing, err := sn.list(ctx, m.Name)
 	if err != nil {
@@ -289,7 +290,7 @@ func (s *Service) findSnapshot(ctx context.Context, sn snapshotter, box, name st
 // when its config says snapshots = "auto", keeping the newest
 // snapshots_keep of them. Up calls it with the box lock held. A failure
 // only warns: a box that cannot be snapshotted must still start.
-func (s *Service) autoSnapshot(ctx context.Context, r Resolved, m Meta) {
+func (s *Service) autoSnapshot(ctx context.Context, r boxmeta.Resolved, m boxmeta.Meta) {
 	c := r.Loaded.Settings()
 	if c.Snapshots != config.SnapshotsAuto {
 		return

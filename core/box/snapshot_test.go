@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
 )
@@ -159,7 +160,7 @@ func (f *snapLima) command(ctx context.Context, name string, args ...string) *ex
 	return exec.Command("true")
 }
 
-func newSnapService(t *testing.T, globalToml string) (*Service, Resolved, *snapLima) {
+func newSnapService(t *testing.T, globalToml string) (*Service, boxmeta.Resolved, *snapLima) {
 	t.Helper()
 	f := &snapLima{fakeLima: &fakeLima{insts: map[string]string{}, fail: map[string]string{}}, tags: map[string][]string{}}
 	s, r := newTestService(t, f.fakeLima)
@@ -169,7 +170,7 @@ func newSnapService(t *testing.T, globalToml string) (*Service, Resolved, *snapL
 			t.Fatal(err)
 		}
 		var err error
-		if r, err = Resolve(s.Layout, ResolveOptions{Dir: r.Project.Dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}}); err != nil {
+		if r, err = boxmeta.Resolve(s.Layout, boxmeta.ResolveOptions{Dir: r.Project.Dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

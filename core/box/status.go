@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hostmem"
@@ -15,7 +16,7 @@ import (
 // It is read from Lima's instance directory and corral's own state,
 // without running limactl, so the app can poll it cheaply.
 type Status struct {
-	Meta
+	boxmeta.Meta
 	// State is what Lima's processes show (boxstate.FromLima): Missing,
 	// Stopped, Running or Broken; Shown refines it with corral's marks.
 	State     boxstate.State `json:"state"`
@@ -35,12 +36,12 @@ type Status struct {
 }
 
 // StatusOf reads one box's status.
-func (s *Service) StatusOf(m Meta) Status { return s.statusOf(m, hostmem.NewScan()) }
+func (s *Service) StatusOf(m boxmeta.Meta) Status { return s.statusOf(m, hostmem.NewScan()) }
 
 // statusOf reads one box's status; scan is shared by every box of one List.
 // A nil scan reads no memory (a walk of the VM process's memory map): the
 // idle sweep at the start of every command does not need it.
-func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
+func (s *Service) statusOf(m boxmeta.Meta, scan *hostmem.Scan) Status {
 	st := Status{Meta: m, State: boxstate.Missing}
 	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
 	if err == nil {
@@ -72,25 +73,11 @@ func (s *Service) statusOf(m Meta, scan *hostmem.Scan) Status {
 
 // Shown is the box's state in the machine (boxstate.Of): what `corral ls`,
 // `corral info` and the menu show.
-func (st Status) Shown() boxstate.State { return st.Meta.stateOf(st.State) }
-
-// stateOf is the box's state in the machine when Lima's processes show vm.
-func (m Meta) stateOf(vm boxstate.State) boxstate.State {
-	return boxstate.Of(boxstate.Facts{VM: vm, Provisioning: m.Provisioning,
-		ProvisionFailed: m.ProvisionError != "", Saved: m.Saved != nil})
-}
-
-// lockedState is the box's state for an operation that holds the box's
-// lock. A create holds it too, so a Provisioning mark seen here is a create
-// that was interrupted, and what its VM shows decides.
-func (m Meta) lockedState(vm boxstate.State) boxstate.State {
-	m.Provisioning = false
-	return m.stateOf(vm)
-}
+func (st Status) Shown() boxstate.State { return st.Meta.StateOf(st.State) }
 
 // List reads the status of every box.
 func (s *Service) List() ([]Status, error) {
-	metas, err := ListMeta(s.Layout)
+	metas, err := boxmeta.List(s.Layout)
 	out := make([]Status, 0, len(metas))
 	scan := hostmem.NewScan() // one process scan per refresh, not one per vz box
 	for _, m := range metas {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
@@ -29,7 +30,7 @@ import (
 // qemu only. The state is an internal snapshot of the instance's qcow2
 // disk (HMP savevm through Lima's QMP socket, <instance>/qmp.sock): RAM,
 // devices and disk in one consistent piece. The qemu wrapper starts a
-// saved box with -loadvm (PlanQemu reads Meta.Saved). Order of a save:
+// saved box with -loadvm (qemuwrap.NewPlan reads Meta.Saved). Order of a save:
 //
 //  1. refuse a box with a live session (host or detachable);
 //  2. corral-suspend prepare in the box (guest/corral-suspend.sh): qemu's
@@ -62,12 +63,6 @@ const (
 	guestSuspendTimeout = 2 * time.Minute
 )
 
-// Saved says that a box's VM state is saved in its disk.
-type Saved struct {
-	Tag string    `json:"tag"`
-	At  time.Time `json:"at"`
-}
-
 // ErrSaveUnsupported means the box's VM driver cannot save a box (vz).
 var ErrSaveUnsupported = errors.New("saving a box needs the qemu driver")
 
@@ -76,7 +71,7 @@ var ErrSaveUnsupported = errors.New("saving a box needs the qemu driver")
 var ErrBoxBusy = errors.New("box is in use")
 
 // saveSupported refuses a box whose driver corral cannot save.
-func saveSupported(m Meta) error {
+func saveSupported(m boxmeta.Meta) error {
 	if m.VMType == config.VMTypeQEMU {
 		return nil
 	}
@@ -99,7 +94,7 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 		return err
 	}
 	defer lock.Unlock()
-	m, err := ReadMeta(s.Layout, box)
+	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
 		return err
 	}
@@ -133,8 +128,8 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 	}
 	// Saved before the VM ends: whatever happens next, the next start
 	// finds the state it must resume.
-	m.Saved = &Saved{Tag: SuspendTag, At: s.now()}
-	if err := WriteMeta(s.Layout, m); err != nil {
+	m.Saved = &boxmeta.Saved{Tag: SuspendTag, At: s.now()}
+	if err := boxmeta.Write(s.Layout, m); err != nil {
 		return err
 	}
 	s.endVM(ctx, box)
@@ -145,7 +140,7 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 		s.Logger.Warn("clearing session approvals", "box", box, "err", err)
 	}
 	s.audit(audit.Event{Kind: kind, Box: box})
-	return WriteMeta(s.Layout, m)
+	return boxmeta.Write(s.Layout, m)
 }
 
 // saveVM pauses the VM and saves it as tag. On failure the VM runs again.
@@ -196,7 +191,7 @@ func (s *Service) epoch() string { return strconv.FormatInt(s.now().Unix(), 10) 
 // startBox starts a stopped box: it resumes a saved one (falling back to
 // a boot when that fails) and boots any other. The caller holds the box
 // lock; m is written when its saved state is dropped.
-func (s *Service) startBox(ctx context.Context, m *Meta) error {
+func (s *Service) startBox(ctx context.Context, m *boxmeta.Meta) error {
 	if m.Saved == nil {
 		return s.Lima.Start(ctx, m.Name, StartTimeout)
 	}
@@ -223,7 +218,7 @@ var errNoSavedState = errors.New("its disk holds no saved state")
 
 // resume starts a saved box from its saved state and brings the guest
 // back (see the note at the top of this file).
-func (s *Service) resume(ctx context.Context, m *Meta) error {
+func (s *Service) resume(ctx context.Context, m *boxmeta.Meta) error {
 	box := m.Name
 	tags, err := s.Lima.SnapshotList(ctx, box)
 	if err != nil {
@@ -287,12 +282,12 @@ func (s *Service) resume(ctx context.Context, m *Meta) error {
 		_ = c.Close()
 	}
 	m.Saved = nil
-	return WriteMeta(s.Layout, *m)
+	return boxmeta.Write(s.Layout, *m)
 }
 
 // dropSaved ends whatever a failed resume left running and deletes the
 // saved state, so that the next start boots.
-func (s *Service) dropSaved(ctx context.Context, m *Meta) error {
+func (s *Service) dropSaved(ctx context.Context, m *boxmeta.Meta) error {
 	box := m.Name
 	if st, err := lima.ReadInstanceDir(s.Layout.LimaHome(), box); err == nil && st.Status != lima.StatusStopped {
 		if err := s.Lima.Stop(ctx, box, true); err != nil {
@@ -306,7 +301,7 @@ func (s *Service) dropSaved(ctx context.Context, m *Meta) error {
 		}
 	}
 	m.Saved = nil
-	return WriteMeta(s.Layout, *m)
+	return boxmeta.Write(s.Layout, *m)
 }
 
 // errGuestRefused means corral-suspend cannot run in the box (no such

@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/qemu/qemutest"
+	"github.com/corral-dev/corral/core/qemuwrap"
 	"github.com/corral-dev/corral/core/qmp/qmptest"
 )
 
@@ -29,7 +32,7 @@ import (
 type suspendRig struct {
 	t   *testing.T
 	s   *Service
-	r   Resolved
+	r   boxmeta.Resolved
 	f   *fakeLima
 	box string
 	dir string
@@ -55,14 +58,14 @@ func newSuspendRig(t *testing.T) *suspendRig {
 	}
 	m := g.meta()
 	m.VMType = "qemu"
-	must(t, WriteMeta(s.Layout, m))
+	must(t, boxmeta.Write(s.Layout, m))
 	g.setRunning(true)
 	g.serveQMP()
 	return g
 }
 
-func (g *suspendRig) meta() Meta {
-	m, err := ReadMeta(g.s.Layout, g.box)
+func (g *suspendRig) meta() boxmeta.Meta {
+	m, err := boxmeta.Read(g.s.Layout, g.box)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -212,7 +215,7 @@ func TestSaveThenUpResumes(t *testing.T) {
 		t.Errorf("state %s", st.State)
 	}
 	// The qemu wrapper resumes it.
-	p, err := PlanQemu(limaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral")
+	p, err := qemuwrap.NewPlan(qemutest.LimaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral")
 	if err != nil || p.Options.LoadVM != SuspendTag || p.DescribeResume() == "" {
 		t.Errorf("plan %+v, %v", p.Options, err)
 	}
@@ -248,7 +251,7 @@ func TestSaveThenUpResumes(t *testing.T) {
 	if _, err := fmt.Sscanf(string(b), "%d\n", &sec); err != nil || sec < before || sec > time.Now().Unix() {
 		t.Errorf("resume got %q on stdin, want the host's time", b)
 	}
-	if p, err := PlanQemu(limaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral"); err != nil || p.Options.LoadVM != "" {
+	if p, err := qemuwrap.NewPlan(qemutest.LimaLaunch(t, g.s.Layout.LimaHome(), g.box), g.s.Layout, "/usr/bin/corral"); err != nil || p.Options.LoadVM != "" {
 		t.Errorf("a resumed box's next launch still loads: %+v %v", p.Options, err)
 	}
 }
@@ -306,7 +309,7 @@ func TestSaveUnsupportedOnVZ(t *testing.T) {
 	g := newSuspendRig(t)
 	m := g.meta()
 	m.VMType = "vz"
-	must(t, WriteMeta(g.s.Layout, m))
+	must(t, boxmeta.Write(g.s.Layout, m))
 	err := g.s.Save(context.Background(), g.box, audit.KindSave)
 	if !errors.Is(err, ErrSaveUnsupported) || !strings.Contains(hint.Of(err), "vm_type = \"qemu\"") {
 		t.Errorf("vz: %v (hint %q)", err, hint.Of(err))
@@ -317,8 +320,8 @@ func TestSaveUnsupportedOnVZ(t *testing.T) {
 // when inDisk.
 func (g *suspendRig) saved(inDisk bool) {
 	m := g.meta()
-	m.Saved = &Saved{Tag: SuspendTag, At: time.Now()}
-	must(g.t, WriteMeta(g.s.Layout, m))
+	m.Saved = &boxmeta.Saved{Tag: SuspendTag, At: time.Now()}
+	must(g.t, boxmeta.Write(g.s.Layout, m))
 	g.setRunning(false)
 	g.f.insts[g.box] = "Stopped"
 	if inDisk {
@@ -398,7 +401,7 @@ func TestSweepSaves(t *testing.T) {
 		g := newSuspendRig(t)
 		m := g.meta()
 		m.IdleAction, m.IdleStop, m.LastActivity = config.IdleActionSave, "1m", time.Now().Add(-time.Hour)
-		must(t, WriteMeta(g.s.Layout, m))
+		must(t, boxmeta.Write(g.s.Layout, m))
 		if busyGuest {
 			g.guestExit["prepare"] = 3
 		}

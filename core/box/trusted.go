@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -34,7 +35,7 @@ type Grant struct {
 // written), then each key through config.Result.AddToTrusted (the grant
 // check, the whole config loaded again, the file locked). r is the box's
 // config as loaded; its trusted layer is the one written.
-func WriteTrusted(l paths.Layout, r Resolved, g Grant, now time.Time) error {
+func WriteTrusted(l paths.Layout, r boxmeta.Resolved, g Grant, now time.Time) error {
 	var keys, all []string
 	for k := range g.Entries {
 		if !slices.Contains(config.RequestKeys, k) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -19,7 +20,7 @@ func TestWriteTrusted(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Resolve(l, ResolveOptions{Dir: t.TempDir(), Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: t.TempDir(), Platform: config.Platform{OS: "linux", Arch: "amd64"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ type Facts struct {
 	// Stopped, Running or Broken (FromLima).
 	VM State
 	// Provisioning, ProvisionFailed and Saved are the metadata's marks
-	// (box.Meta's Provisioning, ProvisionError and Saved).
+	// (boxmeta.Meta's Provisioning, ProvisionError and Saved).
 	Provisioning, ProvisionFailed, Saved bool
 }
 

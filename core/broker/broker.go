@@ -2,10 +2,10 @@
 // broker`): in box mode it builds the box's egress policy from the box's
 // config and approvals, follows their changes and approvals' expiry, logs
 // every decision to the box's egress log and audits denials; standalone,
-// it serves a fixed allow-list. The proxy itself is core/egress, and so is
-// the broker's command line (egress.BrokerArgv), which core/box uses to
-// start and recognise brokers: it cannot live here, because this package
-// imports core/box.
+// it serves a fixed allow-list. The proxy itself is core/egress. The
+// broker's command line (Argv, ParseArgv) lives here: core/box starts and
+// recognises brokers with it. This package reads a box through core/boxmeta
+// and never imports the lifecycle (core/box), so the lifecycle may import it.
 package broker
 
 import (
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/egress"
@@ -105,7 +105,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if o.Platform.OS == "" {
-		o.Platform = box.HostPlatform()
+		o.Platform = boxmeta.HostPlatform()
 	}
 	if o.Box != "" {
 		return runBox(ctx, o)
@@ -150,7 +150,7 @@ func runBox(ctx context.Context, o Options) error {
 	if err := l.Ensure(); err != nil {
 		return err
 	}
-	m, err := box.ReadMeta(l, o.Box)
+	m, err := boxmeta.Read(l, o.Box)
 	if err != nil {
 		return err
 	}

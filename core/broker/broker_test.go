@@ -19,7 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
@@ -52,7 +52,7 @@ func newBox(t testing.TB, corralToml string) (paths.Layout, string) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if err := box.WriteMeta(l, box.Meta{Name: p.Box, Project: proj, Network: "broker", BrokerPort: 42001}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: p.Box, Project: proj, Network: "broker", BrokerPort: 42001}); err != nil {
 		t.Fatal(err)
 	}
 	return l, p.Box
@@ -251,7 +251,7 @@ func TestStandaloneBrokerWithLog(t *testing.T) {
 
 func TestAllowListWithBrokenConfig(t *testing.T) {
 	l, name := newBox(t, "")
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestAllowListWithBrokenConfig(t *testing.T) {
 // approval's policy needs is there too.
 func TestPolicyFromTrustedLayer(t *testing.T) {
 	l, name := newBox(t, "")
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestBoxCannotChangeItsOwnPolicy(t *testing.T) {
 	port := brokertest.Upstream(t)
 	addr := start(t, Options{Layout: l, Platform: linux, Box: name, Listen: "127.0.0.1:0", ExtraRanges: []string{"127.0.0.0/8"}})
 	target := func(host string) string { return "http://" + host + ".example.test:" + port + "/" }
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	if err != nil {
 		t.Fatal(err)
 	}

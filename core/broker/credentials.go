@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
@@ -25,7 +25,7 @@ import (
 // routes answer only its connections. A credential the broker cannot read
 // becomes relayed when a session brings the laptop's relay
 // (credential.Holder.AnswerRelayed).
-func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialLogger) (*credential.Holder, error) {
+func boxCredentials(o Options, bp *boxPolicy, m boxmeta.Meta, log egress.CredentialLogger) (*credential.Holder, error) {
 	bp.mu.Lock()
 	cfg := bp.cfg
 	bp.mu.Unlock()
@@ -70,5 +70,5 @@ func boxCredentials(o Options, bp *boxPolicy, m box.Meta, log egress.CredentialL
 // An origin-form credential request must name one of them in its Host.
 func selfAddrs(port int) []string {
 	p := strconv.Itoa(port)
-	return []string{net.JoinHostPort(funnel.GuestAddr, p), net.JoinHostPort(box.BrokerGuestHost, p), net.JoinHostPort("127.0.0.1", p)}
+	return []string{net.JoinHostPort(funnel.GuestAddr, p), net.JoinHostPort(funnel.BrokerGuestHost, p), net.JoinHostPort("127.0.0.1", p)}
 }

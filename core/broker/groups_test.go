@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/toolreg"
 )
@@ -19,7 +19,7 @@ import (
 // named groups of egress_groups, each rule naming its group.
 func TestAllowListGroups(t *testing.T) {
 	l, name := newBox(t, "")
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestAllowListGroups(t *testing.T) {
 		}
 	}
 	m.Golden = "golden-0123456789ab"
-	mustDo(t, box.WriteMeta(l, m))
+	mustDo(t, boxmeta.Write(l, m))
 	mustDo(t, toolreg.Write(l, toolreg.Record{Golden: m.Golden, Registries: []toolreg.Registry{
 		{Entry: "npm.mirror.example.test", Tool: toolreg.ToolNPM, Source: "registry"},
 		{Entry: "goproxy.mirror.example.test:8443", Tool: toolreg.ToolGo, Source: "GOPROXY"},

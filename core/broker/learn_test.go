@@ -12,7 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/egress"
 )
@@ -23,7 +23,7 @@ import (
 // end, it enforces again.
 func TestLearnExpiry(t *testing.T) {
 	l, name := newBox(t, "")
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	if err != nil {
 		t.Fatal(err)
 	}

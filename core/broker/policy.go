@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/approval"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
@@ -38,7 +38,7 @@ func AllowList(l paths.Layout, boxName, projectDir string, platform config.Platf
 }
 
 // boxPolicy builds a box's egress policy from its files: the agent's
-// default hosts and the egress config (box.Resolve on the box's project),
+// default hosts and the egress config (boxmeta.Resolve on the box's project),
 // then the approvals.
 //
 // The repository's .corral.toml is read once, when the policy is made (at
@@ -79,7 +79,7 @@ func newBoxPolicy(l paths.Layout, boxName, projectDir string, platform config.Pl
 		return nil, fmt.Errorf("the extra ranges of box %s: %w", boxName, err)
 	}
 	golden := ""
-	if m, err := box.ReadMeta(l, boxName); err == nil {
+	if m, err := boxmeta.Read(l, boxName); err == nil {
 		golden = m.Golden
 	}
 	return &boxPolicy{layout: l, box: boxName, project: projectDir, snapshot: config.ReadSnapshot(projectDir),
@@ -121,7 +121,7 @@ func (b *boxPolicy) files() []string {
 // result may hold a layer the trust policy refused. An entry the grant
 // check refuses is no error: it is listed, refused, and in force nowhere.
 func (b *boxPolicy) loadConfig() (config.Result, []approval.Rule, error) {
-	r, err := box.Resolve(b.layout, box.ResolveOptions{Dir: b.project, Platform: b.platform, Snapshot: b.snapshot})
+	r, err := boxmeta.Resolve(b.layout, boxmeta.ResolveOptions{Dir: b.project, Platform: b.platform, Snapshot: b.snapshot})
 	if err != nil {
 		return config.Result{}, nil, fmt.Errorf("loading the config of box %s: %w", b.box, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
@@ -16,19 +16,16 @@ import (
 
 // LaptopRelay starts this machine's credential relay for one session it
 // runs on a remote host (docs/REMOTE.md, "Secrets"): the credentials this
-// machine's config for the project in dir names and this machine can
+// machine's config for the project (cfg, box boxName: core/box
+// RelayConfig) names and this machine can
 // read (its keychain, its environment), served on a private socket that
 // the session's ssh forwards. Each use and refusal is counted in this
 // machine's audit log as the broker counts its own (credential-use,
 // credential-refused). It returns nil and a no-op stop when there is
 // nothing to relay; stop ends the relay and writes the counts.
-func LaptopRelay(l paths.Layout, dir string, store secret.Store, getenv func(string) (string, bool), logger *slog.Logger) (*credential.Relay, func(), error) {
+func LaptopRelay(l paths.Layout, cfg config.Settings, boxName string, store secret.Store, getenv func(string) (string, bool), logger *slog.Logger) (*credential.Relay, func(), error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
-	}
-	cfg, boxName, err := box.RelayConfig(l, dir)
-	if err != nil {
-		return nil, func() {}, fmt.Errorf("the credential relay: %w", err)
 	}
 	alog, err := audit.Open(l.AuditLog())
 	if err != nil {

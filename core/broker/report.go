@@ -6,7 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/hint"
@@ -18,7 +18,7 @@ const RecentDenials = 10
 
 // ReportOptions select what a Report covers.
 type ReportOptions struct {
-	// Box names the box; "" is the box of the project at Dir (box.Locate).
+	// Box names the box; "" is the box of the project at Dir (boxmeta.Locate).
 	Box, Dir string
 	// Since, when not zero, drops older log lines.
 	Since time.Time
@@ -58,7 +58,7 @@ type Report struct {
 
 // EgressReport reads the report of a box's egress.
 func EgressReport(l paths.Layout, o ReportOptions) (Report, error) {
-	loc, err := box.Locate(l, o.Box, o.Dir)
+	loc, err := boxmeta.Locate(l, o.Box, o.Dir)
 	if err != nil {
 		return Report{}, err
 	}
@@ -84,7 +84,7 @@ func EgressReport(l paths.Layout, o ReportOptions) (Report, error) {
 		}
 	}
 	rep.Rules = approval.Allowed(rules)
-	rep.Requests = box.PendingRequests(l, loc.Box, loc.Project)
+	rep.Requests = boxmeta.PendingRequests(l, loc.Box, loc.Project)
 	if lr, err := approval.ReadLearning(l, loc.Box); err == nil && lr.ActiveAt(o.Now) {
 		rep.LearningUntil = lr.Until
 	}

@@ -27,6 +27,20 @@ import (
 // refuses a guestfwd on the gateway (192.168.5.2) or DNS (.3) address.
 const GuestAddr = qemu.GuestFwdAddr
 
+// BrokerGuestHost is where a guest without the funnel reaches its broker:
+// the slirp gateway, which maps to the host's loopback.
+const BrokerGuestHost = "192.168.5.2"
+
+// BrokerGuestHostFor is where a box's guest reaches its broker: under the
+// host funnel (Applies: qemu, broker or offline mode) GuestAddr
+// (192.168.5.4), else the slirp gateway BrokerGuestHost.
+func BrokerGuestHostFor(p config.Platform, c config.Settings) string {
+	if Applies(p.OS, c.VMType, c.NetworkMode()) {
+		return GuestAddr
+	}
+	return BrokerGuestHost
+}
+
 // GuestConnCommand is the subcommand qemu runs per guest connection (see
 // core/guestconn, which runs it).
 const GuestConnCommand = guestconn.Command

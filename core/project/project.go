@@ -212,3 +212,14 @@ func Slug(s string) string {
 	}
 	return b.String()
 }
+
+// SameDir compares two directories, following symbolic links if the names
+// differ.
+func SameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}

@@ -1,7 +1,7 @@
 // Package qemuwrap is the qemu wrapper mode of the corral binary: started
 // under the name qemu-system-<arch> (the run/bin link the lifecycle service
-// makes, box.QemuShimName), corral is the qemu Lima runs. It rewrites Lima's
-// command line (core/qemu) by the box's plan (box.PlanQemu: accelerator,
+// makes, ShimName), corral is the qemu Lima runs. It rewrites Lima's
+// command line (core/qemu) by the box's plan (NewPlan: accelerator,
 // funnel, what qemu may see read-only) and execs the real qemu.
 // cmd/corral/main.go dispatches to Main before anything else.
 package qemuwrap
@@ -15,15 +15,19 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 )
 
+// ShimName is the name under which the corral binary acts as Lima's qemu:
+// the lifecycle service (core/box) links run/bin/qemu-system-<arch> to
+// corral, and cmd/corral/main.go picks this mode by argv[0] (Is).
+const ShimName = "qemu-system-"
+
 // Is reports whether corral was started as Lima's qemu (through the
 // run/bin/qemu-system-<arch> link the lifecycle service creates).
 func Is(argv0 string) bool {
-	return strings.HasPrefix(filepath.Base(argv0), box.QemuShimName)
+	return strings.HasPrefix(filepath.Base(argv0), ShimName)
 }
 
 // Main rewrites Lima's qemu command line and execs the real qemu:
@@ -37,7 +41,7 @@ func Main(argv []string) int {
 		fmt.Fprintf(os.Stderr, "corral qemu: refusing to start: "+format+"\n", a...)
 		return 1
 	}
-	arch, args := strings.TrimPrefix(filepath.Base(argv[0]), box.QemuShimName), argv[1:]
+	arch, args := strings.TrimPrefix(filepath.Base(argv[0]), ShimName), argv[1:]
 	real, err := qemu.FindQemu(arch)
 	if err != nil {
 		return fail("%v", err)
@@ -57,7 +61,7 @@ func Main(argv []string) int {
 		if err != nil {
 			return fail("locating the corral executable: %v", err)
 		}
-		plan, err := box.PlanQemu(args, l, exe)
+		plan, err := NewPlan(args, l, exe)
 		if err != nil {
 			return fail("%v", err)
 		}

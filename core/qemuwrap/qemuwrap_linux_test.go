@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 )
@@ -48,7 +48,7 @@ func TestQemuShimNamespace(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", proj).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	if err := box.WriteMeta(l, box.Meta{Name: "g-1", Project: proj, Network: "full", VMType: "qemu"}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "g-1", Project: proj, Network: "full", VMType: "qemu"}); err != nil {
 		t.Fatal(err)
 	}
 	inst := filepath.Join(l.LimaHome(), "g-1")
@@ -60,7 +60,7 @@ func TestQemuShimNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	arch, _ := qemu.QemuArch("")
-	shim := filepath.Join(dir, box.QemuShimName+arch)
+	shim := filepath.Join(dir, ShimName+arch)
 	if err := os.Symlink(self, shim); err != nil {
 		t.Fatal(err)
 	}

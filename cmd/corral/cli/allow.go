@@ -7,7 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
@@ -128,12 +128,12 @@ func allowRun(opts *AllowOptions) error {
 	if _, err := approval.Open(l, opts.Box); err != nil { // checks the name before it names any file
 		return err
 	}
-	m, err := box.ReadMeta(l, opts.Box)
-	if errors.Is(err, box.ErrNoMeta) {
+	m, err := boxmeta.Read(l, opts.Box)
+	if errors.Is(err, boxmeta.ErrNotFound) {
 		return hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
 	}
 	if err != nil {
-		return err // a MetaError: its hint says what to do with the file
+		return err // a boxmeta.Error: its hint says what to do with the file
 	}
 	switch {
 	case opts.List:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
 )
@@ -58,7 +59,7 @@ func attachRun(opts *AttachOptions) error {
 	// One argument: a box when one has that name, else a session of the
 	// project's box.
 	if boxName != "" && session == "" {
-		if _, err := box.ReadMeta(s.Layout, boxName); errors.Is(err, box.ErrNoMeta) {
+		if _, err := boxmeta.Read(s.Layout, boxName); errors.Is(err, boxmeta.ErrNotFound) {
 			boxName, session = "", boxName
 		}
 	}

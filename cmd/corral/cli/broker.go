@@ -5,7 +5,6 @@ import (
 	"net"
 
 	"github.com/corral-dev/corral/core/broker"
-	"github.com/corral-dev/corral/core/egress"
 	"github.com/spf13/cobra"
 )
 
@@ -22,11 +21,11 @@ type BrokerOptions struct {
 }
 
 // NewCmdBroker builds `corral broker`. Its command line is the contract
-// egress.BrokerArgv writes and egress.ParseBrokerArgv reads.
+// broker.Argv writes and broker.ParseArgv reads.
 func NewCmdBroker(f *Factory, runF func(*BrokerOptions) error) *cobra.Command {
 	opts := &BrokerOptions{IO: f.IO, Factory: f}
 	cmd := &cobra.Command{
-		Use:   egress.BrokerCommand + " --listen 127.0.0.1:PORT (--box BOX | --allow HOST...)",
+		Use:   broker.Command + " --listen 127.0.0.1:PORT (--box BOX | --allow HOST...)",
 		Short: "Run an egress broker (the allow-list proxy of a box) in the foreground",
 		Long: `Broker runs the host-side egress proxy until SIGINT or SIGTERM.
 
@@ -56,8 +55,8 @@ The broker listens on loopback only.`,
 			return brokerRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Listen, egress.BrokerFlagListen, "", "loopback `address` to listen on, such as 127.0.0.1:42000")
-	cmd.Flags().StringVar(&opts.Box, egress.BrokerFlagBox, "", "serve `BOX` with its config and approvals")
+	cmd.Flags().StringVar(&opts.Listen, broker.FlagListen, "", "loopback `address` to listen on, such as 127.0.0.1:42000")
+	cmd.Flags().StringVar(&opts.Box, broker.FlagBox, "", "serve `BOX` with its config and approvals")
 	cmd.Flags().StringArrayVar(&opts.Allow, "allow", nil, "allow `ENTRY` (host, *.domain, host:port, host:* or a CIDR range, as egress takes); without --box only")
 	cmd.Flags().StringArrayVar(&opts.AllowRanges, "allow-range", nil, "allow private or IP-literal destinations in `CIDR`; without --box only")
 	cmd.Flags().StringVar(&opts.LogFile, "log", "", "append decisions to `FILE` as JSON lines; without --box only")

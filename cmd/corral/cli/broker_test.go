@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/broker/brokertest"
 	"github.com/corral-dev/corral/core/config"
-	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/spf13/cobra"
 )
@@ -30,7 +29,7 @@ func writeBoxMeta(t *testing.T, e env, network config.Network) paths.Layout {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if err := box.WriteMeta(l, box.Meta{Name: e.box, Project: e.proj, Network: network, BrokerPort: 42001}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: e.box, Project: e.proj, Network: network, BrokerPort: 42001}); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -183,11 +182,11 @@ func TestBrokerExitsOnSIGTERM(t *testing.T) {
 
 // TestBrokerArgvContract: the command line core/box starts a broker with
 // parses, through the cobra command, into the same box and address that
-// egress.ParseBrokerArgv recognises in a process list.
+// broker.ParseArgv recognises in a process list.
 func TestBrokerArgvContract(t *testing.T) {
 	e := setup(t, "")
-	want := egress.BrokerArgs{Box: e.box, Listen: "127.0.0.1:42001"}
-	argv := egress.BrokerArgv(want)
+	want := broker.Args{Box: e.box, Listen: "127.0.0.1:42001"}
+	argv := broker.Argv(want)
 	f, _, _ := testFactory(e, false)
 	var got *BrokerOptions
 	root := &cobra.Command{Use: "corral", SilenceErrors: true, SilenceUsage: true}
@@ -199,7 +198,7 @@ func TestBrokerArgvContract(t *testing.T) {
 	if got == nil || got.Box != want.Box || got.Listen != want.Listen {
 		t.Fatalf("cobra parsed %q into %+v, want %+v", argv, got, want)
 	}
-	if parsed, ok := egress.ParseBrokerArgv(append([]string{"/bin/corral"}, argv...)); !ok || parsed != want {
-		t.Errorf("ParseBrokerArgv: %+v %v, want %+v", parsed, ok, want)
+	if parsed, ok := broker.ParseArgv(append([]string{"/bin/corral"}, argv...)); !ok || parsed != want {
+		t.Errorf("ParseArgv: %+v %v, want %+v", parsed, ok, want)
 	}
 }

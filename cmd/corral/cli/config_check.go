@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
@@ -128,7 +128,7 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
 	if r.Project.Box == "" {
 		return err
 	}

@@ -3,7 +3,7 @@ package cli
 import (
 	"fmt"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
 )
@@ -42,7 +42,7 @@ func configShowRun(opts *ConfigShowOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
 	if r.Project.Box == "" {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/spf13/cobra"
@@ -63,7 +63,7 @@ func denyRun(opts *DenyOptions) error {
 	if _, err := approval.Open(l, opts.Box); err != nil { // checks the name before it names any file
 		return err
 	}
-	if _, err := box.ReadMeta(l, opts.Box); errors.Is(err, box.ErrNoMeta) {
+	if _, err := boxmeta.Read(l, opts.Box); errors.Is(err, boxmeta.ErrNotFound) {
 		return hint.New(fmt.Errorf("%w", err), "corral ls lists the boxes")
 	} else if err != nil {
 		return err

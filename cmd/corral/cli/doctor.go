@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/hint"
@@ -83,17 +84,17 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 		return name, opt, []box.Check{{Check: "state directory", Detail: err.Error(), Fix: "set CORRAL_HOME"}}
 	}
 	if name == "" {
-		loc, _ := box.Locate(l, "", f.Dir)
+		loc, _ := boxmeta.Locate(l, "", f.Dir)
 		if loc.Meta == nil {
 			return "", opt, nil // no box for this project: host checks only
 		}
 		name = loc.Box
 	}
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	if err != nil {
 		return name, opt, nil // DoctorBox reports it
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: m.Project, Platform: f.Platform})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: m.Project, Platform: f.Platform})
 	if err != nil {
 		fix := "corral config check -C " + m.Project
 		if !errors.Is(err, config.ErrViolation) {

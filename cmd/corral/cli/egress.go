@@ -10,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
@@ -296,7 +296,7 @@ func lastUse(t, now time.Time) string {
 // egressTarget names the box to show and its project directory: BOX from
 // its metadata, or the current project's box.
 func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string, err error) {
-	loc, err := box.Locate(l, opts.Box, opts.Factory.Dir)
+	loc, err := boxmeta.Locate(l, opts.Box, opts.Factory.Dir)
 	return loc.Box, loc.Project, err
 }
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
@@ -84,7 +84,7 @@ func egressGroupsRun(opts *EgressGroupsOptions) error {
 		return err
 	}
 	var using []string
-	if r, err := box.Resolve(l, box.ResolveOptions{Dir: projectDir, Platform: f.Platform}); err == nil {
+	if r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: projectDir, Platform: f.Platform}); err == nil {
 		using = r.Loaded.Settings().EgressGroups
 	}
 	tc := recordedToolchains(l, name)
@@ -151,7 +151,7 @@ func inUse(b bool) string {
 // recordedToolchains is the toolchains group of a box, or why it has none.
 func recordedToolchains(l paths.Layout, name string) toolchainsJSON {
 	out := toolchainsJSON{Registries: []toolreg.Registry{}, Notes: []string{}}
-	m, err := box.ReadMeta(l, name)
+	m, err := boxmeta.Read(l, name)
 	switch {
 	case err != nil:
 		out.Missing = "the box is not created yet (its golden image records the group when it is built)"

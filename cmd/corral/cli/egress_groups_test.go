@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/toolreg"
 )
@@ -30,7 +30,7 @@ func TestEgressGroups(t *testing.T) {
 		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
 	}
 
-	must(t, box.WriteMeta(l, box.Meta{Name: e.box, Project: e.proj, Network: "broker", Golden: "golden-0123456789ab"}))
+	must(t, boxmeta.Write(l, boxmeta.Meta{Name: e.box, Project: e.proj, Network: "broker", Golden: "golden-0123456789ab"}))
 	code, out, _ = runEgressGroups(e, true)
 	if code != 0 || !strings.Contains(out, "golden image golden-0123456789ab was built before corral recorded toolchain registries; corral golden rm -f golden-0123456789ab && corral rebuild -C "+e.proj) {
 		t.Fatalf("no record: %d\n%s", code, out)

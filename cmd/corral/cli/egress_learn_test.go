@@ -9,7 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/core/approval"
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/paths"
@@ -28,7 +28,7 @@ func TestEgressLearn(t *testing.T) {
 	e := setup(t, "")
 	l := paths.Layout{Home: e.home}
 	must(t, l.Ensure())
-	must(t, box.WriteMeta(l, box.Meta{Name: e.box, Project: e.proj, Network: "broker"}))
+	must(t, boxmeta.Write(l, boxmeta.Meta{Name: e.box, Project: e.proj, Network: "broker"}))
 	now := fixedNow
 
 	code, _, errOut := runEgressLearnAt(e, true, now)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/paths"
@@ -17,7 +17,7 @@ import (
 func seedRequests(t *testing.T, e env) {
 	t.Helper()
 	l := paths.Layout{Home: e.home}
-	must(t, box.WriteMeta(l, box.Meta{Name: e.box, Project: e.proj, Network: "broker", BrokerPort: 42001}))
+	must(t, boxmeta.Write(l, boxmeta.Meta{Name: e.box, Project: e.proj, Network: "broker", BrokerPort: 42001}))
 	w, err := jsonl.Open(l.EgressLog(e.box), jsonl.Options{})
 	if err != nil {
 		t.Fatal(err)

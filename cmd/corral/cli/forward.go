@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
@@ -106,7 +107,11 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					if send {
 						localDir = p.Dir
 					}
-					relay, stop, err := broker.LaptopRelay(l, localDir, store, f.lookupEnv, f.Logger)
+					cfg, boxName, err := box.RelayConfig(l, localDir)
+					if err != nil {
+						return fmt.Errorf("the credential relay: %w", err)
+					}
+					relay, stop, err := broker.LaptopRelay(l, cfg, boxName, store, f.lookupEnv, f.Logger)
 					if err != nil {
 						return err
 					}
@@ -133,7 +138,7 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 // the host's clone of it. Anything else is refused naming -C, before ssh
 // is run.
 func sendable(l paths.Layout, command, host string) (project.Project, error) {
-	p, err := box.ResolveProject(l, "")
+	p, err := boxmeta.ResolveProject(l, "")
 	if err != nil {
 		return p, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/spf13/cobra"
 )
@@ -12,7 +13,7 @@ import (
 // goldenBuilder is what `corral golden build` needs of the lifecycle
 // service.
 type goldenBuilder interface {
-	EnsureGolden(ctx context.Context, r box.Resolved) (string, error)
+	EnsureGolden(ctx context.Context, r boxmeta.Resolved) (string, error)
 }
 
 var _ goldenBuilder = (*box.Service)(nil)
@@ -20,14 +21,14 @@ var _ goldenBuilder = (*box.Service)(nil)
 // GoldenBuildOptions are the options of `corral golden build`.
 type GoldenBuildOptions struct {
 	IO      *IOStreams
-	Resolve func() (box.Resolved, error)
+	Resolve func() (boxmeta.Resolved, error)
 	Service func() (goldenBuilder, error)
 }
 
 // NewCmdGoldenBuild builds `corral golden build`.
 func NewCmdGoldenBuild(f *Factory, runF func(*GoldenBuildOptions) error) *cobra.Command {
 	opts := &GoldenBuildOptions{IO: f.IO,
-		Resolve: func() (box.Resolved, error) { return f.Resolve(config.Config{}) },
+		Resolve: func() (boxmeta.Resolved, error) { return f.Resolve(config.Config{}) },
 		Service: func() (goldenBuilder, error) { return f.Service() }}
 	return &cobra.Command{
 		Use: "build", Short: "Build the golden image the project's box would use",

@@ -4,27 +4,36 @@ import (
 	"context"
 	"strings"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/spf13/cobra"
 )
 
-// goldenLister is what `corral golden ls` needs of the lifecycle service.
+// goldenLister is what `corral golden ls` needs of the golden images.
 type goldenLister interface {
-	Goldens(ctx context.Context) ([]box.Golden, error)
+	List(ctx context.Context) ([]golden.Golden, error)
 }
 
-var _ goldenLister = (*box.Service)(nil)
+var _ goldenLister = golden.Images{}
+
+// goldens are the golden images of the lifecycle service's Lima home.
+func (f *Factory) goldens() (golden.Images, error) {
+	s, err := f.Service()
+	if err != nil {
+		return golden.Images{}, err
+	}
+	return s.Goldens(), nil
+}
 
 // GoldenLsOptions are the options of `corral golden ls`.
 type GoldenLsOptions struct {
-	IO      *IOStreams
-	Service func() (goldenLister, error)
-	JSON    bool
+	IO     *IOStreams
+	Images func() (goldenLister, error)
+	JSON   bool
 }
 
 // NewCmdGoldenLs builds `corral golden ls`.
 func NewCmdGoldenLs(f *Factory, runF func(*GoldenLsOptions) error) *cobra.Command {
-	opts := &GoldenLsOptions{IO: f.IO, Service: func() (goldenLister, error) { return f.Service() }}
+	opts := &GoldenLsOptions{IO: f.IO, Images: func() (goldenLister, error) { return f.goldens() }}
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List golden images and the boxes cloned from them",
 		Example: "  corral golden ls --json", Args: cobra.NoArgs,
@@ -40,17 +49,17 @@ func NewCmdGoldenLs(f *Factory, runF func(*GoldenLsOptions) error) *cobra.Comman
 }
 
 func goldenLsRun(ctx context.Context, opts *GoldenLsOptions) error {
-	s, err := opts.Service()
+	im, err := opts.Images()
 	if err != nil {
 		return err
 	}
-	gs, err := s.Goldens(ctx)
+	gs, err := im.List(ctx)
 	if err != nil {
 		return err
 	}
 	if opts.JSON {
 		if gs == nil {
-			gs = []box.Golden{}
+			gs = []golden.Golden{}
 		}
 		return printJSON(opts.IO.Out, gs)
 	}

@@ -4,28 +4,28 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/spf13/cobra"
 )
 
-// goldenRemover is what `corral golden rm` needs of the lifecycle service.
+// goldenRemover is what `corral golden rm` needs of the golden images.
 type goldenRemover interface {
-	RemoveGolden(ctx context.Context, name string, force bool) error
+	Remove(ctx context.Context, name string, force bool) error
 }
 
-var _ goldenRemover = (*box.Service)(nil)
+var _ goldenRemover = golden.Images{}
 
 // GoldenRmOptions are the options of `corral golden rm`.
 type GoldenRmOptions struct {
-	IO      *IOStreams
-	Service func() (goldenRemover, error)
-	Names   []string
-	Force   bool
+	IO     *IOStreams
+	Images func() (goldenRemover, error)
+	Names  []string
+	Force  bool
 }
 
 // NewCmdGoldenRm builds `corral golden rm`.
 func NewCmdGoldenRm(f *Factory, runF func(*GoldenRmOptions) error) *cobra.Command {
-	opts := &GoldenRmOptions{IO: f.IO, Service: func() (goldenRemover, error) { return f.Service() }}
+	opts := &GoldenRmOptions{IO: f.IO, Images: func() (goldenRemover, error) { return f.goldens() }}
 	cmd := &cobra.Command{
 		Use: "rm GOLDEN...", Short: "Remove golden images",
 		Example: "  corral golden rm golden-4576f2bc1b3e", Args: cobra.MinimumNArgs(1),
@@ -42,12 +42,12 @@ func NewCmdGoldenRm(f *Factory, runF func(*GoldenRmOptions) error) *cobra.Comman
 }
 
 func goldenRmRun(ctx context.Context, opts *GoldenRmOptions) error {
-	s, err := opts.Service()
+	im, err := opts.Images()
 	if err != nil {
 		return err
 	}
 	for _, g := range opts.Names {
-		if err := s.RemoveGolden(ctx, g, opts.Force); err != nil {
+		if err := im.Remove(ctx, g, opts.Force); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "removed %s\n", g)

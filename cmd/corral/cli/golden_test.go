@@ -5,16 +5,16 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/golden"
 )
 
 type fakeGoldens struct {
-	list    []box.Golden
+	list    []golden.Golden
 	removed []string
 }
 
-func (f *fakeGoldens) Goldens(context.Context) ([]box.Golden, error) { return f.list, nil }
-func (f *fakeGoldens) RemoveGolden(_ context.Context, name string, force bool) error {
+func (f *fakeGoldens) List(context.Context) ([]golden.Golden, error) { return f.list, nil }
+func (f *fakeGoldens) Remove(_ context.Context, name string, force bool) error {
 	if name == "golden-busy" && !force {
 		return errors.New("golden image golden-busy is the origin of [web-1]")
 	}
@@ -23,7 +23,7 @@ func (f *fakeGoldens) RemoveGolden(_ context.Context, name string, force bool) e
 }
 
 func TestGoldenLs(t *testing.T) {
-	fake := &fakeGoldens{list: []box.Golden{{Name: "golden-4576f2bc1b3e", Status: "Stopped", Boxes: []string{"web-1", "api-2"}}}}
+	fake := &fakeGoldens{list: []golden.Golden{{Name: "golden-4576f2bc1b3e", Status: "Stopped", Boxes: []string{"web-1", "api-2"}}}}
 	for _, c := range []struct {
 		tty  bool
 		args []string
@@ -35,7 +35,7 @@ func TestGoldenLs(t *testing.T) {
 	} {
 		ios, _, out, errOut := Test(c.tty)
 		cmd := NewCmdGoldenLs(&Factory{IO: ios}, func(o *GoldenLsOptions) error {
-			o.Service = func() (goldenLister, error) { return fake, nil }
+			o.Images = func() (goldenLister, error) { return fake, nil }
 			return goldenLsRun(context.Background(), o)
 		})
 		if code, got, _ := execCmd(cmd, out, errOut, c.args...); code != 0 || got != c.want {
@@ -49,7 +49,7 @@ func TestGoldenRm(t *testing.T) {
 	run := func(args ...string) (int, string, string) {
 		ios, _, out, errOut := Test(false)
 		cmd := NewCmdGoldenRm(&Factory{IO: ios}, func(o *GoldenRmOptions) error {
-			o.Service = func() (goldenRemover, error) { return fake, nil }
+			o.Images = func() (goldenRemover, error) { return fake, nil }
 			return goldenRmRun(context.Background(), o)
 		})
 		return execCmd(cmd, out, errOut, args...)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/spf13/cobra"
 )
@@ -60,7 +60,7 @@ func hostConnRun(opts *HostConnOptions) error {
 	if err != nil {
 		return &ExitCodeError{Code: 1}
 	}
-	m, err := box.ReadMeta(l, opts.Box)
+	m, err := boxmeta.Read(l, opts.Box)
 	if err != nil || !slices.Contains(m.HostPorts, opts.Port) {
 		return &ExitCodeError{Code: 1}
 	}

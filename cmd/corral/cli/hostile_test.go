@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
@@ -78,7 +79,7 @@ func hostileEnv(t *testing.T, toml string) (env, paths.Layout) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{e.box, "evil" + payload} {
-		if err := box.WriteMeta(l, box.Meta{Name: name, Project: proj, Network: config.NetworkBroker, BrokerPort: 42001}); err != nil {
+		if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Project: proj, Network: config.NetworkBroker, BrokerPort: 42001}); err != nil {
 			t.Fatal(err)
 		}
 	}

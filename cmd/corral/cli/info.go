@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
@@ -51,7 +52,7 @@ type Info struct {
 }
 
 // driftOf is Info.Drift for box m.
-func driftOf(s *box.Service, m box.Meta) string {
+func driftOf(s *box.Service, m boxmeta.Meta) string {
 	changed, err := s.Drift(m)
 	switch {
 	case err != nil:
@@ -82,13 +83,13 @@ func NewCmdInfo(f *Factory, runF func(*InfoOptions) error) *cobra.Command {
 			if err != nil {
 				return Info{}, err
 			}
-			m, err := box.ReadMeta(s.Layout, name)
+			m, err := boxmeta.Read(s.Layout, name)
 			if err != nil {
 				return Info{}, fmt.Errorf("reading box %q: %w", name, err)
 			}
 			st := s.StatusOf(m)
 			mounts, _ := s.Mounts(m.Name) // none listed when the instance is gone
-			pending, perr := box.PendingRequestsErr(s.Layout, m.Name, m.Project)
+			pending, perr := boxmeta.PendingRequestsErr(s.Layout, m.Name, m.Project)
 			in := Info{Status: st, Pending: pending,
 				Funnel: funnelProof(s.Layout.LimaHome(), st), Drift: driftOf(s, m), Mounts: mounts}
 			if perr != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -19,7 +20,7 @@ import (
 func infoFixture() Info {
 	return Info{
 		Status: box.Status{
-			Meta: box.Meta{Name: "web-1a2b3c", Project: "/src/web", TemplateHash: "abc123", BrokerPort: 42001,
+			Meta: boxmeta.Meta{Name: "web-1a2b3c", Project: "/src/web", TemplateHash: "abc123", BrokerPort: 42001,
 				Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2, VMType: "qemu", MountType: "9p", IdleStop: "30m",
 				Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}, HostPorts: []int{9229, 63342}},
 			State: boxstate.Running, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
@@ -156,7 +157,7 @@ func TestInfoReadsTheBox(t *testing.T) {
 // TestFunnelProof: a running qemu box in broker mode whose qemu cannot be
 // read is "not proved"; a stopped or vz box needs no proof.
 func TestFunnelProof(t *testing.T) {
-	run := box.Status{Meta: box.Meta{Name: "b", VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42001}, State: boxstate.Running}
+	run := box.Status{Meta: boxmeta.Meta{Name: "b", VMType: "qemu", Network: config.NetworkBroker, BrokerPort: 42001}, State: boxstate.Running}
 	if got := funnelProof(t.TempDir(), run); got[:len("not proved: ")] != "not proved: " {
 		t.Errorf("no qemu.pid: %q", got)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/core/agent"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/project"
@@ -23,7 +23,7 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 	f, _, _ := testFactory(e, false)
 	f.LookupEnv = func(n string) (string, bool) { v, ok := host[n]; return v, ok }
 	full := config.NetworkFull
-	r := box.Resolved{Project: project.Project{Dir: e.proj, Box: e.box}}
+	r := boxmeta.Resolved{Project: project.Project{Dir: e.proj, Box: e.box}}
 	r.Loaded.Config = config.Config{Network: &full, EnvFromHost: map[string]string{"IN_BOX": "EMPTY_VAR"}}
 
 	env, names, err := assemble(f, r)
@@ -43,7 +43,7 @@ func TestLaunchEnvExportedButEmpty(t *testing.T) {
 // assemble is what a session's environment is built from, in this
 // command's environment seam (sessionHost, which core/box's Session and
 // DoctorEnv read), assembled as core/box does.
-func assemble(f *Factory, r box.Resolved) ([]string, []string, error) {
+func assemble(f *Factory, r boxmeta.Resolved) ([]string, []string, error) {
 	sh, err := agent.Find(nil, "shell")
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ type LsOptions struct {
 	IO      *IOStreams
 	Service func() (boxLister, error)
 	// Pending counts a box's pending repository requests
-	// (box.PendingRequestsErr), with the error when its config does not
+	// (boxmeta.PendingRequestsErr), with the error when its config does not
 	// load; nil counts none.
 	Pending func(boxName, project string) (int, error)
 	JSON    bool
@@ -40,7 +41,7 @@ func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 			if err != nil {
 				return 0, nil
 			}
-			p, err := box.PendingRequestsErr(l, boxName, project)
+			p, err := boxmeta.PendingRequestsErr(l, boxName, project)
 			return len(p), err
 		}}
 	cmd := &cobra.Command{

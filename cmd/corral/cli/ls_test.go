@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/remotebox"
@@ -17,10 +18,10 @@ func (f fakeLister) List() ([]box.Status, error) { return f, nil }
 
 func TestLsTable(t *testing.T) {
 	list := fakeLister{
-		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2,
+		{Meta: boxmeta.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2,
 			Ports: []config.Port{{Host: 3000, Guest: 3000}, {Host: 8080, Guest: 80}}},
 			State: boxstate.Running, MemBytes: 1 << 30, Live: 1},
-		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/my api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1},
+		{Meta: boxmeta.Meta{Name: "api-77aa01", Project: "/src/my api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1},
 			State: boxstate.Stopped},
 	}
 	for _, c := range []struct {
@@ -49,7 +50,7 @@ func TestLsTable(t *testing.T) {
 
 func TestLsMarksPendingRequests(t *testing.T) {
 	list := fakeLister{
-		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
+		{Meta: boxmeta.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
 			State: boxstate.Stopped},
 	}
 	ios, _, out, errOut := Test(false)
@@ -68,7 +69,7 @@ func TestLsMarksPendingRequests(t *testing.T) {
 
 func TestLsSaysLearning(t *testing.T) {
 	list := fakeLister{
-		{Meta: box.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
+		{Meta: boxmeta.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2},
 			State: boxstate.Running, LearningUntil: fixedNow},
 	}
 	ios, _, out, errOut := Test(false)
@@ -86,8 +87,8 @@ func TestLsSaysLearning(t *testing.T) {
 // A stopped box whose VM state is saved shows as Saved.
 func TestLsShowsSaved(t *testing.T) {
 	list := fakeLister{
-		{Meta: box.Meta{Name: "api-77aa01", Project: "/src/api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1,
-			Saved: &box.Saved{Tag: box.SuspendTag}}, State: boxstate.Stopped},
+		{Meta: boxmeta.Meta{Name: "api-77aa01", Project: "/src/api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1,
+			Saved: &boxmeta.Saved{Tag: box.SuspendTag}}, State: boxstate.Stopped},
 	}
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
@@ -145,7 +146,7 @@ func TestLsJSONReadByTheMenu(t *testing.T) {
 	full.Name, full.Project, full.Network, full.State = "web-3f2a1c", "/src/my web", config.NetworkBroker, boxstate.Stopped
 	full.ProvisionError, full.Provisioning = "", false
 	full.MemBytes, full.MemoryCap, full.Live, full.Idle = 1<<30, 4<<30, 2, 5*time.Minute
-	list := fakeLister{full, {Meta: box.Meta{Name: "api-77aa01", Project: "rel"}, State: boxstate.Running}}
+	list := fakeLister{full, {Meta: boxmeta.Meta{Name: "api-77aa01", Project: "rel"}, State: boxstate.Running}}
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
 		o.Service = func() (boxLister, error) { return list, nil }

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
@@ -44,7 +45,7 @@ func ownStateEnv(t *testing.T) (env, paths.Layout) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if err := box.WriteMeta(l, box.Meta{Name: e.box, Project: e.proj, Network: config.NetworkBroker, BrokerPort: 42001, VMType: "qemu", IdleStop: "30m", LastActivity: time.Now()}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: e.box, Project: e.proj, Network: config.NetworkBroker, BrokerPort: 42001, VMType: "qemu", IdleStop: "30m", LastActivity: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(l.LimaHome(), e.box)

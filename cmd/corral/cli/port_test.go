@@ -14,6 +14,7 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
@@ -41,7 +42,7 @@ func portEnv(t *testing.T, running bool) (env, *Factory, *[][]string, func() (st
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if err := box.WriteMeta(l, box.Meta{Name: e.box, Project: e.proj, VMType: "qemu"}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: e.box, Project: e.proj, VMType: "qemu"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(l.LimaHome(), e.box)

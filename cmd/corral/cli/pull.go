@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/core/remote"
 	"github.com/spf13/cobra"
@@ -132,7 +133,7 @@ func pullRemoteRun(opts *PullOptions, h remote.Host) error {
 	if err != nil {
 		return err
 	}
-	p, err := box.ResolveProject(l, f.Dir)
+	p, err := boxmeta.ResolveProject(l, f.Dir)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +45,7 @@ func renderRun(opts *RenderOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: f.Dir, Platform: f.Platform})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 )
 
@@ -51,12 +52,12 @@ func (f *Factory) newService() (*box.Service, error) {
 // Resolve loads the project of -C (or the working directory) with flags as
 // the flags layer, refusing on any config violation; the config's warnings
 // go to stderr.
-func (f *Factory) Resolve(flags config.Config) (box.Resolved, error) {
+func (f *Factory) Resolve(flags config.Config) (boxmeta.Resolved, error) {
 	l, err := f.Layout()
 	if err != nil {
-		return box.Resolved{}, err
+		return boxmeta.Resolved{}, err
 	}
-	return box.Resolve(l, box.ResolveOptions{Dir: f.Dir, Flags: flags, Platform: f.Platform})
+	return boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: f.Dir, Flags: flags, Platform: f.Platform})
 }
 
 // boxArg returns the box named by args[0], or the current project's box.

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
+	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/display"
-	"github.com/corral-dev/corral/core/egress"
 
 	"github.com/spf13/cobra"
 )
@@ -23,7 +24,7 @@ import (
 // config; it reads its own box's broker port and nothing else). A subcommand
 // of one of them is exempt too.
 var noSweep = map[string]bool{
-	egress.BrokerCommand: true, "app": true,
+	broker.Command: true, "app": true,
 	"version": true, "help": true, "__complete": true, "__completeNoDesc": true, "completion": true,
 	"config": true, "render": true,
 }
@@ -65,9 +66,9 @@ func sweepIdle(f *Factory, cmd *cobra.Command) {
 }
 
 // warnMeta prints one warning for each box whose metadata cannot be read
-// (the MetaErrors in err), with what to do, and returns the rest of err.
+// (the boxmeta.Errors of err), with what to do, and returns the rest of err.
 func warnMeta(w io.Writer, err error) error {
-	mes := box.MetaErrors(err)
+	mes := boxmeta.Errors(err)
 	for _, me := range mes {
 		fmt.Fprintf(w, "corral: warning: skipping box %s: %s\nhint: %s\n",
 			display.Text(me.Box, 80), display.Text(me.Error(), 400), display.Text(me.Hint(), 400))
@@ -78,7 +79,7 @@ func warnMeta(w io.Writer, err error) error {
 	var rest []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			if len(box.MetaErrors(e)) == 0 {
+			if len(boxmeta.Errors(e)) == 0 {
 				rest = append(rest, e)
 			}
 		}

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
-	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/paths"
@@ -210,7 +210,7 @@ func hostBroker(t *testing.T, trusted string) (paths.Layout, string, string, fun
 	must(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	must(t, box.WriteMeta(l, box.Meta{Name: p.Box, Project: proj, Network: "broker", BrokerPort: port}))
+	must(t, boxmeta.Write(l, boxmeta.Meta{Name: p.Box, Project: proj, Network: "broker", BrokerPort: port}))
 	must(t, os.MkdirAll(l.ProjectsDir(), 0o700))
 	must(t, os.WriteFile(l.ProjectConfig(p.Box), []byte(trusted), 0o600))
 

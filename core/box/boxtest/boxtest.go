@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
@@ -26,7 +27,7 @@ import (
 
 // IdleBox is one box of IdleFixture.
 type IdleBox struct {
-	Meta    box.Meta
+	Meta    boxmeta.Meta
 	Running bool
 	// EgressAge, when set, is how long ago the box's broker last logged a
 	// decision (the egress log's mtime).
@@ -42,8 +43,8 @@ type IdleBox struct {
 // which an "idle means no session" rule would wrongly count.
 func IdleBoxes(now time.Time) []IdleBox {
 	me := os.Getpid() // a live pid, for running VMs and live sessions
-	m := func(name, idleStop string, lastAgo time.Duration) box.Meta {
-		return box.Meta{Name: name, Project: "/src/" + name, Network: config.NetworkBroker, IdleStop: idleStop,
+	m := func(name, idleStop string, lastAgo time.Duration) boxmeta.Meta {
+		return boxmeta.Meta{Name: name, Project: "/src/" + name, Network: config.NetworkBroker, IdleStop: idleStop,
 			MemoryCap: 1 << 30, VMType: "qemu", LastActivity: now.Add(-lastAgo)}
 	}
 	busy := []box.Session{{ID: "s1", PID: me, Agent: "claude", Started: now.Add(-3 * time.Hour)}}
@@ -67,7 +68,7 @@ func IdleFixture(t testing.TB, l paths.Layout, now time.Time) []string {
 	}
 	var idle []string
 	for _, b := range IdleBoxes(now) {
-		if err := box.WriteMeta(l, b.Meta); err != nil {
+		if err := boxmeta.Write(l, b.Meta); err != nil {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(l.LimaHome(), b.Meta.Name)

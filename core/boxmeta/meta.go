@@ -1,4 +1,11 @@
-package box
+// Package boxmeta is a box's identity and what corral records of it: the
+// metadata file (~/.corral/boxes/<box>.json: read strictly, capped, written
+// atomically), which box a command means (Locate: the one named, else the
+// current project's), and a project resolved to its box and effective
+// config (Resolve). It knows nothing of Lima's processes, brokers or
+// sessions, so the broker, the qemu wrapper and the app read a box without
+// importing the lifecycle (core/box).
+package boxmeta
 
 import (
 	"encoding/json"
@@ -12,22 +19,15 @@ import (
 
 	"github.com/corral-dev/corral/core/agentstate"
 	"github.com/corral-dev/corral/core/atomicfile"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/untrusted"
 )
 
-// ErrNoMeta means a box has no metadata: corral never created it.
-var ErrNoMeta = errors.New("no such box")
-
-// Session is a live host session of a box (run/sessions/<box>/<id>).
-type Session struct {
-	ID      string    `json:"id"`
-	PID     int       `json:"pid"` // the host corral process running it
-	Agent   string    `json:"agent"`
-	Started time.Time `json:"started"`
-}
+// ErrNotFound means a box has no metadata: corral never created it.
+var ErrNotFound = errors.New("no such box")
 
 // Meta is a box's metadata, ~/.corral/boxes/<box>.json.
 type Meta struct {
@@ -63,7 +63,7 @@ type Meta struct {
 	GitShadowOff bool `json:"git_shadow_off,omitempty"`
 	// Hide is the hide key when the box was created (its template has the
 	// same list): on Linux qemu the wrapper covers each path for the VM
-	// (PlanQemu), so not even guest root reads what the host has there.
+	// (qemuwrap.NewPlan), so not even guest root reads what the host has there.
 	Hide []string `json:"hide,omitempty"`
 	// MountType is the project mount's type as last started; with
 	// reverse-sshfs the host's sftp-server, not qemu, serves the project.
@@ -73,10 +73,10 @@ type Meta struct {
 	Ports []config.Port `json:"ports,omitempty"`
 	// HostPorts are the host loopback ports the box may reach (host_ports,
 	// broker mode), as applied at the last start: its qemu has a guestfwd
-	// for each (see QemuPlan), or on vz its guest's nftables open them.
+	// for each (see qemuwrap.Plan), or on vz its guest's nftables open them.
 	HostPorts []int `json:"host_ports,omitempty"`
 	// LastActivity is when the box was last brought up; sessions record
-	// theirs in run/sessions (see Service.LiveSessions).
+	// theirs in run/sessions (see box.Service.LiveSessions).
 	LastActivity time.Time `json:"last_activity"`
 	// Provisioning is set while a create or rebuild runs; a box left with
 	// it (ctrl-C, crash) is recovered by the next up.
@@ -86,37 +86,58 @@ type Meta struct {
 	ProvisionError string `json:"provision_error,omitempty"`
 }
 
+// Saved says that a box's VM state is saved in its disk.
+type Saved struct {
+	Tag string    `json:"tag"`
+	At  time.Time `json:"at"`
+}
+
+// StateOf is the box's state in the machine (boxstate.Of) when Lima's
+// processes show vm.
+func (m Meta) StateOf(vm boxstate.State) boxstate.State {
+	return boxstate.Of(boxstate.Facts{VM: vm, Provisioning: m.Provisioning,
+		ProvisionFailed: m.ProvisionError != "", Saved: m.Saved != nil})
+}
+
+// LockedStateOf is the box's state for an operation that holds the box's
+// lock. A create holds it too, so a Provisioning mark seen here is a create
+// that was interrupted, and what its VM shows decides.
+func (m Meta) LockedStateOf(vm boxstate.State) boxstate.State {
+	m.Provisioning = false
+	return m.StateOf(vm)
+}
+
 // maxMeta caps a box's metadata file: corral writes a few KiB.
 const maxMeta = 256 << 10
 
-// MetaError is a box's metadata file that corral cannot use: not a regular
+// Error is a box's metadata file that corral cannot use: not a regular
 // file, larger than the cap, or not metadata. Commands about that box
 // fail with it; everything else (the sweep, ls, other boxes) skips the box
 // and warns.
-type MetaError struct {
+type Error struct {
 	Box  string
 	Path string
 	Err  error
 }
 
-func (e *MetaError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("reading metadata of box %s (%s): %v", e.Box, e.Path, e.Err)
 }
-func (e *MetaError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Hint says what to do: the file is corral's own.
-func (e *MetaError) Hint() string {
+func (e *Error) Hint() string {
 	return fmt.Sprintf("corral writes this file: move it away or delete it; corral rm -f %s removes the box", e.Box)
 }
 
-var _ interface{ Hint() string } = (*MetaError)(nil)
+var _ interface{ Hint() string } = (*Error)(nil)
 
-// MetaErrors returns the MetaErrors in err (ListMeta joins one per box).
-func MetaErrors(err error) []*MetaError {
-	var out []*MetaError
+// Errors returns the errors of type Error in err (List joins one per box).
+func Errors(err error) []*Error {
+	var out []*Error
 	var walk func(error)
 	walk = func(e error) {
-		var me *MetaError
+		var me *Error
 		switch u := e.(type) {
 		case nil:
 		case interface{ Unwrap() []error }:
@@ -133,33 +154,33 @@ func MetaErrors(err error) []*MetaError {
 	return out
 }
 
-// ReadMeta reads a box's metadata. The file is read as a regular file of
+// Read reads a box's metadata. The file is read as a regular file of
 // at most 256 KiB without blocking (core/untrusted), so a FIFO or
-// /dev/zero in its place is a MetaError at once; errors quote at most a
+// /dev/zero in its place is an Error at once; errors quote at most a
 // short, escaped part of the content.
-func ReadMeta(l paths.Layout, box string) (Meta, error) {
+func Read(l paths.Layout, box string) (Meta, error) {
 	path := l.BoxMeta(box)
 	b, err := untrusted.ReadFile(path, maxMeta)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Meta{}, fmt.Errorf("%w: %s", ErrNoMeta, box)
+		return Meta{}, fmt.Errorf("%w: %s", ErrNotFound, box)
 	}
 	if err != nil {
 		var fe *untrusted.FileError
 		if errors.As(err, &fe) {
 			err = errors.New(fe.What)
 		}
-		return Meta{}, &MetaError{Box: box, Path: path, Err: err}
+		return Meta{}, &Error{Box: box, Path: path, Err: err}
 	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
 		// A decode error can quote a value (a bad time): cut and escape it.
-		return Meta{}, &MetaError{Box: box, Path: path, Err: errors.New(display.Text(err.Error(), 200))}
+		return Meta{}, &Error{Box: box, Path: path, Err: errors.New(display.Text(err.Error(), 200))}
 	}
 	return m, nil
 }
 
-// WriteMeta writes a box's metadata atomically.
-func WriteMeta(l paths.Layout, m Meta) error {
+// Write writes a box's metadata atomically.
+func Write(l paths.Layout, m Meta) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding metadata of box %s: %w", m.Name, err)
@@ -167,11 +188,11 @@ func WriteMeta(l paths.Layout, m Meta) error {
 	return atomicfile.WriteFile(l.BoxMeta(m.Name), append(b, '\n'), atomicfile.FileMode)
 }
 
-// ListMeta reads the metadata of every box, sorted by name. Unreadable
-// files are returned as errors alongside the rest (one *MetaError each,
-// joined: see MetaErrors), so that one broken file never hides the other
+// List reads the metadata of every box, sorted by name. Unreadable
+// files are returned as errors alongside the rest (one *Error each,
+// joined: see Errors), so that one broken file never hides the other
 // boxes.
-func ListMeta(l paths.Layout) ([]Meta, error) {
+func List(l paths.Layout) ([]Meta, error) {
 	ents, err := os.ReadDir(l.BoxesDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -186,7 +207,7 @@ func ListMeta(l paths.Layout) ([]Meta, error) {
 		if !ok || strings.HasPrefix(name, ".") {
 			continue
 		}
-		m, err := ReadMeta(l, name)
+		m, err := Read(l, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -197,8 +218,8 @@ func ListMeta(l paths.Layout) ([]Meta, error) {
 	return out, errors.Join(errs...)
 }
 
-// RemoveMeta deletes a box's metadata.
-func RemoveMeta(l paths.Layout, box string) error {
+// Remove deletes a box's metadata.
+func Remove(l paths.Layout, box string) error {
 	err := os.Remove(l.BoxMeta(box))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing metadata of box %s: %w", box, err)

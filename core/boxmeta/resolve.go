@@ -1,21 +1,11 @@
-// Package box is the lifecycle service shared by the CLI and the menu-bar
-// app: it resolves a project to its box, loads the box's layered config,
-// renders its Lima template, and creates, starts, stops and removes boxes.
-package box
+package boxmeta
 
 import (
-	"fmt"
-	"os"
-	"os/user"
 	"runtime"
 
 	"github.com/corral-dev/corral/core/agent"
 	"github.com/corral-dev/corral/core/config"
-	"github.com/corral-dev/corral/core/egress"
-	"github.com/corral-dev/corral/core/funnel"
-	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/hostinfo"
-	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/project"
 )
@@ -94,75 +84,4 @@ func PendingRequestsErr(l paths.Layout, boxName, project string) ([]config.RepoR
 	res, err := config.Load(config.Request{Platform: HostPlatform(), ProjectDir: project,
 		GlobalPath: l.GlobalConfig(), TrustedPath: l.ProjectConfig(boxName)})
 	return res.Pending(), err
-}
-
-// BrokerGuestHost is the address the guest reaches the broker at: the
-// slirp gateway, which maps to the host's loopback.
-const BrokerGuestHost = "192.168.5.2"
-
-// BrokerGuestHostFor is where a box's guest reaches its broker: under the
-// host funnel (qemu, broker or offline mode) qemu's guestfwd address
-// funnel.GuestAddr (192.168.5.4), else the slirp gateway BrokerGuestHost.
-func BrokerGuestHostFor(p config.Platform, c config.Settings) string {
-	if funnel.Applies(p.OS, c.VMType, c.NetworkMode()) {
-		return funnel.GuestAddr
-	}
-	return BrokerGuestHost
-}
-
-// Render renders the Lima template of a resolved box.
-func Render(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Rendered, error) {
-	in, err := renderInput(l, r, brokerPort, golden)
-	if err != nil {
-		return limayaml.Rendered{}, err
-	}
-	rendered, err := limayaml.Render(in)
-	if err != nil {
-		return rendered, fmt.Errorf("rendering the template of box %s: %w", r.Project.Box, err)
-	}
-	return rendered, nil
-}
-
-// renderInput is everything Render reads besides the corral binary.
-func renderInput(l paths.Layout, r Resolved, brokerPort int, golden bool) (limayaml.Input, error) {
-	c := r.Loaded.Settings()
-	var gitDirs []string
-	if !golden && c.GitShadow {
-		d, err := gitshadow.Find(r.Project.Dir)
-		if err != nil {
-			return limayaml.Input{}, fmt.Errorf("box %s: %w", r.Project.Box, err)
-		}
-		gitDirs = d.Outside()
-	}
-	return limayaml.Input{
-		GitShadowDirs: gitDirs,
-		Platform:      r.Platform,
-		Settings:      c,
-		Box:           r.Project.Box,
-		ProjectDir:    r.Project.Dir,
-		AgentDir:      l.AgentDir(c.Agent),
-		SeedDir:       l.SeedDir(r.Project.Box),
-		BrokerHost:    BrokerGuestHostFor(r.Platform, c),
-		BrokerPort:    brokerPort,
-		Golden:        golden,
-		NPMDir:        l.NPMCacheDir(),
-		User:          limaUser(),
-	}, nil
-}
-
-// BrokerPortFor returns the broker port persisted in the box's metadata,
-// or the deterministic default for a box that has none yet.
-func BrokerPortFor(l paths.Layout, box string) int {
-	if m, err := ReadMeta(l, box); err == nil && m.BrokerPort != 0 {
-		return m.BrokerPort
-	}
-	return egress.BrokerPort(box)
-}
-
-// limaUser is the guest user Lima creates: the host user's name.
-func limaUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return os.Getenv("USER")
 }

@@ -1,4 +1,4 @@
-package box
+package boxmeta
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ func Locate(l paths.Layout, name, dir string) (Located, error) {
 			return Located{}, err
 		}
 		loc := Located{Box: p.Box, Project: p.Dir}
-		if m, err := ReadMeta(l, p.Box); err == nil {
+		if m, err := Read(l, p.Box); err == nil {
 			loc.Meta = &m
 		}
 		return loc, nil
@@ -37,12 +37,12 @@ func Locate(l paths.Layout, name, dir string) (Located, error) {
 	if err := project.CheckName(name, l.LimaHome()); err != nil {
 		return Located{}, err
 	}
-	m, err := ReadMeta(l, name)
+	m, err := Read(l, name)
 	switch {
 	case err == nil:
 		return Located{Box: m.Name, Project: m.Project, Meta: &m}, nil
-	case !errors.Is(err, ErrNoMeta):
-		return Located{}, err // a MetaError: its hint says what to do with the file
+	case !errors.Is(err, ErrNotFound):
+		return Located{}, err // an Error: its hint says what to do with the file
 	}
 	if p, perr := ResolveProject(l, dir); perr == nil && p.Box == name {
 		return Located{Box: name, Project: p.Dir}, nil

@@ -1,4 +1,4 @@
-package box
+package qemuwrap
 
 import (
 	"crypto/sha256"
@@ -10,22 +10,25 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/qemu"
 	"go.yaml.in/yaml/v3"
 )
 
-// QemuPlan is what corral's qemu wrapper does with one VM launch: the
+// Plan is what corral's qemu wrapper does with one VM launch: the
 // rewrite options for Lima's command line, and for the stderr line the
 // box and network it decided them from. The accelerator is the caller's
 // (it probes the host's /dev/kvm, which a plan must not depend on).
-type QemuPlan struct {
+type Plan struct {
 	Box     string
 	Network config.Network
 	Options qemu.Options
@@ -47,7 +50,7 @@ type QemuPlan struct {
 
 // Describe is the one line the wrapper prints (Lima keeps it in the
 // instance's ha.stderr.log).
-func (p QemuPlan) Describe() string {
+func (p Plan) Describe() string {
 	switch {
 	case p.Options.Funnel != nil:
 		d := fmt.Sprintf("network %s: slirp restrict=on, only guestfwd %s:%d to the broker", p.Network, funnel.GuestAddr, p.Options.Funnel.GuestFwdPort)
@@ -63,20 +66,20 @@ func (p QemuPlan) Describe() string {
 
 // DescribeResume is the line the wrapper prints when it resumes a saved
 // box, or "".
-func (p QemuPlan) DescribeResume() string {
+func (p Plan) DescribeResume() string {
 	if p.Options.LoadVM == "" {
 		return ""
 	}
 	return "resuming from snapshot " + p.Options.LoadVM
 }
 
-// PlanQemu finds the box a VM launch is for and the network it must get.
+// NewPlan finds the box a VM launch is for and the network it must get.
 // Lima names the instance in -pidfile <LIMA_HOME>/<box>/qemu.pid; that
 // LIMA_HOME must be corral's. A box's network comes from its metadata; a
 // golden image (no metadata) is judged by its template's param.NETWORK.
 // exe is the corral binary; qemu runs guestconn.Exe(exe) per guest
 // connection (the small corral-guest-conn beside it if installed).
-func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
+func NewPlan(args []string, l paths.Layout, exe string) (Plan, error) {
 	pidFile := ""
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "-pidfile" || args[i] == "--pidfile" {
@@ -84,15 +87,15 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 		}
 	}
 	if pidFile == "" {
-		return QemuPlan{}, errors.New("no -pidfile in the command line: cannot tell which box this is")
+		return Plan{}, errors.New("no -pidfile in the command line: cannot tell which box this is")
 	}
 	inst := filepath.Dir(pidFile)
 	name := filepath.Base(inst)
-	if !sameDir(filepath.Dir(inst), l.LimaHome()) {
-		return QemuPlan{}, fmt.Errorf("instance %s is not in corral's LIMA_HOME %s", inst, l.LimaHome())
+	if !project.SameDir(filepath.Dir(inst), l.LimaHome()) {
+		return Plan{}, fmt.Errorf("instance %s is not in corral's LIMA_HOME %s", inst, l.LimaHome())
 	}
-	p := QemuPlan{Box: name}
-	m, err := ReadMeta(l, name)
+	p := Plan{Box: name}
+	m, err := boxmeta.Read(l, name)
 	switch {
 	case err == nil:
 		p.Network = m.Network
@@ -101,17 +104,17 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 			if err != nil {
 				// Fail closed: a git directory corral cannot resolve is one it
 				// cannot protect.
-				return QemuPlan{}, fmt.Errorf("box %s: protecting the git directory: %w", name, err)
+				return Plan{}, fmt.Errorf("box %s: protecting the git directory: %w", name, err)
 			}
 			p.ReadOnly = d.ReadOnly()
 			if p.ReadOnly, p.Private, err = planGitlinks(d, l.GitlinksDir(name), p.ReadOnly); err != nil {
-				return QemuPlan{}, fmt.Errorf("box %s: %w", name, err)
+				return Plan{}, fmt.Errorf("box %s: %w", name, err)
 			}
 		}
 		if m.Project != "" && len(m.Hide) > 0 {
 			hidden, unhidden, err := planHide(m.Project, m.Hide, l.HiddenDir())
 			if err != nil {
-				return QemuPlan{}, fmt.Errorf("box %s: %w", name, err)
+				return Plan{}, fmt.Errorf("box %s: %w", name, err)
 			}
 			p.Private, p.Unhidden = append(p.Private, hidden...), unhidden
 		}
@@ -124,15 +127,15 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 				p.Options.Funnel.Bridges = append(p.Options.Funnel.Bridges, qemu.Bridge{Port: port, Cmd: funnel.BridgeCommand(exe, name, port)})
 			}
 		}
-	case errors.Is(err, ErrNoMeta) && strings.HasPrefix(name, "golden-"):
+	case errors.Is(err, boxmeta.ErrNotFound) && golden.Is(name):
 		if p.Network, err = templateNetwork(filepath.Join(inst, "lima.yaml")); err != nil {
-			return QemuPlan{}, fmt.Errorf("golden image %s: %w", name, err)
+			return Plan{}, fmt.Errorf("golden image %s: %w", name, err)
 		}
 		if p.Network == config.NetworkBroker {
-			return QemuPlan{}, fmt.Errorf("golden image %s: network broker has no broker to funnel to", name)
+			return Plan{}, fmt.Errorf("golden image %s: network broker has no broker to funnel to", name)
 		}
 	default:
-		return QemuPlan{}, fmt.Errorf("box %s: %w (corral runs only the boxes it created)", name, err)
+		return Plan{}, fmt.Errorf("box %s: %w (corral runs only the boxes it created)", name, err)
 	}
 	switch p.Network {
 	case config.NetworkFull:
@@ -140,7 +143,7 @@ func PlanQemu(args []string, l paths.Layout, exe string) (QemuPlan, error) {
 	case config.NetworkOffline:
 		p.Options.Offline = true
 	default:
-		return QemuPlan{}, fmt.Errorf("box %s: unknown network %q", name, p.Network)
+		return Plan{}, fmt.Errorf("box %s: unknown network %q", name, p.Network)
 	}
 	return p, nil
 }
@@ -262,15 +265,4 @@ func templateNetwork(path string) (config.Network, error) {
 		return "", fmt.Errorf("reading its template %s: %w", path, err)
 	}
 	return config.Network(t.Param["NETWORK"]), nil
-}
-
-// sameDir compares two directories, following symbolic links if the names
-// differ.
-func sameDir(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ra, err1 := filepath.EvalSymlinks(a)
-	rb, err2 := filepath.EvalSymlinks(b)
-	return err1 == nil && err2 == nil && ra == rb
 }

@@ -1,4 +1,4 @@
-package box
+package qemuwrap
 
 import (
 	"errors"
@@ -11,25 +11,15 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/gitshadow"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
+	"github.com/corral-dev/corral/core/qemu/qemutest"
 )
-
-// limaLaunch is a Lima 1.2.2 qemu argv (core/qemu testdata) for instance
-// name in limaHome.
-func limaLaunch(t *testing.T, limaHome, name string) []string {
-	t.Helper()
-	b, err := os.ReadFile("../qemu/testdata/lima-1.2.2-x86_64-kvm.argv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(b), "/tmp/ce2e/lima/c1/", filepath.Join(limaHome, name)+"/")
-	return strings.Split(strings.TrimRight(s, "\n"), "\n")[1:]
-}
 
 func writeGoldenTemplate(t *testing.T, l paths.Layout, name, network string) {
 	t.Helper()
@@ -49,7 +39,7 @@ func TestPlanQemu(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, network := range map[string]config.Network{"b-1": config.NetworkBroker, "o-1": config.NetworkOffline, "f-1": config.NetworkFull, "x-1": "mesh"} {
-		if err := WriteMeta(l, Meta{Name: name, Network: network, BrokerPort: 42123, VMType: "qemu"}); err != nil {
+		if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Network: network, BrokerPort: 42123, VMType: "qemu"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,22 +55,22 @@ func TestPlanQemu(t *testing.T) {
 		offline bool
 		wantErr string
 	}{
-		{name: "broker box", args: limaLaunch(t, l.LimaHome(), "b-1"),
+		{name: "broker box", args: qemutest.LimaLaunch(t, l.LimaHome(), "b-1"),
 			funnel: &qemu.Funnel{GuestFwdPort: 42123, GuestConnCmd: exe + " guest-conn b-1"}},
-		{name: "offline box", args: limaLaunch(t, l.LimaHome(), "o-1"), offline: true},
-		{name: "full box", args: limaLaunch(t, l.LimaHome(), "f-1")},
-		{name: "offline golden", args: limaLaunch(t, l.LimaHome(), "golden-000000000001"), offline: true},
-		{name: "full golden", args: limaLaunch(t, l.LimaHome(), "golden-000000000002")},
-		{name: "broker golden", args: limaLaunch(t, l.LimaHome(), "golden-000000000003"), wantErr: "no broker"},
-		{name: "golden without template", args: limaLaunch(t, l.LimaHome(), "golden-000000000009"), wantErr: "template"},
-		{name: "unknown box", args: limaLaunch(t, l.LimaHome(), "nobody-1"), wantErr: "no such box"},
-		{name: "unknown network", args: limaLaunch(t, l.LimaHome(), "x-1"), wantErr: "unknown network"},
-		{name: "another LIMA_HOME", args: limaLaunch(t, "/elsewhere/lima", "b-1"), wantErr: "not in corral's LIMA_HOME"},
+		{name: "offline box", args: qemutest.LimaLaunch(t, l.LimaHome(), "o-1"), offline: true},
+		{name: "full box", args: qemutest.LimaLaunch(t, l.LimaHome(), "f-1")},
+		{name: "offline golden", args: qemutest.LimaLaunch(t, l.LimaHome(), "golden-000000000001"), offline: true},
+		{name: "full golden", args: qemutest.LimaLaunch(t, l.LimaHome(), "golden-000000000002")},
+		{name: "broker golden", args: qemutest.LimaLaunch(t, l.LimaHome(), "golden-000000000003"), wantErr: "no broker"},
+		{name: "golden without template", args: qemutest.LimaLaunch(t, l.LimaHome(), "golden-000000000009"), wantErr: "template"},
+		{name: "unknown box", args: qemutest.LimaLaunch(t, l.LimaHome(), "nobody-1"), wantErr: "no such box"},
+		{name: "unknown network", args: qemutest.LimaLaunch(t, l.LimaHome(), "x-1"), wantErr: "unknown network"},
+		{name: "another LIMA_HOME", args: qemutest.LimaLaunch(t, "/elsewhere/lima", "b-1"), wantErr: "not in corral's LIMA_HOME"},
 		{name: "no pidfile", args: []string{"-m", "1024", "-netdev", "user,id=net0"}, wantErr: "no -pidfile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := PlanQemu(tt.args, l, exe)
+			p, err := NewPlan(tt.args, l, exe)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one about %q", err, tt.wantErr)
@@ -106,11 +96,11 @@ func TestWrapperOutputPassesTheProof(t *testing.T) {
 	}
 	for _, network := range []config.Network{config.NetworkBroker, config.NetworkOffline} {
 		name := string(network) + "-1"
-		if err := WriteMeta(l, Meta{Name: name, Network: network, BrokerPort: 42999, VMType: "qemu"}); err != nil {
+		if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Network: network, BrokerPort: 42999, VMType: "qemu"}); err != nil {
 			t.Fatal(err)
 		}
-		in := limaLaunch(t, l.LimaHome(), name)
-		p, err := PlanQemu(in, l, "/Users/A B/corral,x/corral")
+		in := qemutest.LimaLaunch(t, l.LimaHome(), name)
+		p, err := NewPlan(in, l, "/Users/A B/corral,x/corral")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,10 +153,10 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	g(proj, "submodule", "add", "-q", child, "sub")
 	g(proj, "update-index", "--add", "--cacheinfo", "160000,"+g(child, "rev-parse", "HEAD")+",vendor/lib")
 	g(proj, "commit", "-qm", "super")
-	if err := WriteMeta(l, Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	p, err := NewPlan(qemutest.LimaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +167,7 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	if len(p.Private) != 1 || p.Private[0].Target != filepath.Join(proj, "vendor", "lib") || !strings.HasPrefix(p.Private[0].Source, l.GitlinksDir("p-1")+"/") {
 		t.Errorf("Private = %+v", p.Private)
 	}
-	again, _ := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	again, _ := NewPlan(qemutest.LimaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if !slices.Equal(again.Private, p.Private) {
 		t.Errorf("a second plan moved the private directory: %+v then %+v", p.Private, again.Private)
 	}
@@ -187,7 +177,7 @@ func TestPlanQemuGitlinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(proj, ".git"), filepath.Join(proj, "vendor", "lib")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	_, err = NewPlan(qemutest.LimaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if !errors.Is(err, gitshadow.ErrGitlink) || !strings.Contains(err.Error(), "vendor/lib is a symbolic link") || !strings.Contains(hint.Of(err), "rm "+filepath.Join(proj, "vendor", "lib")) {
 		t.Errorf("a symlink at a gitlink path: %v (hint %q)", err, hint.Of(err))
 	}
@@ -221,10 +211,10 @@ func TestPlanQemuHide(t *testing.T) {
 		t.Fatal(err)
 	}
 	hide := []string{"secret", ".env", "missing", "link", "link/inner", "fifo", ".env/x"}
-	if err := WriteMeta(l, Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: hide}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "p-1", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: hide}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
+	p, err := NewPlan(qemutest.LimaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,15 +240,15 @@ func TestPlanQemuHide(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(l.HiddenDir(), "empty", "x"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "must be an empty directory") {
+	if _, err := NewPlan(qemutest.LimaLaunch(t, l.LimaHome(), "p-1"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "must be an empty directory") {
 		t.Errorf("a non-empty cover: %v", err)
 	}
 	// A hide path that leaves the project (metadata is corral's own, but
 	// checked again) is refused.
-	if err := WriteMeta(l, Meta{Name: "p-2", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: []string{"../x"}}); err != nil {
+	if err := boxmeta.Write(l, boxmeta.Meta{Name: "p-2", Network: config.NetworkFull, VMType: "qemu", Project: proj, GitShadowOff: true, Hide: []string{"../x"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PlanQemu(limaLaunch(t, l.LimaHome(), "p-2"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "not inside the project") {
+	if _, err := NewPlan(qemutest.LimaLaunch(t, l.LimaHome(), "p-2"), l, "/opt/corral/bin/corral"); err == nil || !strings.Contains(err.Error(), "not inside the project") {
 		t.Errorf("../x: %v", err)
 	}
 }

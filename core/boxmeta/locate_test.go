@@ -1,4 +1,4 @@
-package box
+package boxmeta
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func TestLocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteMeta(l, Meta{Name: "other-1", Project: elsewhere}); err != nil {
+	if err := Write(l, Meta{Name: "other-1", Project: elsewhere}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -42,17 +42,17 @@ func TestLocate(t *testing.T) {
 	if err != nil || loc.Box != cur.Box || loc.Project != here || loc.Meta != nil {
 		t.Errorf("%s: %+v, %v", cur.Box, loc, err)
 	}
-	// Any other unknown box: ErrNoMeta with a hint.
+	// Any other unknown box: ErrNotFound with a hint.
 	_, err = Locate(l, "nosuch-1", here)
-	if !errors.Is(err, ErrNoMeta) || hint.Of(err) == "" {
+	if !errors.Is(err, ErrNotFound) || hint.Of(err) == "" {
 		t.Errorf("nosuch-1: %v", err)
 	}
 	// A name that is not a box name never names a file.
-	if _, err := Locate(l, "../x", here); err == nil || errors.Is(err, ErrNoMeta) {
+	if _, err := Locate(l, "../x", here); err == nil || errors.Is(err, ErrNotFound) {
 		t.Errorf("../x: %v", err)
 	}
 	// With its metadata written, the project's box has it.
-	if err := WriteMeta(l, Meta{Name: cur.Box, Project: here}); err != nil {
+	if err := Write(l, Meta{Name: cur.Box, Project: here}); err != nil {
 		t.Fatal(err)
 	}
 	if loc, err := Locate(l, "", here); err != nil || loc.Meta == nil {
