@@ -62,6 +62,10 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					f.remoteHost = &h
 					return run(cmd, args)
 				}
+				// Checked before ssh runs or anything is sent.
+				if f.RelaySocket != "" || f.RelayToken != "" {
+					return fmt.Errorf("%s and %s are set by corral on the host, not given to a forwarded command", remote.RelayFlag, remote.RelayTokenFlag)
+				}
 				var p project.Project
 				send := scope == remote.ScopeProject && f.Dir == ""
 				if send {
@@ -84,9 +88,6 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					// project there (-C before everything, so never after
 					// "--": f.Dir is empty, no -C was given).
 					fwd = append([]string{"-C", got.Dir}, fwd...)
-				}
-				if f.RelaySocket != "" || f.RelayToken != "" {
-					return fmt.Errorf("%s and %s are set by corral on the host, not given to a forwarded command", remote.RelayFlag, remote.RelayTokenFlag)
 				}
 				in, out, errOut := f.IO.Terminal()
 				// A remote terminal only when there is a local one to pass
