@@ -309,7 +309,26 @@ read_only = true
 	// it.
 	withKeys := []string{"E2E_ANTHROPIC_KEY=" + key, "E2E_GIT_TOKEN=" + token, "E2E_OPENAI_KEY=" + openaiKey,
 		"E2E_GEMINI_KEY=" + geminiKey, "ANTHROPIC_API_KEY=" + key}
-	x.ok("up") // from an environment without any key
+	// The project is a git repository (pull from the remote host brings
+	// its box's commits back), and the box is made from the "laptop"
+	// through corral --host (issue 30: remote_e2e_test.go), from an
+	// environment without any key. Should that fail, the box is made here
+	// so that the rest still runs.
+	runGit(t, proj, "init", "-q", "-b", "main")
+	must(t, os.WriteFile(filepath.Join(proj, "README.txt"), []byte("claude's project\n"), 0o644))
+	runGit(t, proj, "add", ".")
+	runGit(t, proj, "commit", "-q", "-m", "first commit")
+	remote := startRemoteHost(t, x)
+	remote.laptopTrust(t, proj, fmt.Sprintf(`[credentials.anthropic]
+upstream = "https://127.0.0.1:%s"
+header = "x-api-key"
+env_from_host = "E2E_ANTHROPIC_KEY"
+ca = %q
+`, apiPort, ca.pemPath))
+	if out, errOut, code := remote.corral(t, nil, "", remote.on(proj, "up")...); code != 0 {
+		t.Errorf("corral --host e2e up from the laptop: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		x.ok("up")
+	}
 	meta := x.meta(t)
 	rulesRefused := false // the credential rules' subtest saw both refusals
 
@@ -322,6 +341,11 @@ read_only = true
 		if code == 0 {
 			t.Errorf("a session got ANTHROPIC_BASE_URL=%q before any session supplied the key", out)
 		}
+	})
+	t.Run("on a remote host, from the laptop", func(t *testing.T) {
+		x.t = t
+		remoteSubtests(t, x, remote, api, key)
+		x.t = t
 	})
 	t.Run("claude -p answers through the broker with the key a session supplied", func(t *testing.T) {
 		x.t = t
