@@ -431,20 +431,32 @@ func (b *coreBackend) GuardGit(ctx context.Context) []GitRevert {
 // Allow calls the same core function as `corral allow`; the box's broker
 // picks the approval up live.
 func (b *coreBackend) Allow(ctx context.Context, name, host string, scope AllowScope) error {
-	sc := approval.ScopeAlways
+	entry, sc, dur := grant(host, scope)
+	var err error
+	if sc == approval.ScopeFor {
+		_, err = approval.AllowFor(b.svc.Layout, name, entry, dur, audit.ActorApp)
+	} else {
+		_, err = approval.Allow(b.svc.Layout, name, entry, sc, audit.ActorApp)
+	}
+	return err
+}
+
+// grant is what a menu or notification Allow of scope grants for a denied
+// host: the entry (a domain's "*.parent" for AllowDomain, "" when host is
+// no domain, which Allow refuses), the approval scope and, for
+// ScopeFor, its duration. The one mapping for local and remote boxes.
+func grant(host string, scope AllowScope) (entry string, sc approval.Scope, d time.Duration) {
 	switch scope {
 	case AllowSession:
-		sc = approval.ScopeSession
+		return host, approval.ScopeSession, 0
 	case AllowOnce:
-		sc = approval.ScopeOnce
+		return host, approval.ScopeOnce, 0
 	case AllowDomain:
-		host = egress.DomainEntry(host) // "" (refused by Allow) when host is no domain
+		return egress.DomainEntry(host), approval.ScopeAlways, 0
 	case AllowHour:
-		_, err := approval.AllowFor(b.svc.Layout, name, host, menu.HourFor, audit.ActorApp)
-		return err
+		return host, approval.ScopeFor, menu.HourFor
 	}
-	_, err := approval.Allow(b.svc.Layout, name, host, sc, audit.ActorApp)
-	return err
+	return host, approval.ScopeAlways, 0
 }
 
 func (b *coreBackend) Rebuild(ctx context.Context, name string) error {
@@ -644,16 +656,6 @@ func (b *coreBackend) RemoteAllow(ctx context.Context, host, name, entry string,
 	if err != nil {
 		return err
 	}
-	sc, dur := approval.ScopeAlways, time.Duration(0)
-	switch scope {
-	case AllowSession:
-		sc = approval.ScopeSession
-	case AllowOnce:
-		sc = approval.ScopeOnce
-	case AllowDomain:
-		entry = egress.DomainEntry(entry) // "" (refused) when it is no domain
-	case AllowHour:
-		sc, dur = approval.ScopeFor, menu.HourFor
-	}
+	entry, sc, dur := grant(entry, scope)
 	return b.remote.Allow(ctx, h, name, entry, sc, dur)
 }

@@ -195,14 +195,7 @@ func runCmd(ctx context.Context, bin string, argv []string, stdin io.Reader, std
 		err = cmd.Wait()
 		close(done)
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
-		return ee.ExitCode(), nil
-	}
-	if err != nil {
-		return -1, fmt.Errorf("running %s: %w", bin, err)
-	}
-	return 0, nil
+	return exitCode(bin, err)
 }
 
 // CheckVersion runs `corral version --json` on h and returns an error
@@ -339,14 +332,7 @@ func outputCmd(ctx context.Context, bin string, argv []string, stdout, stderr io
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
-		return ee.ExitCode(), nil
-	}
-	if err != nil {
-		return -1, fmt.Errorf("running %s: %w", bin, err)
-	}
-	return 0, nil
+	return exitCode(bin, err)
 }
 
 // capped keeps the first max bytes written and drops the rest, noting
@@ -406,4 +392,18 @@ func errorLine(s string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(cut(s, 200))
+}
+
+// exitCode is the exit code of a finished bin from its Wait error: the
+// code it exited with, or -1 and an error when it did not run or was
+// killed by a signal.
+func exitCode(bin string, err error) (int, error) {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("running %s: %w", bin, err)
+	}
+	return 0, nil
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -88,6 +89,8 @@ func runOverhead(t *testing.T, x *h, n int) {
 	mux := add("ssh through corral's master, corral-launch / true", "corral's", corralMaster,
 		"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath="+x.masterSock(), "-o", "SendEnv=CORRAL_FWD_*",
 		"-T", "lima-"+x.box, "/usr/local/bin/corral-launch / true")
+	add("ssh through corral's master, true (no launcher: the floor of any ssh session)", "corral's", corralMaster,
+		"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath="+x.masterSock(), "-T", "lima-"+x.box, "true")
 	c := add("corral run -- true", "corral's", corralMaster, x.bin, "-C", x.project, "run", "--", "true")
 	add("ssh -F ssh.config lima-BOX true (fresh connection)", "none", 0,
 		"ssh", "-F", cfg, "-o", "ControlMaster=no", "-o", "ControlPath=none", "lima-"+x.box, "true")
@@ -106,6 +109,18 @@ func runOverhead(t *testing.T, x *h, n int) {
 	fmt.Fprintf(&b, "\ncorral run / limactl shell: wall %.2fx, CPU %.2fx (CPU with each side's master: %.2fx); corral's own CPU (corral run minus the bare mux client): %s\n",
 		float64(med(c.wall))/float64(lw), float64(med(c.cpu))/float64(lc),
 		float64(med(c.cpu)+c.mcpu)/float64(lc+rows[0].mcpu), ms(med(c.cpu)-med(mux.cpu)))
+	// Where the guest's part goes: each step of a session run inside the
+	// guest, 20 times, timed there (no ssh, no host).
+	steps := x.ok("run", "--", "bash", "-c", `for c in "bash -c true" "bash -lc true" "/usr/local/bin/corral-launch / true"; do
+	s=$(date +%s%N); for i in $(seq 20); do $c; done; e=$(date +%s%N)
+	echo "$c|$(( (e - s) / 20000 ))"
+done`)
+	b.WriteString("\n| inside the guest, no ssh (20 runs) | wall per run |\n| --- | ---: |\n")
+	for _, line := range strings.Split(strings.TrimSpace(steps), "\n") {
+		name, us, _ := strings.Cut(line, "|")
+		n, _ := strconv.Atoi(us)
+		fmt.Fprintf(&b, "| %s | %.1f ms |\n", name, float64(n)/1000)
+	}
 	t.Logf("run overhead:\n%s", b.String())
 	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
 		_ = os.WriteFile(p, []byte(b.String()), 0o644)
@@ -260,4 +275,71 @@ func statCPU(path string, i int) time.Duration {
 	a, _ := strconv.ParseInt(f[i], 10, 64)
 	c, _ := strconv.ParseInt(f[i+1], 10, 64)
 	return time.Duration(a+c) * time.Second / 100 // USER_HZ
+}
+
+// newBoxPhases measures a new box made from the golden image the run
+// already built (issue 28, target 2): corral up's wall time, when each of
+// its progress lines appeared, the Lima host agent's milestones from its
+// log, and the guest's own boot profile (systemd-analyze). One boot more;
+// it prints a table and asserts nothing about speed.
+func newBoxPhases(t *testing.T, x *h) {
+	y := x.project2(t, filepath.Join(filepath.Dir(x.project), "newbox"), "")
+	defer y.corral("rm", "-f")
+	cmd := exec.Command(y.bin, "-C", y.project, "up")
+	cmd.Env = y.env
+	stderr, err := cmd.StderrPipe()
+	must(t, err)
+	start := time.Now()
+	must(t, cmd.Start())
+	var b strings.Builder
+	b.WriteString("| new box from the existing golden: corral up's progress | at |\n| --- | ---: |\n")
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		fmt.Fprintf(&b, "| %s | %.1f s |\n", strings.ReplaceAll(sc.Text(), "|", "/"), time.Since(start).Seconds())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("corral up of a new box: %v\n%s", err, b.String())
+	}
+	fmt.Fprintf(&b, "| **corral up, whole** | **%.1f s** |\n", time.Since(start).Seconds())
+
+	// The host agent's milestones, from its first line.
+	if log, err := os.ReadFile(filepath.Join(y.home, "lima", y.box, "ha.stderr.log")); err == nil {
+		b.WriteString("\n| Lima host agent (ha.stderr.log) | after its first line |\n| --- | ---: |\n")
+		milestone := regexp.MustCompile(`(?i)requirement|ready|guest agent|starting|ssh local port|forwarding`)
+		var first time.Time
+		rows := 0
+		for _, line := range strings.Split(string(log), "\n") {
+			var ev struct {
+				Msg  string    `json:"msg"`
+				Time time.Time `json:"time"`
+			}
+			if json.Unmarshal([]byte(line), &ev) != nil || ev.Time.IsZero() {
+				continue
+			}
+			if first.IsZero() {
+				first = ev.Time
+			}
+			if milestone.MatchString(ev.Msg) && rows < 30 {
+				rows++
+				msg := ev.Msg
+				if len(msg) > 100 {
+					msg = msg[:100] + "…"
+				}
+				fmt.Fprintf(&b, "| %s | %.1f s |\n", strings.ReplaceAll(msg, "|", "/"), ev.Time.Sub(first).Seconds())
+			}
+		}
+	}
+	// The guest's boot, as systemd measured it.
+	b.WriteString("\nInside the guest (`systemd-analyze`, `systemd-analyze blame | head -12`):\n\n```\n")
+	b.WriteString(y.ok("run", "--", "systemd-analyze"))
+	b.WriteString(y.ok("run", "--", "sh", "-c", "systemd-analyze blame --no-pager | head -12"))
+	b.WriteString("```\n")
+	t.Logf("a new box from the existing golden:\n%s", b.String())
+	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "\n%s", b.String())
+			f.Close()
+		}
+	}
 }

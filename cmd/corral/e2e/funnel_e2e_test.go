@@ -331,6 +331,11 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		benchOnly(t)
 		guestConnRate(t, x, port, 200)
 	})
+	t.Run("benchmark: run overhead on a broker-mode box", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		runOverhead(t, x, 12)
+	})
 	t.Run("no guest-conn process stays", func(t *testing.T) {
 		x.t = t
 		deadline := time.Now().Add(10 * time.Second)
@@ -488,5 +493,10 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 			!strings.Contains(errOut, "corral stop "+x.box+" && corral up") {
 			t.Errorf("session not refused: code %d stderr %q", code, errOut)
 		}
+	})
+	t.Run("benchmark: a new box from the existing golden", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		newBoxPhases(t, x)
 	})
 }
