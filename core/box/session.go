@@ -211,6 +211,15 @@ func (s *Service) Session(ctx context.Context, r boxmeta.Resolved, opt SessionOp
 	s.warnGitlinkDrift(m, opt.Stderr)
 	s.beginSession(&m, id, opt, env.Names())
 	defer func() { s.endSession(m, id) }()
+	if relay := opt.Host.Relay; relay != nil {
+		// sshd leaves a -R forward's socket behind; the laptop's relay
+		// ends with this session, so its socket here goes too.
+		defer func() {
+			if err := credential.RemoveRelaySocket(s.Layout.RunDir(), relay.Socket); err != nil {
+				s.progress("warning: %v", err)
+			}
+		}()
+	}
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env.Environ(os.Environ())

@@ -199,15 +199,39 @@ func (h *Holder) checkRelay(r *egress.Relay) error {
 	if !egress.ValidRelayToken(r.Token) {
 		return errors.New("relay token: not 64 lowercase hex digits")
 	}
-	if h.relayDir == "" || filepath.Dir(r.Socket) != filepath.Clean(h.relayDir) || !relaySocketRe().MatchString(filepath.Base(r.Socket)) {
-		return fmt.Errorf("relay socket %q: not a relay socket of this host's run directory", truncateText(r.Socket, 128))
+	return checkRelaySocket(h.relayDir, r.Socket)
+}
+
+// checkRelaySocket checks that socket is a relay's forwarded socket in
+// dir: a socket (not a link) named as core/remote names it, directly in
+// dir, owned by this user.
+func checkRelaySocket(dir, socket string) error {
+	if dir == "" || filepath.Clean(socket) != socket || filepath.Dir(socket) != filepath.Clean(dir) || !relaySocketRe().MatchString(filepath.Base(socket)) {
+		return fmt.Errorf("relay socket %q: not a relay socket of this host's run directory", truncateText(socket, 128))
 	}
-	fi, err := os.Lstat(r.Socket)
+	fi, err := os.Lstat(socket)
 	if err != nil {
 		return fmt.Errorf("relay socket: %w", err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket || !ownedByMe(fi) {
-		return fmt.Errorf("relay socket %s: not a socket of this user", r.Socket)
+		return fmt.Errorf("relay socket %s: not a socket of this user", socket)
+	}
+	return nil
+}
+
+// RemoveRelaySocket removes a session's forwarded relay socket from dir
+// (this host's run directory) once the session has ended: sshd leaves
+// the file of a -R forward behind. Only a socket checkRelaySocket accepts
+// is removed; one already gone is no error.
+func RemoveRelaySocket(dir, socket string) error {
+	if err := checkRelaySocket(dir, socket); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if err := os.Remove(socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the relay socket: %w", err)
 	}
 	return nil
 }

@@ -211,3 +211,55 @@ func TestRelayedSession(t *testing.T) {
 		t.Errorf("after the laptop left: %d, upstream key %q", s, gotKey)
 	}
 }
+
+// RemoveRelaySocket removes only what the broker would dial: a socket of
+// this user named as ssh's forward is named, directly in the run
+// directory; a file, a link, another name or another directory stays.
+func TestRemoveRelaySocket(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "rr") // short: sun_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	runDir := filepath.Join(tmp, "run")
+	if err := os.Mkdir(runDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	listen := func(p string) {
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
+		l.Close()
+	}
+	sock := filepath.Join(runDir, "relay-0123456789abcdef.sock")
+	listen(sock)
+	if err := RemoveRelaySocket(runDir, sock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("the relay socket is still there: %v", err)
+	}
+	if err := RemoveRelaySocket(runDir, sock); err != nil {
+		t.Errorf("a socket already gone: %v", err)
+	}
+	other := filepath.Join(runDir, "other.sock")
+	listen(other)
+	outside := filepath.Join(tmp, "relay-0123456789abcdef.sock")
+	listen(outside)
+	file := filepath.Join(runDir, "relay-eeeeeeeeeeeeeeee.sock")
+	os.WriteFile(file, []byte("keep"), 0o600)
+	link := filepath.Join(runDir, "relay-dddddddddddddddd.sock")
+	os.Symlink(outside, link)
+	for _, p := range []string{other, outside, file, link, runDir + "/../run/relay-0123456789abcdef.sock"} {
+		if err := RemoveRelaySocket(runDir, p); err == nil {
+			t.Errorf("%s: removed without an error", p)
+		}
+	}
+	for _, p := range []string{other, outside, file, link} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s is gone: %v", p, err)
+		}
+	}
+}

@@ -302,7 +302,11 @@ read_only = true
 	// agent, then its tables.
 	trusted = "sudo = true\ngolden = false\n" + agentCredentials(oaiPort, gemPort, ca.pemPath) + trusted
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
-	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"), []byte(trusted), 0o600))
+	// While the laptop starts the box and its sessions, the box may reach
+	// host loopback by name once allowed (the menu's Allow there is
+	// proved with a host server); the local part runs without it.
+	layer := filepath.Join(x.home, "projects", x.box+".toml")
+	must(t, os.WriteFile(layer, []byte("egress = [\"127.0.0.0/8\"]\n"+trusted), 0o600))
 	defer x.corral("rm", "-f")
 	// The keys are only in the environment of the sessions that supply
 	// them; ANTHROPIC_API_KEY is there too, to prove the session withholds
@@ -347,6 +351,14 @@ ca = %q
 		remoteSubtests(t, x, remote, api, key)
 		x.t = t
 	})
+	// The laptop's first session made the key relayed for the broker's
+	// lifetime; the local part wants a broker that waits for a key again
+	// and the box's own config: the box is saved, then resumed with a new
+	// broker.
+	x.t = t
+	must(t, os.WriteFile(layer, []byte(trusted), 0o600))
+	x.ok("stop", "--save")
+	x.ok("up")
 	t.Run("claude -p answers through the broker with the key a session supplied", func(t *testing.T) {
 		x.t = t
 		out, errOut, code := x.corralEnv(withKeys, "claude", "--", "-p", "say hello")

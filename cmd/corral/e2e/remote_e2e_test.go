@@ -247,7 +247,7 @@ func remoteSubtests(t *testing.T, x *h, r *remoteHost, api *fakeAnthropic, key s
 		// A session that uses the route once, says so, and holds the relay
 		// open until the laptop's stdin ends.
 		cmd := r.command(withKey, r.on(proj, "run", "--", "sh", "-c",
-			`c=$(curl -sS --noproxy '*' --max-time 60 -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d '{}' "$ANTHROPIC_BASE_URL/v1/messages"); echo "used $c"; read -r _`)...)
+			`c=$(curl -sS --noproxy '*' --max-time 60 -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d '{}' "$ANTHROPIC_BASE_URL/v1/messages"); echo "used $c"; read -r _ || true`)...)
 		stdin, err := cmd.StdinPipe()
 		must(t, err)
 		stdout, err := cmd.StdoutPipe()
