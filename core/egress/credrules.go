@@ -172,14 +172,13 @@ func pathUnder(dec, p string) bool {
 }
 
 // readOnlyRefusal is why a request is not a read, or "". A push is
-// recognised wherever "git-receive-pack" appears, in any case, as a path
-// segment or a query value (decoded); reads are the safe methods and the
-// exact fetch endpoint.
+// recognised wherever "receive-pack" appears, in any case, in the decoded
+// path or in a query key or value (decoded): one rule for both, broad on
+// purpose (a server that routes a variant of the service name pushes all
+// the same); reads are the safe methods and the exact fetch endpoint.
 func readOnlyRefusal(method, dec, rawQuery string) string {
-	for seg := range strings.SplitSeq(dec, "/") {
-		if strings.EqualFold(seg, "git-receive-pack") {
-			return "a git push (git-receive-pack) is refused"
-		}
+	if strings.Contains(strings.ToLower(dec), "receive-pack") {
+		return "a git push (git-receive-pack) is refused"
 	}
 	if rawQuery != "" {
 		q, err := url.ParseQuery(rawQuery)

@@ -40,6 +40,7 @@ func TestCredentialRulesThroughBroker(t *testing.T) {
 		{"POST", "/org/repo.git/git-receive-pack", "push"},
 		{"POST", "/org/repo.git/git-receive-p%61ck", "push"},
 		{"POST", "/org/repo.git/GIT-RECEIVE-PACK", "push"},
+		{"GET", "/org/repo.git/reCeive-pACk", "push"}, // a variant of the service name, in any segment
 		{"GET", "/org/other.git/info/refs?service=git-upload-pack", "outside"},
 		{"GET", "/org/repository/info/refs", "outside"},
 		{"GET", "/org/rep%6f/../other/info/refs", "clean"},
@@ -57,7 +58,7 @@ func TestCredentialRulesThroughBroker(t *testing.T) {
 	if n := len(up.all()); n != forwarded {
 		t.Errorf("the upstream got %d refused requests", n-forwarded)
 	}
-	ev := cl.all(14)
+	ev := cl.all(15)
 	rule := 0
 	for _, e := range ev {
 		if e.Refusal == RefusedRule {
@@ -67,8 +68,8 @@ func TestCredentialRulesThroughBroker(t *testing.T) {
 			}
 		}
 	}
-	if rule != 9 { // the unclean path is refused before the rules, as a path
-		t.Errorf("%d rule refusals logged, want 9: %+v", rule, ev)
+	if rule != 10 { // the unclean path is refused before the rules, as a path
+		t.Errorf("%d rule refusals logged, want 10: %+v", rule, ev)
 	}
 }
 
