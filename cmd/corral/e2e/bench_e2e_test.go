@@ -224,8 +224,13 @@ print(n, fok, fsecs, flush=True)`, n, port)
 	fmt.Fprintf(&b, "| new guest connections per second, guest side (connect, CONNECT, 403, close) | %.0f |\n", float64(n)/secs)
 	fmt.Fprintf(&b, "| wall per connection, guest side | %.1f ms |\n", secs*1000/float64(n))
 	fmt.Fprintf(&b, "| the same loop against a listener inside the guest: per second / wall per connection | %.0f / %.1f ms |\n", float64(n)/lsecs, lsecs*1000/float64(n))
-	fmt.Fprintf(&b, "| qemu vCPU threads, CPU per connection (the guest's work under TCG) | %s |\n", per(qAfter.vcpu-qBefore.vcpu))
-	fmt.Fprintf(&b, "| qemu's other threads, CPU per connection (main loop: slirp, the fork) | %s |\n", per(qAfter.other-qBefore.other))
+	if qAfter.vcpu == 0 {
+		// qemu names its threads only with -name debug-threads=on.
+		fmt.Fprintf(&b, "| qemu, all threads, CPU per connection (vCPUs, main loop: slirp, the fork; its threads are unnamed) | %s |\n", per(qAfter.other-qBefore.other))
+	} else {
+		fmt.Fprintf(&b, "| qemu vCPU threads, CPU per connection (the guest's work under TCG) | %s |\n", per(qAfter.vcpu-qBefore.vcpu))
+		fmt.Fprintf(&b, "| qemu's other threads, CPU per connection (main loop: slirp, the fork) | %s |\n", per(qAfter.other-qBefore.other))
+	}
 	fmt.Fprintf(&b, "| children reaped by qemu, CPU per connection (corral-guest-conn) | %s |\n", per(qAfter.children-qBefore.children))
 	if brokerPID > 0 {
 		fmt.Fprintf(&b, "| broker CPU per connection (decision, 403, log line) | %s |\n", per(bAfter-bBefore))
