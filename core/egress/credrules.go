@@ -177,7 +177,7 @@ func pathUnder(dec, p string) bool {
 // purpose (a server that routes a variant of the service name pushes all
 // the same); reads are the safe methods and the exact fetch endpoint.
 func readOnlyRefusal(method, dec, rawQuery string) string {
-	if strings.Contains(strings.ToLower(dec), "receive-pack") {
+	if namesPush(dec) {
 		return "a git push (git-receive-pack) is refused"
 	}
 	if rawQuery != "" {
@@ -187,7 +187,7 @@ func readOnlyRefusal(method, dec, rawQuery string) string {
 		}
 		for k, vs := range q {
 			for _, v := range append(vs, k) {
-				if strings.Contains(strings.ToLower(v), "receive-pack") {
+				if namesPush(v) {
 					return "a git push (service=git-receive-pack) is refused"
 				}
 			}
@@ -202,6 +202,12 @@ func readOnlyRefusal(method, dec, rawQuery string) string {
 		}
 	}
 	return fmt.Sprintf("method %s is not a read", methodClass(method))
+}
+
+// namesPush reports whether s (a decoded path, query key or value) names
+// git's push service: "receive-pack" anywhere, in any case.
+func namesPush(s string) bool {
+	return strings.Contains(strings.ToLower(s), "receive-pack")
 }
 
 // Describe is the rules in one line for display ("" when there are none).

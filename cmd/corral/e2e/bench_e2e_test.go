@@ -122,9 +122,23 @@ done`)
 		fmt.Fprintf(&b, "| %s | %.1f ms |\n", name, float64(n)/1000)
 	}
 	t.Logf("run overhead:\n%s", b.String())
-	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
-		_ = os.WriteFile(p, []byte(b.String()), 0o644)
+	benchOut(b.String())
+}
+
+// benchOut appends a benchmark's table to CORRAL_BENCH_OUT, when set (a
+// run's work directory holds a fresh one; e2e.sh copies it out). Several
+// benchmarks of one run write to it, so none truncates it.
+func benchOut(s string) {
+	p := os.Getenv("CORRAL_BENCH_OUT")
+	if p == "" {
+		return
 	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "\n%s", s)
+	f.Close()
 }
 
 // sshMasterPID asks the master on sock for its pid; 0 when none answers.
@@ -236,13 +250,7 @@ print(n, fok, fsecs, flush=True)`, n, port)
 		fmt.Fprintf(&b, "| broker CPU per connection (decision, 403, log line) | %s |\n", per(bAfter-bBefore))
 	}
 	t.Logf("guest connections through the funnel (n=%d):\n%s", n, b.String())
-	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
-		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			fmt.Fprintf(f, "\n%s", b.String())
-			f.Close()
-		}
-	}
+	benchOut(b.String())
 }
 
 // qemuTimes is a qemu process's CPU split by thread kind, from /proc.
@@ -340,11 +348,5 @@ func newBoxPhases(t *testing.T, x *h) {
 	b.WriteString(y.ok("run", "--", "sh", "-c", "systemd-analyze blame --no-pager | head -12"))
 	b.WriteString("```\n")
 	t.Logf("a new box from the existing golden:\n%s", b.String())
-	if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
-		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			fmt.Fprintf(f, "\n%s", b.String())
-			f.Close()
-		}
-	}
+	benchOut(b.String())
 }

@@ -414,13 +414,7 @@ ca = %q
 		line := fmt.Sprintf("claude -p first answer byte on a running box (fake API, TCG): median %s, min %s, max %s over %d runs\n",
 			ds[len(ds)/2].Round(time.Millisecond), ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), len(ds))
 		t.Log(line)
-		if p := os.Getenv("CORRAL_BENCH_OUT"); p != "" {
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err == nil {
-				f.WriteString(line)
-				f.Close()
-			}
-		}
+		benchOut(line)
 	})
 	t.Run("the session environment carries no secret", func(t *testing.T) {
 		x.t = t
