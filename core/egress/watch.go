@@ -23,7 +23,9 @@ const (
 // and tools that save by writing a temporary file and renaming it over the
 // original are seen, and a file that does not exist yet can appear later.
 // After a change settles (reloadDebounce, at most reloadMaxDelay) it calls load; on success it calls
-// apply with the new policy, on error it logs and keeps the old one. It
+// apply with the new policy, on error it logs and keeps the old one. Once
+// its watches are in place it loads once more, so that a change made
+// between the caller's first load and the watches is not lost. It
 // returns nil when ctx is cancelled.
 func WatchFiles(ctx context.Context, paths []string, load func() (*Policy, error), apply func(*Policy), logger *slog.Logger) error {
 	if logger == nil {
@@ -59,6 +61,9 @@ func WatchFiles(ctx context.Context, paths []string, load func() (*Policy, error
 		}
 		timer.Reset(min(reloadDebounce, max(0, pendingSince.Add(reloadMaxDelay).Sub(now))))
 	}
+	// The caller loaded before these watches existed: anything written in
+	// between raised no event.
+	schedule()
 	for {
 		select {
 		case <-ctx.Done():

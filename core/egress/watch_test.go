@@ -81,3 +81,38 @@ func TestLiveReload(t *testing.T) {
 		t.Fatal("bad file replaced the policy")
 	}
 }
+
+// A change written after the caller's first load but before the watcher
+// has its watches raises no event: WatchFiles loads once when it starts,
+// so the change still applies, with no later write to wake it.
+func TestWatchLoadsWhatChangedBeforeItStarted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "allow.txt")
+	writeAtomic(t, path, "before.test\n")
+	var applied atomic.Value
+	load := func() (*Policy, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return ParsePolicy(strings.Fields(string(b)), nil)
+	}
+	if _, err := load(); err != nil { // the caller's first load
+		t.Fatal(err)
+	}
+	writeAtomic(t, path, "after.test\n") // before any watch exists
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- WatchFiles(ctx, []string{path}, load, func(p *Policy) { applied.Store(p.String()) }, nil)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	eventually(t, 10*time.Second, "the change made before the watch", func() bool {
+		s, _ := applied.Load().(string)
+		return strings.Contains(s, "after.test")
+	})
+}
