@@ -58,7 +58,7 @@ const (
 	// changed one; fields "call", "path", "why" (box-made text: escape
 	// it before display). The first few per boot, then a count.
 	KindGitNameRefused Kind = "git-name-refused"
-	KindPull      Kind = "pull"
+	KindPull           Kind = "pull"
 	// KindLearn: a box's learning window started or ended (core/approval).
 	KindLearn Kind = "learn"
 	// KindCredentialUse: a box's broker used a brokered credential, one
