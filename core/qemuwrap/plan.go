@@ -177,9 +177,14 @@ func exports(args []string) ([]string, error) {
 			if !ok {
 				continue
 			}
+			if !filepath.IsAbs(v) {
+				return nil, fmt.Errorf("the exported directory %q is not an absolute path", v)
+			}
+			// A directory that does not exist (yet) is kept as named: qemu
+			// fails to export it anyway.
 			real, err := filepath.EvalSymlinks(v)
 			if err != nil {
-				return nil, fmt.Errorf("resolving the exported directory %s: %w", v, err)
+				real = filepath.Clean(v)
 			}
 			out = append(out, real)
 		}
