@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral/core/dotgit"
 )
@@ -209,6 +210,22 @@ func gitGuardOptOut(t *testing.T, x *h) {
 	if out, _, _ := x.corral("doctor", x.box); !strings.Contains(out, "host repository: git_shadow = false") {
 		t.Errorf("doctor does not show the opt-out:\n%s", out)
 	}
+	// The event-driven guard (core/gitwatch, in the broker): a repository
+	// the box makes anywhere in the tree is in the audit log within 2 s.
+	x.ok("run", "--", "sh", "-c", `mkdir -p "$1/deep/er" && git init -q "$1/deep/er"`, "sh", proj)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+		if strings.Contains(string(b), `"kind":"nested-git"`) && strings.Contains(string(b), filepath.Join(proj, "deep", "er", ".git")) && strings.Contains(string(b), `"source":"watch"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no nested-git event from the watch within 2 s of the box's git init:\n%s", b)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	x.ok("run", "--", "rm", "-rf", "deep")
 }
 
 // withSubmodules gives the project (a committed git repository) an
