@@ -56,6 +56,7 @@ type loop struct {
 	refreshAgain bool
 	sweeping     bool // a timer's StopIdle runs
 	picking      bool // the folder chooser is open
+	readingLogin bool // a read of the login item's state is under way
 
 	// Remote hosts, owned by the run goroutine like the rest: the last
 	// read of each host (in hosts.toml order), why the list could not be
@@ -164,7 +165,7 @@ func (l *loop) run(ctx context.Context) {
 		case <-remoteTick:
 			l.refreshRemote(ctx, 0)
 		case <-l.opened:
-			l.refreshRemote(ctx, remoteOpenAge)
+			l.onMenuOpened(ctx)
 		case c := <-l.clicks:
 			l.click(ctx, c)
 		case f := <-l.results:
@@ -324,13 +325,41 @@ func (l *loop) toggleLogin(ctx context.Context) {
 		err := l.opts.Login.SetEnabled(want)
 		st, serr := l.opts.Login.State()
 		return func() {
-			if err != nil {
+			if err := loginOutcome(want, err, st, serr); err != nil {
 				l.fail("open at login", err)
 			}
 			if serr == nil {
 				l.ui.Login = st
 			}
 			l.render()
+		}
+	})
+}
+
+// onMenuOpened reads again what may have changed outside corral while
+// the menu was closed: the login item (System Settings) and the remote
+// hosts read long enough ago.
+func (l *loop) onMenuOpened(ctx context.Context) {
+	l.refreshLogin(ctx)
+	l.refreshRemote(ctx, remoteOpenAge)
+}
+
+// refreshLogin reads the login item's state again off the loop (the user
+// may have changed it in System Settings since) and redraws when it
+// changed. One read at a time.
+func (l *loop) refreshLogin(ctx context.Context) {
+	if l.readingLogin {
+		return
+	}
+	l.readingLogin = true
+	l.goDo(ctx, func(context.Context) func() {
+		st, err := l.opts.Login.State()
+		return func() {
+			l.readingLogin = false
+			if err == nil && st != l.ui.Login {
+				l.ui.Login = st
+				l.render()
+			}
 		}
 	})
 }
