@@ -19,7 +19,7 @@ func TestGuestUser(t *testing.T) {
 	for host, want := range map[string]string{
 		"dev": "dev", "corral-e2e": "corral-e2e", "_svc": "_svc", "a1_b-2": "a1_b-2",
 		strings.Repeat("x", 40): strings.Repeat("x", 40), // Lima caps no length
-		"john.doe": "lima", "John": "lima", "1user": "lima", "admin": "lima", "": "lima",
+		"john.doe":              "lima", "John": "lima", "1user": "lima", "admin": "lima", "": "lima",
 		"jöhn": "lima", "bob$": "lima", "-x": "lima", "a b": "lima", "corral.e2e": "lima",
 	} {
 		if got := GuestUser(host); got != want {
