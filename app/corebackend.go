@@ -299,7 +299,7 @@ func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	b := &coreBackend{svc: svc, remote: remotebox.Client{Runner: remote.Runner{Batch: true}}}
+	b := &coreBackend{svc: svc, remote: remotebox.Client{Runner: remote.Runner{Batch: true, ControlDir: svc.Layout.RemoteControlDir()}}}
 	return Run(ctx, Options{
 		Backend:    b,
 		Remote:     b,

@@ -61,13 +61,14 @@ type loop struct {
 	// Remote hosts, owned by the run goroutine like the rest: the last
 	// read of each host (in hosts.toml order), why the list could not be
 	// read, which hosts a read is under way for (and which need one more
-	// after it), and when the last read of each started.
+	// after it), and each host's read schedule (readSchedule).
 	remote        []menu.RemoteHost
 	remoteErr     string
 	listingHosts  bool
 	remoteReading map[string]bool
 	remoteAgain   map[string]bool
-	remoteStarted map[string]time.Time
+	remoteSched   readSchedule
+	remoteReads   map[string]hostReads
 }
 
 func newLoop(opts Options, cancel context.CancelFunc) *loop {
@@ -83,7 +84,8 @@ func newLoop(opts Options, cancel context.CancelFunc) *loop {
 		ui:            menu.UI{Busy: map[string]string{}},
 		remoteReading: map[string]bool{},
 		remoteAgain:   map[string]bool{},
-		remoteStarted: map[string]time.Time{},
+		remoteSched:   defaultSchedule(opts.RemoteInterval),
+		remoteReads:   map[string]hostReads{},
 	}
 }
 
@@ -141,7 +143,7 @@ func (l *loop) run(ctx context.Context) {
 		remoteTick = t.C
 	}
 	l.refresh(ctx)
-	l.refreshRemote(ctx, 0)
+	l.refreshRemote(ctx, false)
 	actions := l.opts.Notifier.Actions()
 	// A notifier that learns later it will not be shown (macOS refused
 	// authorization) says so once, on the menu's error line.
@@ -163,7 +165,7 @@ func (l *loop) run(ctx context.Context) {
 		case <-sweep.C:
 			l.stopIdle(ctx, false)
 		case <-remoteTick:
-			l.refreshRemote(ctx, 0)
+			l.refreshRemote(ctx, false)
 		case <-l.opened:
 			l.onMenuOpened(ctx)
 		case c := <-l.clicks:
@@ -341,7 +343,7 @@ func (l *loop) toggleLogin(ctx context.Context) {
 // hosts read long enough ago.
 func (l *loop) onMenuOpened(ctx context.Context) {
 	l.refreshLogin(ctx)
-	l.refreshRemote(ctx, remoteOpenAge)
+	l.refreshRemote(ctx, true)
 }
 
 // refreshLogin reads the login item's state again off the loop (the user
