@@ -11,8 +11,10 @@ import (
 // needs-dialog refusal does.
 type agentTextErr struct{}
 
-func (agentTextErr) Error() string     { return "secret store unavailable: needs the dialog" }
-func (agentTextErr) AgentText() string { return `the keychain item "api" needs a dialog; run: corral secret set --service api --account me` }
+func (agentTextErr) Error() string { return "secret store unavailable: needs the dialog" }
+func (agentTextErr) AgentText() string {
+	return `the keychain item "api" needs a dialog; run: corral secret set --service api --account me`
+}
 
 // A credential whose secret cannot be read without a Keychain dialog is
 // refused at once with what the error says to do, not only "see the
