@@ -10,7 +10,6 @@ package main
 import (
 	"os"
 
-	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/cmd/corral/cli"
 	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/qemuwrap"
@@ -26,5 +25,5 @@ func run(argv []string) int {
 	case len(argv) > 1 && argv[1] == guestconn.Command:
 		return guestconn.Main(argv[1:])
 	}
-	return cli.Main(argv, app.Main)
+	return cli.Main(argv, appMain)
 }
