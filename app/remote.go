@@ -11,8 +11,8 @@ import (
 	"github.com/corral-dev/corral/core/egress"
 )
 
-// remoteOpenAge: opening the menu reads a host again only when its last
-// read started at least this long ago (a read is a few ssh connections).
+// remoteOpenAge: opening the menu reads a healthy host again only when its
+// last read started at least this long ago (readSchedule).
 const remoteOpenAge = 10 * time.Second
 
 // menuOpened tells the loop the menu opened, without waiting: one

@@ -257,10 +257,10 @@ func TestCanonicalNameNormalisation(t *testing.T) {
 		entries []string
 		want    string
 	}{
-		{"cafe\u0301", []string{"caf\u00e9"}, "caf\u00e9"}, // NFD asked, NFC listed
+		{"cafe\u0301", []string{"caf\u00e9"}, "caf\u00e9"},  // NFD asked, NFC listed
 		{"caf\u00e9", []string{"cafe\u0301"}, "cafe\u0301"}, // NFC asked, NFD listed (made NFC by CanonicalCase)
 		{"CAFE\u0301", []string{"caf\u00e9"}, "caf\u00e9"},  // and other capitals
-		{"cafe", []string{"caf\u00e9"}, "cafe"},            // another name: kept
+		{"cafe", []string{"caf\u00e9"}, "cafe"},             // another name: kept
 	} {
 		if got := canonicalName(tc.name, tc.entries); got != tc.want {
 			t.Errorf("canonicalName(%+q, %+q) = %+q, want %+q", tc.name, tc.entries, got, tc.want)
