@@ -289,7 +289,8 @@ func darwinQemuChecks(f HostFacts) []Check {
 
 // keychainItemChecks: an item whose read would ask the person (the
 // Keychain's "allow access" dialog or an unlock on macOS, the keyring's
-// unlock prompt on Linux) is a failure, since the box's broker and
+// unlock prompt on Linux) is a failure: the box's broker never asks
+// (secret.Silent) and refuses the agent's requests that need it, and
 // sessions without a terminal read it with nobody watching.
 func keychainItemChecks(goos string, items []KeychainItem) []Check {
 	ask, later := "a Keychain dialog (allow access, or unlock)", "or start a session in Terminal once and choose Always Allow"
@@ -305,7 +306,7 @@ func keychainItemChecks(goos string, items []KeychainItem) []Check {
 		case secret.AccessReadable:
 			out = append(out, pass(name, "corral reads it without asking (boxes "+boxes+")"))
 		case secret.AccessPrompts:
-			out = append(out, fail(name, "reading it raises "+ask+", and the broker and sessions without a terminal read it with nobody watching (boxes "+boxes+")",
+			out = append(out, fail(name, "reading it raises "+ask+": the broker, which never asks, refuses the agent's requests that need it, and sessions without a terminal read it with nobody watching (boxes "+boxes+")",
 				"store it with "+set+" (corral then owns the item), "+later))
 		case secret.AccessMissing:
 			out = append(out, fail(name, "no such item (boxes "+boxes+")", set))

@@ -155,7 +155,7 @@ func deniedLine(it Ref) string {
 
 // errNeedsDialog is the cause when an item can be read only through the
 // Keychain's dialog and the reader may not raise it.
-var errNeedsDialog = errors.New("reading it needs the Keychain's \"allow access\" dialog, which the broker never raises")
+var errNeedsDialog = errors.New("reading it needs a dialog (the Keychain's \"allow access\", or an unlock), which the broker never raises")
 
 // NeedsDialog is the error Silent returns for an item it cannot read
 // without the dialog: ErrUnavailable (so secret.Shared remembers it
@@ -165,7 +165,7 @@ func NeedsDialog(service, account string) error {
 	it := Ref{Service: service, Account: account}
 	return &Error{Kind: ErrUnavailable, Service: service, Account: account, Cause: errNeedsDialog,
 		hint: fmt.Sprintf("run %s (corral then owns the item and reads it without asking), or start a session in a terminal and choose \"Always Allow\"", setCommand(it)),
-		agent: fmt.Sprintf("the keychain item %q (account %q) on the host needs the Keychain's \"allow access\" dialog, which the broker never raises; "+
+		agent: fmt.Sprintf("the keychain item %q (account %q) on the host needs a dialog (the Keychain's \"allow access\", or an unlock), which the broker never raises; "+
 			"on that machine run: %s (or start a session there in a terminal and choose \"Always Allow\")", service, account, setCommand(it))}
 }
 
