@@ -553,7 +553,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		}
 	}
 
-	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names()}
+	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names(), User: limayaml.GuestUser(limaUser())}
 	if opt.Resolved.Project.Box == box {
 		want.GitHosts = opt.Resolved.Loaded.Settings().GitTokens
 	}
@@ -629,6 +629,9 @@ type guestWant struct {
 	Units    []string
 	EnvNames []string
 	GitHosts []string
+	// User is the guest user the box's template names
+	// (limayaml.GuestUser of the host user): sessions must run as it.
+	User string
 }
 
 // remoteCommand is the command line ssh hands the guest's shell: the
@@ -681,6 +684,15 @@ func guestChecks(w guestWant, kv map[string]string) []Check {
 		}
 		out = append(out, fail("unit "+u, u+" is "+state+" in the box; sessions are refused",
 			restart+"; journalctl -u "+u+" in the box shows why"))
+	}
+
+	if got := kv["user"]; w.User != "" && got != "" {
+		if got == w.User {
+			out = append(out, pass("guest user", got+", the user the template names"))
+		} else {
+			out = append(out, fail("guest user", fmt.Sprintf("sessions run as %q, but the template names %q: provisioning gave that user the project, the agent's state and the sudo rules", got, w.User),
+				"corral rebuild; if it persists, Lima's rule for the guest user changed (core/limayaml GuestUser)"))
+		}
 	}
 
 	netName := "network " + string(w.Network)
