@@ -39,7 +39,7 @@ func doctorChecks(t *testing.T, x *h) {
 				t.Errorf("failed: %+v", c)
 			}
 		}
-		for _, want := range []string{"lima", "provisioned", "unit corral-network.service", "network full", "session variables"} {
+		for _, want := range []string{"lima", "provisioned", "unit corral-network.service", "network full", "session variables", "guest user"} {
 			if !names[want] {
 				t.Errorf("no %q check in %v", want, names)
 			}

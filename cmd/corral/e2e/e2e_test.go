@@ -179,6 +179,10 @@ func TestBoxLifecycle(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the guest user is the one Lima made, as the template names it", func(t *testing.T) {
+		x.t = t
+		guestUserIsLimas(t, x)
+	})
 	t.Run("run reads the project mount", func(t *testing.T) {
 		x.t = t
 		if got := x.ok("run", "--", "cat", "README.txt"); got != "hello from the host\n" {
