@@ -213,10 +213,18 @@ func Load(req Request) (Result, error) {
 		res.ProjectHash = snap.Hash
 		proj, res.Requests = takeRequests(proj, append(slices.Clone(res.Layers), trusted))
 		below := Merge(res.Layers...).Config
-		perrs, checked := checkProject(proj, below, PolicyInput{
+		// The repository is judged against everything the user's own
+		// layers allow, the trusted layer's included: a line the check
+		// told the user to copy there takes effect.
+		user, in := below, PolicyInput{
 			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,
 			HostMemory: req.HostMemory, HostCPUs: req.HostCPUs,
-		})
+		}
+		if trustedOK {
+			user = Merge(append(slices.Clone(res.Layers), trusted)...).Config
+			in.Trusted = &trusted
+		}
+		perrs, checked := checkProject(proj, user, in)
 		errs = append(errs, perrs...)
 		if ok {
 			res.Layers = append(res.Layers, proj)
