@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -200,7 +201,13 @@ func hasTables(c *Config) bool {
 // by its class.
 func checkProject(l Layer, user Config, in PolicyInput) (errs []error, checked []string) {
 	c := &l.Config
-	strict := val(user.Profile) == ProfileStrict || val(c.Profile) == ProfileStrict
+	// The profile in force once the printed fixes are followed: the
+	// repository's when it sets one (a tightening passes, a loosening is
+	// granted by its fix), else the user's.
+	strict := val(user.Profile) == ProfileStrict
+	if c.Profile != nil {
+		strict = *c.Profile == ProfileStrict
+	}
 	report := func(key, value string, v TrustVerdict) {
 		fix := v.Fix
 		if v.Lines != "" {
@@ -214,11 +221,14 @@ func checkProject(l Layer, user Config, in PolicyInput) (errs []error, checked [
 		switch key.Class {
 		case ClassHost, ClassTighten, ClassCapped:
 			v := judgeRepoKey(name, c, &user, in)
+			if why, fix := strictRefuses(name, c); strict && why != "" {
+				// No trusted line grants it, even one that says the same
+				// (checkFloors leaves a value only the repository set to
+				// this report).
+				v = TrustVerdict{Reason: why, Never: true, Fix: fix}
+			}
 			if v.Allowed {
 				continue
-			}
-			if why, fix := strictRefuses(name, c); strict && why != "" {
-				v = TrustVerdict{Reason: why + " (the repository's value can never be granted under it)", Never: true, Fix: fix}
 			}
 			report(name, trustValue(name, c), v)
 		case ClassAdd:
@@ -265,11 +275,20 @@ type envVerdict struct {
 func judgeEnv(c, user *Config, in PolicyInput) []envVerdict {
 	var out []envVerdict
 	add := map[string]string{}
+	// What the host forwards or provides once the printed fixes are
+	// followed: the user's and the repository's (granted by its fix).
+	after := Config{ForwardEnv: slices.Concat(user.ForwardEnv, c.ForwardEnv), EnvFromHost: map[string]string{}, KeychainEnv: map[string]SecretRef{}}
+	for _, m := range []map[string]string{user.EnvFromHost, c.EnvFromHost} {
+		maps.Copy(after.EnvFromHost, m)
+	}
+	for _, m := range []map[string]SecretRef{user.KeychainEnv, c.KeychainEnv} {
+		maps.Copy(after.KeychainEnv, m)
+	}
 	for _, n := range SortedKeys(c.Env) {
 		if u, ok := user.Env[n]; ok && u == c.Env[n] {
 			continue
 		}
-		if why := secretish(n, user); why != "" {
+		if why := secretish(n, &after); why != "" {
 			out = append(out, envVerdict{n, TrustVerdict{Reason: "a repository may not set " + why}})
 			add[n] = c.Env[n]
 		}
@@ -480,8 +499,11 @@ func secretish(n string, base *Config) string {
 	return ""
 }
 
-// checkFloors applies profile floors to the effective config.
-func checkFloors(eff *Effective) []error {
+// checkFloors applies profile floors to the effective config. A value
+// that only the repository file repoFile set is the trust check's to
+// report (checkProject): it knows whether the strict profile stays in
+// force once its fixes are followed.
+func checkFloors(eff *Effective, repoFile string) []error {
 	c := &eff.Config
 	var errs []error
 	if val(c.Profile) == ProfileStrict {
@@ -490,9 +512,9 @@ func checkFloors(eff *Effective) []error {
 			eff.Origin["network"] = append(eff.Origin["network"], "profile strict (floor: broker)")
 		}
 		for _, name := range strictKeys {
-			if why, fix := strictRefuses(name, c); why != "" {
+			if why, fix := strictRefuses(name, c); why != "" && !slices.Equal(eff.Origin[name], []string{repoFile}) {
 				errs = append(errs, &Violation{File: strings.Join(eff.Origin[name], ", "), Key: name,
-					Value: trustValue(name, c), Reason: why, Fix: fix})
+					Value: trustValue(name, c), Reason: why, Fix: fix, Never: true})
 			}
 		}
 	}
