@@ -150,7 +150,7 @@ func printChecks(io *IOStreams, checks []box.Check, asJSON bool) error {
 		if checks == nil {
 			checks = []box.Check{}
 		}
-		return printJSON(io.Out, checks)
+		return printJSONList(io.Out, SchemaDoctor, "checks", checks)
 	}
 	failed := 0
 	for _, c := range checks {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -160,7 +159,7 @@ func egressRun(opts *EgressOptions) error {
 		if !learningUntil.IsZero() {
 			out["learning_until"] = learningUntil.UTC()
 		}
-		return printJSON(opts.IO.Out, out)
+		return printJSON(opts.IO.Out, SchemaEgress, out)
 	case !opts.IO.OutTTY:
 		// Machine rows, each led by its kind: allow, dest, deny.
 		t := newTable(opts.IO.Out, false)
@@ -302,9 +301,8 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {
 	if opts.JSON || !opts.IO.OutTTY {
-		enc := json.NewEncoder(dataOut(opts.IO.Out))
 		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
+			if err := jsonLine(opts.IO.Out, SchemaEgressDecision, e); err != nil {
 				return err
 			}
 		}

@@ -136,7 +136,7 @@ func infoRun(opts *InfoOptions) error {
 		if in.Mounts == nil {
 			in.Mounts = []limayaml.Mount{}
 		}
-		return printJSON(opts.IO.Out, in)
+		return printJSON(opts.IO.Out, SchemaBoxInfo, in)
 	}
 	st := in.Status
 	or := func(s string) string {

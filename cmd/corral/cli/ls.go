@@ -74,7 +74,7 @@ func lsRun(opts *LsOptions) error {
 		if list == nil {
 			list = []box.Status{}
 		}
-		return printJSON(opts.IO.Out, list)
+		return printJSONList(opts.IO.Out, SchemaBoxes, "boxes", list)
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PORTS", "PROJECT")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/corral-dev/corral/core/hint"
@@ -60,9 +61,13 @@ func Run(f *Factory, args []string) int {
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err != nil {
-		printError(f.IO.ErrOut, err)
+		if jsonRequested(cmd, args) {
+			printErrorJSON(f.IO.ErrOut, err)
+		} else {
+			printError(f.IO.ErrOut, err)
+		}
 	}
 	f.IO.Flush()
 	return exitCode(err)
@@ -152,6 +157,7 @@ the hosts the host side allows.`,
 		}
 	}
 	strictGroups(root)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	forwardRemote(f, root)
 	return root
 }
@@ -179,4 +185,17 @@ func strictGroups(c *cobra.Command) {
 		}
 		return hint.New(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))
 	}
+}
+
+// jsonRequested says whether the command that ran (or failed to parse)
+// was asked for --json: its error is then one JSON object on stderr.
+func jsonRequested(cmd *cobra.Command, args []string) bool {
+	if cmd == nil || cmd.Flags().Lookup("json") == nil {
+		return false
+	}
+	if fl := cmd.Flags().Lookup("json"); fl.Changed {
+		return fl.Value.String() == "true"
+	}
+	// A flag error stops parsing before --json is read.
+	return slices.Contains(args, "--json") || slices.Contains(args, "--json=true")
 }
