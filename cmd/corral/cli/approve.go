@@ -203,7 +203,7 @@ func approveRun(opts *ApproveOptions) error {
 // refusedError is a refusal verdict: it exits with ExitViolation.
 type refusedError struct{ err error }
 
-func (e *refusedError) Error() string  { return e.err.Error() }
-func (e *refusedError) Unwrap() error  { return e.err }
-func (e *refusedError) ExitCode() int  { return ExitViolation }
+func (e *refusedError) Error() string   { return e.err.Error() }
+func (e *refusedError) Unwrap() error   { return e.err }
+func (e *refusedError) ExitCode() int   { return ExitViolation }
 func (e *refusedError) Code() ErrorCode { return CodeRefused }
