@@ -175,6 +175,8 @@ func configCheckRun(opts *ConfigCheckOptions) error {
 			}
 		case len(refused) == 0:
 			fmt.Fprintf(opts.IO.Out, "ok: box %s config has no problems\n", r.Project.Box)
+		default:
+			fmt.Fprintf(opts.IO.Out, "box %s: the config has no problems, but its repository requests what can never be granted\n", r.Project.Box)
 		}
 		printRefused(opts.IO, r.Project.Box, refused)
 		printRequests(opts.IO, r.Project.Box, r.Loaded.Pending())

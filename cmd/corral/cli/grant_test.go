@@ -99,7 +99,7 @@ func TestApproveRefusesLowPortBeforeWriting(t *testing.T) {
 	}
 	// What is left is refused: a verdict, not a pending item (exit 2, no
 	// problem of the file, nothing pending).
-	if code, out, _ := run(t, e, false, "config", "check"); code != ExitViolation || strings.Contains(out, "problem") || strings.Contains(out, "not allowed until you approve") ||
+	if code, out, _ := run(t, e, false, "config", "check"); code != ExitViolation || strings.Contains(out, "problem(s)") || strings.Contains(out, "not allowed until you approve") ||
 		!strings.Contains(out, "refused: the repository requests 2 entr(ies) the grant check refuses") {
 		t.Errorf("config check after approve: exit %d\n%s", code, out)
 	}
