@@ -127,6 +127,10 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", rep.ConfigErr)
 	}
 	rules, refused, requests, learningUntil := rep.Rules, rep.Refused, rep.Requests, rep.LearningUntil
+	refusedRequests := rep.RefusedRequests
+	if refusedRequests == nil {
+		refusedRequests = []config.RepoRequest{}
+	}
 	asked := boxRequests(l, name, now, opts.IO.ErrOut)
 	summary, creds, credRefused, denials := rep.Summary, rep.Credentials, rep.CredentialRefused, rep.Denials
 	switch {
@@ -151,7 +155,7 @@ func egressRun(opts *EgressOptions) error {
 			creds = []audit.CredentialUse{}
 		}
 		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules, "refused": refused,
-			"destinations": dests, "recent_denials": denials, "pending_requests": requests,
+			"destinations": dests, "recent_denials": denials, "pending_requests": requests, "refused_requests": refusedRequests,
 			"credentials": creds, "credential_refused": credRefused, "box_requests": boxRequestsJSON(asked)}
 		if session != "" {
 			out["session"] = session
@@ -171,6 +175,9 @@ func egressRun(opts *EgressOptions) error {
 		}
 		for _, q := range requests {
 			t.Row("request", safeText(q.Entry), "pending", safeText(q.File))
+		}
+		for _, q := range refusedRequests {
+			t.Row("request", safeText(q.Entry), "refused", safeText(q.File), q.Why)
 		}
 		for _, r := range asked {
 			t.Row("box-request", safeText(r.Request), rfc3339(r.Time), safeText(r.Why), safeText(requestWho(r)))
@@ -220,6 +227,12 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintf(w, "\nrequested by the repository, not allowed (review with corral approve %s):\n", name)
 		for _, q := range requests {
 			fmt.Fprintf(w, "  %s\n", safeText(q.Entry))
+		}
+	}
+	if len(refusedRequests) > 0 {
+		fmt.Fprintln(w, "\nrequested by the repository, refused by the grant check (never allowed):")
+		for _, q := range refusedRequests {
+			fmt.Fprintf(w, "  %s: %s\n", safeText(q.Entry), display.Text(q.Why, maxLine))
 		}
 	}
 	printBoxRequests(w, name, asked, now)

@@ -203,3 +203,29 @@ func TestJSONHasOnePrinter(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressShowsRefusedRequests: corral egress lists a repository's
+// refused requests apart from the pending ones, with the reason.
+func TestEgressShowsRefusedRequests(t *testing.T) {
+	e := setup(t, "egress = [\"*.com\", \"api.example.test\"]\n")
+	writeBoxMeta(t, e, "broker")
+	code, out, errOut := runEgressAt(e, true, fixedNow)
+	if code != 0 || !strings.Contains(out, "\nrequested by the repository, not allowed (review with corral approve "+e.box+"):\n  api.example.test\n") ||
+		!strings.Contains(out, "\nrequested by the repository, refused by the grant check (never allowed):\n  *.com: a wildcard over the public suffix \"com\"") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	_, out, _ = runEgressAt(e, false, fixedNow, "--json")
+	var doc struct {
+		Schema  string `json:"schema"`
+		Pending []struct {
+			Entry, Status string
+		} `json:"pending_requests"`
+		Refused []struct {
+			Entry, Status, Why string
+		} `json:"refused_requests"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != SchemaEgress || len(doc.Pending) != 1 || doc.Pending[0].Status != "pending" ||
+		len(doc.Refused) != 1 || doc.Refused[0].Entry != "*.com" || doc.Refused[0].Status != "refused" || doc.Refused[0].Why == "" {
+		t.Errorf("%v %+v\n%s", err, doc, out)
+	}
+}
