@@ -55,16 +55,32 @@ type TrustVerdict struct {
 // global and trusted), everything the user allows. It is the one place
 // that decides both whether the key is refused and which lines to copy
 // into the trusted layer, so that copying them makes the check pass
-// (TestTrustFixMakesTheCheckPass holds the two together). env is judged
-// per variable (judgeEnv); repository-may-add keys are checked by
-// insideProject.
-func judgeRepoKey(name string, repo, user *Config, in PolicyInput) TrustVerdict {
+// (TestTrustFixMakesTheCheckPass holds the two together). A replaced key
+// the trusted layer sets is shadowed (its value is in force whatever the
+// repository says); under the strict profile (strict: in force once the
+// fixes are followed) a value the strict floor refuses is never granted.
+// env is judged per variable (judgeEnv); repository-may-add keys are
+// checked by insideProject.
+func judgeRepoKey(name string, repo, user *Config, in PolicyInput, strict bool) TrustVerdict {
 	key, _ := KeyByName(name)
 	v := field(repo, name).Interface()
 	ok := TrustVerdict{Allowed: true}
+	if key.Merge == MergeReplace && trustedSets(in, name) {
+		return ok
+	}
+	if why, fix := strictRefuses(name, repo); strict && why != "" {
+		// No trusted line grants it, even one that says the same
+		// (checkFloors leaves a value only the repository set to this
+		// report).
+		return TrustVerdict{Reason: why, Never: true, Fix: fix}
+	}
 	switch key.Class {
 	case ClassHost:
-		if covers(key, field(user, name), field(repo, name)) {
+		var t reflect.Value
+		if in.Trusted != nil {
+			t = field(&in.Trusted.Config, name)
+		}
+		if covers(key, field(user, name), field(repo, name), t) {
 			return ok
 		}
 		return TrustVerdict{Reason: hostOnlyReason(name), Lines: tomlLine(name, trustedValue(key, in.Trusted, field(repo, name)).Interface())}
@@ -100,8 +116,9 @@ func hostOnlyReason(name string) string {
 // covers reports whether the user's value u of key already holds the
 // repository's value r, so that r changes nothing the merge would not
 // give without it: the same value (replace), every entry (union), every
-// entry with the same value (per-key tables).
-func covers(key Key, u, r reflect.Value) bool {
+// entry with the same value or one the trusted layer's value t sets, and
+// so shadows (per-key tables).
+func covers(key Key, u, r, t reflect.Value) bool {
 	if r.Kind() == reflect.Pointer || r.Kind() == reflect.Map || r.Kind() == reflect.Slice {
 		if r.IsNil() {
 			return true
@@ -120,6 +137,9 @@ func covers(key Key, u, r reflect.Value) bool {
 			return r.Len() == 0
 		}
 		for _, k := range r.MapKeys() {
+			if t.IsValid() && !t.IsNil() && t.MapIndex(k).IsValid() {
+				continue // shadowed
+			}
 			uv := u.MapIndex(k)
 			if !uv.IsValid() || !reflect.DeepEqual(uv.Interface(), r.MapIndex(k).Interface()) {
 				return false
@@ -205,7 +225,7 @@ func checkProject(l Layer, user Config, in PolicyInput) (errs []error, checked [
 	// repository's when it sets one (a tightening passes, a loosening is
 	// granted by its fix), else the user's.
 	strict := val(user.Profile) == ProfileStrict
-	if c.Profile != nil {
+	if c.Profile != nil && !trustedSets(in, "profile") {
 		strict = *c.Profile == ProfileStrict
 	}
 	report := func(key, value string, v TrustVerdict) {
@@ -220,17 +240,9 @@ func checkProject(l Layer, user Config, in PolicyInput) (errs []error, checked [
 		checked = append(checked, name)
 		switch key.Class {
 		case ClassHost, ClassTighten, ClassCapped:
-			v := judgeRepoKey(name, c, &user, in)
-			if why, fix := strictRefuses(name, c); strict && why != "" {
-				// No trusted line grants it, even one that says the same
-				// (checkFloors leaves a value only the repository set to
-				// this report).
-				v = TrustVerdict{Reason: why, Never: true, Fix: fix}
+			if v := judgeRepoKey(name, c, &user, in, strict); !v.Allowed {
+				report(name, trustValue(name, c), v)
 			}
-			if v.Allowed {
-				continue
-			}
-			report(name, trustValue(name, c), v)
 		case ClassAdd:
 			if name == "hide" || name == "box_dirs" || name == "provision" {
 				for _, p := range field(c, name).Interface().([]string) {
@@ -246,6 +258,11 @@ func checkProject(l Layer, user Config, in PolicyInput) (errs []error, checked [
 		}
 	}
 	return errs, checked
+}
+
+// trustedSets reports whether the trusted layer sets key.
+func trustedSets(in PolicyInput, key string) bool {
+	return in.Trusted != nil && isSet(&in.Trusted.Config, key)
 }
 
 // trustValue is a repository's value of key for a problem line.
@@ -287,6 +304,11 @@ func judgeEnv(c, user *Config, in PolicyInput) []envVerdict {
 	for _, n := range SortedKeys(c.Env) {
 		if u, ok := user.Env[n]; ok && u == c.Env[n] {
 			continue
+		}
+		if in.Trusted != nil {
+			if _, shadowed := in.Trusted.Config.Env[n]; shadowed {
+				continue // the trusted layer's value is in force
+			}
 		}
 		if why := secretish(n, &after); why != "" {
 			out = append(out, envVerdict{n, TrustVerdict{Reason: "a repository may not set " + why}})

@@ -223,7 +223,6 @@ func violations(err error) []error {
 func TestTrustFixWording(t *testing.T) {
 	for _, tc := range []struct{ trusted, repo, want string }{
 		{"", `network = "full"`, "add to TRUSTED:\nnetwork = \"full\""},
-		{`network = "offline"`, `network = "full"`, "replace network in TRUSTED with:\nnetwork = \"full\""},
 		{"[env]\nA = \"1\"", `sudo = true`, "add to TRUSTED, above its first [table]:\nsudo = true"},
 		{`forward_env = ["A"]`, `forward_env = ["B"]`, "replace forward_env in TRUSTED with:\nforward_env = [\"A\", \"B\"]"},
 		{"[env]\nA = \"1\"", "[env]\nAPI_TOKEN = \"x\"", "replace its [env] table in TRUSTED with:\n[env]\nA = \"1\"\nAPI_TOKEN = \"x\""},
@@ -268,4 +267,36 @@ func FuzzTrustFix(f *testing.F) {
 		r := rand.New(rand.NewPCG(seed, 2))
 		checkFixProperty(t, repo, randomLayer(r, userKeys, r.IntN(4)), randomLayer(r, userKeys, r.IntN(4)), true)
 	})
+}
+
+// TestShadowedByTheTrustedLayer: a replaced key or a table entry the
+// trusted layer sets is in force whatever the repository says, so the
+// repository's value is no violation (it changes nothing); a list entry
+// is not shadowed (lists are unions).
+func TestShadowedByTheTrustedLayer(t *testing.T) {
+	for _, tc := range []struct {
+		trusted, repo string
+		ok            bool
+	}{
+		{`network = "offline"`, `network = "full"`, true},
+		{`network = "offline"`, `network = "broker"`, true},
+		{`sudo = false`, `sudo = true`, true},
+		{`cpus = 2`, `cpus = 64`, true},
+		{"[env]\nAPI_TOKEN = \"mine\"", "[env]\nAPI_TOKEN = \"theirs\"", true},
+		{"[env_from_host]\nGH = \"MINE\"", "[env_from_host]\nGH = \"THEIRS\"", true},
+		{"[env_from_host]\nGH = \"MINE\"", "[env_from_host]\nOTHER = \"THEIRS\"", false},
+		{`forward_env = ["A"]`, `forward_env = ["B"]`, false},
+		{`profile = "default"`, "profile = \"strict\"\nsudo = true", false},
+	} {
+		proj := newProject(t, []byte(tc.repo))
+		home := t.TempDir()
+		req := request(proj, filepath.Join(home, "config.toml"))
+		req.TrustedPath = filepath.Join(home, "trusted.toml")
+		if err := os.WriteFile(req.TrustedPath, []byte(tc.trusted), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(req); (err == nil) != tc.ok {
+			t.Errorf("repository %q over trusted %q: %v, want ok=%v", tc.repo, tc.trusted, err, tc.ok)
+		}
+	}
 }
