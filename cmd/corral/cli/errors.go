@@ -56,7 +56,7 @@ type ErrorCode string
 // Error codes.
 const (
 	CodeError         ErrorCode = "error"          // any other failure
-	CodeUsage         ErrorCode = "usage"          // a flag corral does not know or cannot parse
+	CodeUsage         ErrorCode = "usage"          // a command or flag corral does not know, or a flag it cannot parse
 	CodeConfigInvalid ErrorCode = "config_invalid" // the config has problems (problems lists them)
 	CodeRefused       ErrorCode = "refused"        // a repository's request the grant check refuses
 	CodeGrantRefused  ErrorCode = "grant_refused"  // an entry the grant check refuses (allow, port, approve)
@@ -69,7 +69,8 @@ const (
 // coded is an error that names its code.
 type coded interface{ Code() ErrorCode }
 
-// usageError is a flag error (cobra's FlagErrorFunc).
+// usageError is a command line corral cannot parse: a flag error (cobra's
+// FlagErrorFunc), an unknown command or subcommand.
 type usageError struct{ err error }
 
 func (e *usageError) Error() string   { return e.err.Error() }

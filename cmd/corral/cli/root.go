@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/corral-dev/corral/core/hint"
@@ -62,6 +61,10 @@ func Run(f *Factory, args []string) int {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	cmd, err := root.ExecuteC()
+	if err != nil && cmd == root {
+		// The root runs nothing itself: its error is an unknown command.
+		err = &usageError{err}
+	}
 	if err != nil {
 		if jsonRequested(cmd, args) {
 			printErrorJSON(f.IO.ErrOut, err)
@@ -181,21 +184,30 @@ func strictGroups(c *cobra.Command) {
 		}
 		err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-			return hint.New(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))
+			return &usageError{hint.New(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))}
 		}
-		return hint.New(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))
+		return &usageError{hint.New(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))}
 	}
 }
 
 // jsonRequested says whether the command that ran (or failed to parse)
-// was asked for --json: its error is then one JSON object on stderr.
+// was asked for --json: its error is then one JSON object on stderr. A
+// literal --json before "--" counts too (a flag error stops parsing before
+// --json is read; a command without the flag, or an unknown one, was still
+// asked for JSON by a script).
 func jsonRequested(cmd *cobra.Command, args []string) bool {
-	if cmd == nil || cmd.Flags().Lookup("json") == nil {
-		return false
+	if cmd != nil {
+		if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Changed {
+			return fl.Value.String() == "true"
+		}
 	}
-	if fl := cmd.Flags().Lookup("json"); fl.Changed {
-		return fl.Value.String() == "true"
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
 	}
-	// A flag error stops parsing before --json is read.
-	return slices.Contains(args, "--json") || slices.Contains(args, "--json=true")
+	return false
 }

@@ -157,6 +157,8 @@ func TestErrorsUnderJSON(t *testing.T) {
 		{"error-config.json", bad, []string{"agents", "--json"}, CodeConfigInvalid, ExitViolation},
 		{"error-refused.json", good, []string{"allow", "--json", good.box, "*.com"}, CodeGrantRefused, ExitError},
 		{"error-no-box.json", good, []string{"allow", "--json", "--list", "nosuch-000000"}, CodeBoxNotFound, ExitError},
+		{"error-unknown-command.json", good, []string{"bogus", "--json"}, CodeUsage, ExitError},
+		{"error-unknown-subcommand.json", good, []string{"config", "bogus", "--json"}, CodeUsage, ExitError},
 	} {
 		code, out, errOut := run(t, tc.e, false, tc.args...)
 		var got jsonError
