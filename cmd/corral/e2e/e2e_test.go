@@ -209,6 +209,10 @@ func TestBoxLifecycle(t *testing.T) {
 		x.t = t
 		hiddenAndBoxDirs(t, x)
 	})
+	t.Run("no repository can be made in a project without git", func(t *testing.T) {
+		x.t = t
+		noRepositoryInProject(t, x)
+	})
 	t.Run("arguments arrive as given", func(t *testing.T) {
 		x.t = t
 		got := x.ok("run", "--", "printf", "[%s]", "two words", "it's", "$HOME", "*")
@@ -318,6 +322,11 @@ echo "value=$E2E_SECRET"`
 		x.t = t
 		benchOnly(t)
 		runOverhead(t, x, 10)
+	})
+	t.Run("benchmark: the name rule on an unpack of 10,000 files", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		nameRuleUnpack(t, x)
 	})
 	t.Run("a failed guest unit refuses the session", func(t *testing.T) {
 		x.t = t
