@@ -116,7 +116,7 @@ func (s *Service) launchInput(r boxmeta.Resolved, a agent.Agent, h SessionHost) 
 
 // sessionNotices are the one-line notices a session opens with (on
 // Progress): another agent than the box's own, a repository's requests
-// not granted yet, a box that learns.
+// not granted yet and those refused, a box that learns.
 func (s *Service) sessionNotices(r boxmeta.Resolved, a agent.Agent) {
 	c := r.Loaded.Settings()
 	name := r.Project.Box
@@ -130,6 +130,10 @@ func (s *Service) sessionNotices(r boxmeta.Resolved, a agent.Agent) {
 	if p := r.Loaded.Pending(); len(p) > 0 {
 		// One line: the broker denies these until the user approves them.
 		s.progress("corral: the repository requests %d host(s), port(s), toolchain(s) or package(s) not granted yet; review them with: corral approve %s", len(p), name)
+	}
+	if q := r.Loaded.RefusedRequests(); len(q) > 0 {
+		// A verdict, not something to approve later: counted apart.
+		s.progress("corral: the repository requests %d entr(ies) the grant check refuses; they are never allowed (corral config check says why)", len(q))
 	}
 	now := s.now()
 	if lr, err := approval.ReadLearning(s.Layout, name); err == nil && lr.ActiveAt(now) {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -31,7 +30,7 @@ func doctorChecks(t *testing.T, x *h) {
 			Detail string `json:"detail"`
 			Fix    string `json:"fix"`
 		}
-		must(t, json.Unmarshal([]byte(x.ok("doctor", x.box, "--json")), &checks))
+		jsonList(t, x.ok("doctor", x.box, "--json"), "corral.doctor/v1", "checks", &checks)
 		names := map[string]bool{}
 		for _, c := range checks {
 			names[c.Check] = true

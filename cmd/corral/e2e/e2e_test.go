@@ -78,6 +78,18 @@ $` + name + `
 EOF`
 }
 
+// jsonList decodes a list corral prints with --json: the object
+// {"schema": "corral.KIND/v1", KEY: [...]} (docs/JSON.md), into v.
+func jsonList(t *testing.T, out, schema, key string, v any) {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	must(t, json.Unmarshal([]byte(out), &doc))
+	if got := string(doc["schema"]); got != `"`+schema+`"` {
+		t.Fatalf("schema %s, want %q:\n%s", got, schema, out)
+	}
+	must(t, json.Unmarshal(doc[key], v))
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -136,7 +148,7 @@ type lsEntry struct {
 
 func (x *h) ls() []lsEntry {
 	var out []lsEntry
-	must(x.t, json.Unmarshal([]byte(x.ok("ls", "--json")), &out))
+	jsonList(x.t, x.ok("ls", "--json"), "corral.boxes/v1", "boxes", &out)
 	return out
 }
 
