@@ -26,7 +26,8 @@ import (
 	"github.com/corral-dev/corral/core/paths"
 )
 
-// Schema names the JSON form of a Report.
+// Schema names the JSON form of a Report (`corral review --json` puts it
+// first, as every --json output has its schema).
 const Schema = "corral.review/v1"
 
 // Caps on what a report lists: a session that touched a million files or
@@ -54,7 +55,6 @@ type Options struct {
 
 // Report is one session's review.
 type Report struct {
-	Schema  string     `json:"schema"`
 	Box     string     `json:"box"`
 	Session string     `json:"session"`
 	Agent   string     `json:"agent,omitempty"`
@@ -100,7 +100,7 @@ func Build(l paths.Layout, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := Report{Schema: Schema, Box: loc.Box}
+	r := Report{Box: loc.Box}
 	start := -1
 	for i, ev := range events {
 		if ev.Kind != audit.KindSessionStart {

@@ -114,7 +114,7 @@ func TestReviewLastSession(t *testing.T) {
 	l, t0 := fixture(t)
 	r, err := Build(l, Options{Box: "web-1", Now: t0.Add(4 * time.Hour)})
 	must(t, err)
-	if r.Session != "bbbb33334444" || r.Agent != "claude" || r.Exit == nil || *r.Exit != 2 || r.Schema != Schema {
+	if r.Session != "bbbb33334444" || r.Agent != "claude" || r.Exit == nil || *r.Exit != 2 {
 		t.Fatalf("report: %+v", r)
 	}
 	hosts := map[string]bool{}

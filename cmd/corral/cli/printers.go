@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/review"
 )
 
 // The schema of every --json output, "corral.<kind>/v1" (docs/JSON.md
@@ -33,6 +34,7 @@ const (
 	SchemaHosts          = "corral.hosts/v1"
 	SchemaPull           = "corral.pull/v1"
 	SchemaRender         = "corral.render/v1"
+	SchemaReview         = review.Schema
 	SchemaSessions       = "corral.sessions/v1"
 	SchemaSnapshots      = "corral.snapshots/v1"
 	SchemaVersion        = "corral.version/v1"

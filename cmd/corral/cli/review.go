@@ -65,7 +65,7 @@ func reviewRun(opts *ReviewOptions) error {
 		return fmt.Errorf("review: %w", err)
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, SchemaReview, r)
 	}
 	_, err = fmt.Fprint(opts.IO.Out, r.Markdown(opts.Location))
 	return err
