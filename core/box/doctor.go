@@ -69,6 +69,9 @@ type HostFacts struct {
 	LimaVersion lima.Version
 	LimaErr     error
 	LimactlPath string // the limactl corral runs ("" when unknown)
+	// LimaInstall is how corral was installed, so the Lima fix names the
+	// user's way to install ("" is Homebrew on macOS, the source tree elsewhere).
+	LimaInstall lima.Install
 	QemuPath    string // Linux
 	QemuErr     error
 	QemuImgPath string // Linux
@@ -129,10 +132,10 @@ func HostChecks(f HostFacts) []Check {
 	}
 	switch {
 	case f.LimaErr != nil:
-		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f.GOOS))))
+		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f, false))))
 	case f.LimaVersion.Less(lima.MinVersion):
 		out = append(out, fail(limaName, fmt.Sprintf("%s %s is older than %s", limactl, f.LimaVersion, lima.MinVersion),
-			limaInstallFix(f.GOOS)))
+			limaInstallFix(f, true)))
 	case slices.Contains(version.LimaTestedVersions, f.LimaVersion.String()):
 		out = append(out, pass(limaName, limactl+" "+f.LimaVersion.String()+" (the version corral is tested with)"))
 	default:
@@ -320,11 +323,14 @@ func keychainItemChecks(goos string, items []KeychainItem) []Check {
 	return out
 }
 
-func limaInstallFix(goos string) string {
-	if goos == "darwin" {
-		return "brew install lima (or brew upgrade lima)"
+// limaInstallFix is the fix of a missing (or, tooOld, an outdated) Lima
+// for the way corral was installed (lima.InstallHint).
+func limaInstallFix(f HostFacts, tooOld bool) string {
+	how := f.LimaInstall
+	if how == "" {
+		how = lima.DetectInstall(f.GOOS, "", func(string) bool { return false })
 	}
-	return "install Lima " + lima.PinnedVersion + ": sudo packaging/linux/setup-lima.sh"
+	return lima.InstallHint(how, f.Arch, tooOld)
 }
 
 // hintOf is the Hint() of err or of an error it wraps, else def.
@@ -375,7 +381,7 @@ func (s *Service) imagesFor(dir string) []limayaml.Image {
 // HostFacts reads the host facts. store is the OS keychain (nil skips the
 // keychain probes).
 func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFactsOptions) HostFacts {
-	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome()}
+	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome(), LimaInstall: lima.ThisInstall()}
 	f.LimaVersion, f.LimaErr = s.Lima.CheckVersion(ctx)
 	if filepath.IsAbs(s.Lima.Limactl) {
 		f.LimactlPath = s.Lima.Limactl
