@@ -595,3 +595,85 @@ func TestProvisionRequires(t *testing.T) {
 		t.Errorf("offline with a network source: apt %q, err %v, stderr %q", apt, err, stderr)
 	}
 }
+
+// TestAgentInstructionsBlock runs provision/30-agent.sh under a temporary
+// root: the agent's instruction file gets corral's block, the user's own
+// lines around it are kept, a second boot changes nothing, and a changed
+// block replaces the old one in place of appending a second.
+func TestAgentInstructionsBlock(t *testing.T) {
+	var script string
+	for _, s := range Provision() {
+		if s.Name == "30-agent.sh" {
+			script = s.Content
+		}
+	}
+	root := t.TempDir()
+	text := filepath.Join(root, strings.TrimPrefix(AgentInstructionsPath, "/"))
+	if err := os.MkdirAll(filepath.Dir(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(text, []byte(AgentInstructions()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "corral", "agents", "claude", "CLAUDE.md")
+	run := func(name string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT=claude", "PARAM_AGENT_INSTRUCTIONS="+name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("30-agent.sh: %v\n%s", err, out)
+		}
+	}
+	run("CLAUDE.md")
+	if b, _ := os.ReadFile(file); string(b) != AgentInstructions() {
+		t.Fatalf("first boot wrote %q", b)
+	}
+	mine := "# my notes\nuse tabs\n"
+	if err := os.WriteFile(file, []byte(mine+AgentInstructions()+"after the block\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run("CLAUDE.md")
+	want := mine + "after the block\n" + AgentInstructions()
+	if b, _ := os.ReadFile(file); string(b) != want {
+		t.Fatalf("second boot:\n%s\nwant\n%s", b, want)
+	}
+	lines := strings.Split(strings.TrimSuffix(AgentInstructions(), "\n"), "\n")
+	changed := strings.Join([]string{lines[0], "a newer text", lines[len(lines)-1]}, "\n") + "\n"
+	if err := os.WriteFile(text, []byte(changed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("CLAUDE.md")
+	if b, _ := os.ReadFile(file); string(b) != mine+"after the block\n"+changed {
+		t.Fatalf("changed block:\n%s", b)
+	}
+	for _, bad := range []string{"../x.md", ".hidden", "a/b.md"} {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT=claude", "PARAM_AGENT_INSTRUCTIONS="+bad)
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("PARAM_AGENT_INSTRUCTIONS=%q accepted: %s", bad, out)
+		}
+	}
+}
+
+// TestAgentInstructionsText: the block says how egress works and how to
+// ask (corral-request, as the broker's 403 names it) and where a scratch
+// repository may go, between its two marker lines.
+func TestAgentInstructionsText(t *testing.T) {
+	text := AgentInstructions()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "<!-- corral: begin") || lines[len(lines)-1] != "<!-- corral: end -->" {
+		t.Fatalf("markers: %q", text)
+	}
+	for _, want := range []string{"allow-list proxy", "HTTP 403", `corral-request HOST --why "what it is for"`, "`.git` cannot be created inside the project", "outside the project"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the block lacks %q", want)
+		}
+	}
+	found := false
+	for _, p := range Programs() {
+		found = found || p.Path == AgentInstructionsPath && p.Content == text
+	}
+	if !found {
+		t.Errorf("the installer does not write %s", AgentInstructionsPath)
+	}
+}

@@ -88,7 +88,9 @@ func TestHostChecksProblems(t *testing.T) {
 			f.LimaErr, f.GOOS = fmt.Errorf("getting limactl version: %w", lima.ErrNotInstalled), "darwin"
 		}, "lima", false, "not installed", "brew install lima (corral is tested with Lima 2.2.0"},
 		{"old lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 0} }, "lima", false, "1.0.0 is older than 1.2.0", "install Lima from corral's source tree"},
-		{"old lima, Homebrew", func(f *HostFacts) { f.LimaVersion, f.LimaInstall = lima.Version{Major: 1, Minor: 0}, lima.InstallHomebrew }, "lima", false, "1.0.0 is older than 1.2.0", "brew upgrade lima"},
+		{"old lima, Homebrew", func(f *HostFacts) {
+			f.LimaVersion, f.LimaInstall = lima.Version{Major: 1, Minor: 0}, lima.InstallHomebrew
+		}, "lima", false, "1.0.0 is older than 1.2.0", "brew upgrade lima"},
 		{"lima 2.2.0", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 2, Minor: 2} }, "lima", true, "limactl 2.2.0 (the version corral is tested with)", ""},
 		{"newer lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 3} }, "lima", true, "corral is tested with 2.2.0 and 1.2.2", ""},
 		{"no qemu", func(f *HostFacts) { f.QemuErr = errors.New("qemu-system binary not found") }, "qemu", false, "not found", "apt-get install qemu-system-x86"},

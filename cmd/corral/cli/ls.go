@@ -78,7 +78,7 @@ func lsRun(opts *LsOptions) error {
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PORTS", "PROJECT")
-	var asking []string
+	var asking, failed []string
 	for _, st := range list {
 		name := st.Name
 		n, perr := pending(opts, st)
@@ -105,11 +105,16 @@ func lsRun(opts *LsOptions) error {
 			network = "learning"
 		}
 		tw.Row(name, st.Shown(), mem, st.CPUs, idle, st.Live, network, portsText(st.Ports), st.Project)
+		if st.ProvisionError != "" {
+			// The step that failed, under the table: a Failed state alone
+			// does not say what to fix.
+			failed = append(failed, fmt.Sprintf("! %s: %s (corral up %s says where its boot log is)", display.Text(st.Name, 0), display.Text(st.ProvisionError, 0), display.Text(st.Name, 0)))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, a := range asking {
+	for _, a := range append(failed, asking...) {
 		fmt.Fprintln(opts.IO.Out, a)
 	}
 	return nil
