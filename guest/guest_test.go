@@ -677,3 +677,50 @@ func TestAgentInstructionsText(t *testing.T) {
 		t.Errorf("the installer does not write %s", AgentInstructionsPath)
 	}
 }
+
+// TestProvisionScriptsRecordThemselves: every provision script sets its
+// record trap right after set -eu (before anything can fail), under its
+// own file name; run, a script records its exit status, failure included.
+func TestProvisionScriptsRecordThemselves(t *testing.T) {
+	for _, s := range Provision() {
+		trap := `trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}` +
+			ProvisionRecordDir + "/" + s.Name + `") 2>/dev/null || :; exit "$corral_rc"' EXIT` + "\n"
+		i, j := strings.Index(s.Content, "set -eu\n"), strings.Index(s.Content, trap)
+		if i < 0 || j < 0 || strings.Count(s.Content, "trap ") != 1 {
+			t.Errorf("%s: no record trap under its own name, or another trap", s.Name)
+			continue
+		}
+		between := s.Content[i+len("set -eu\n") : j]
+		for _, l := range strings.Split(strings.TrimSuffix(between, "\n"), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				t.Errorf("%s: %q runs before the record trap is set", s.Name, l)
+			}
+		}
+	}
+	// Run: a step that fails records its status and still exits with it.
+	root := t.TempDir()
+	for _, c := range []struct {
+		body string
+		want string
+		code int
+	}{{"true\n", "0\n", 0}, {"false\necho never\n", "1\n", 1}, {"exit 3\n", "3\n", 3}} {
+		script := "set -eu\n" + `trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/t.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT` + "\n" + c.body
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		b, _ := os.ReadFile(filepath.Join(root, "run", "corral", "provision", "t.sh"))
+		if code != c.code || string(b) != c.want || strings.Contains(string(out), "never") {
+			t.Errorf("%q: exit %d, record %q, output %q", c.body, code, b, out)
+		}
+	}
+	// The record script prints what the steps wrote.
+	cmd := exec.Command("sh", "-c", ProvisionRecord())
+	cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root)
+	if out, err := cmd.Output(); err != nil || string(out) != "t.sh 3\n" {
+		t.Errorf("provision-record.sh: %q, %v", out, err)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -664,6 +665,28 @@ func parseGuestReport(b []byte) map[string]string {
 	return kv
 }
 
+// stepsCheck is the guest's own record of this boot's provision steps
+// (step.NAME=STATUS in the report, golden.CheckProvision's rule): Lima
+// reports a box ready even when a step failed.
+func stepsCheck(kv map[string]string) Check {
+	const name = "provision steps"
+	if kv["steps"] != "1" {
+		return pass(name, "no record in the box (made before corral recorded its provision steps; corral rebuild makes one)")
+	}
+	var rec strings.Builder
+	for k, v := range kv {
+		if step, ok := strings.CutPrefix(k, "step."); ok {
+			fmt.Fprintf(&rec, "%s %s\n", step, v)
+		}
+	}
+	steps := golden.ProvisionSteps()
+	if err := golden.CheckProvision([]byte(rec.String()), steps); err != nil {
+		return fail(name, err.Error()+" at this boot",
+			"its output is in the box's console log (serial.log, serialv.log on vz, in ~/.corral/lima/BOX); fix the cause, then corral rebuild")
+	}
+	return pass(name, fmt.Sprintf("all %d succeeded at this boot", len(steps)))
+}
+
 // guestChecks turns the guest's report into checks. It is pure.
 func guestChecks(w guestWant, kv map[string]string) []Check {
 	var out []Check
@@ -675,6 +698,7 @@ func guestChecks(w guestWant, kv map[string]string) []Check {
 		out = append(out, fail("provisioned", guest.ProvisionedMarker+" is missing: provisioning did not finish",
 			"corral rebuild (the boot log is the box's console log: serial.log, serialv.log on vz)"))
 	}
+	out = append(out, stepsCheck(kv))
 	for _, u := range w.Units {
 		state := kv["unit."+u]
 		if state == "active" {

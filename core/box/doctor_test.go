@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -216,9 +217,43 @@ func TestGuestChecksHealthy(t *testing.T) {
 	for _, c := range cs {
 		names = append(names, c.Check)
 	}
-	want := []string{"provisioned", "unit corral-network.service", "unit corral-project.service", "network broker", "session variables", "git credentials github.com"}
+	want := []string{"provisioned", "provision steps", "unit corral-network.service", "unit corral-project.service", "network broker", "session variables", "git credentials github.com"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %v, want %v", names, want)
+	}
+}
+
+// TestStepsCheck: doctor reads the guest's record of this boot's
+// provision steps; a failed or unrecorded step fails the check by name,
+// and a box with no record at all (made before the record) passes.
+func TestStepsCheck(t *testing.T) {
+	all := func() map[string]string {
+		kv := map[string]string{"steps": "1"}
+		for _, st := range golden.ProvisionSteps() {
+			kv["step."+st] = "0"
+		}
+		return kv
+	}
+	if c := stepsCheck(all()); !c.OK || !strings.HasPrefix(c.Detail, "all ") {
+		t.Errorf("all recorded: %+v", c)
+	}
+	if c := stepsCheck(map[string]string{}); !c.OK || !strings.Contains(c.Detail, "no record") {
+		t.Errorf("no record: %+v", c)
+	}
+	kv := all()
+	kv["step.30-agent.sh"] = "1"
+	if c := stepsCheck(kv); c.OK || c.Detail != "provision step guest/provision/30-agent.sh failed (exit status 1) at this boot" || !strings.Contains(c.Fix, "corral rebuild") {
+		t.Errorf("failed step: %+v", c)
+	}
+	kv = all()
+	delete(kv, "step.40-network.sh")
+	if c := stepsCheck(kv); c.OK || !strings.Contains(c.Detail, "guest/provision/40-network.sh left no record") {
+		t.Errorf("missing step: %+v", c)
+	}
+	w, kv := healthyGuest()
+	kv["steps"], kv["step.00-base.sh"] = "1", "2"
+	if c := byName(t, guestChecks(w, kv))["provision steps"]; c.OK {
+		t.Errorf("guestChecks: %+v", c)
 	}
 }
 
