@@ -41,8 +41,8 @@ func NewCmdEgress(f *Factory, runF func(*EgressOptions) error) *cobra.Command {
 		Use:   "egress [BOX]",
 		Short: "Show a box's egress allow-list and the destinations it tried",
 		Long: `Egress shows the allow-list a box's broker enforces (the agent's default
-hosts, the egress config and the approvals from "corral allow", each with
-its source), every destination the box tried since --since (denied first,
+hosts, the toolchains and egress groups, the egress config and the
+approvals from "corral allow", each with its source), every destination the box tried since --since (denied first,
 with counts and when last seen), the brokered credentials the box used
 (uses and last use, from the audit log; refused credential requests
 counted), the requests programs in the box filed with corral-request

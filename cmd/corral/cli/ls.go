@@ -48,6 +48,15 @@ func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List boxes with state, host memory and idle time",
+		Long: `Ls lists every box of this machine: its state, host memory now and its
+cap, CPUs, idle time, live sessions, network mode (learning while a
+learning window is open), forwarded ports and project.
+
+Under the table, a box whose last boot's provisioning failed (state
+Failed) is named with the step that failed ("!"), and a box whose
+repository requests hosts, ports or toolchains you have not approved is
+marked "*" with the command to review them. --json prints the same
+records, provision_error included.`,
 		Example: "  corral ls\n  corral ls --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
