@@ -646,6 +646,14 @@ func TestAgentInstructionsBlock(t *testing.T) {
 	if b, _ := os.ReadFile(file); string(b) != mine+"after the block\n"+changed {
 		t.Fatalf("changed block:\n%s", b)
 	}
+	// A directory in the file's place is left alone, and the boot goes on.
+	if err := os.MkdirAll(filepath.Join(root, "corral", "agents", "claude", "AGENTS.md"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run("AGENTS.md")
+	if ents, _ := os.ReadDir(filepath.Join(root, "corral", "agents", "claude", "AGENTS.md")); len(ents) != 0 {
+		t.Errorf("wrote into a directory: %v", ents)
+	}
 	for _, bad := range []string{"../x.md", ".hidden", "a/b.md"} {
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT=claude", "PARAM_AGENT_INSTRUCTIONS="+bad)

@@ -100,9 +100,15 @@ if [ -n "$file" ] && [ -f "$text" ]; then
 		exit 1
 		;;
 	esac
+	# Not fatal: the agent runs without the block (the broker's 403 names
+	# corral-request too).
 	# shellcheck disable=SC2016 # the script is for the inner sh
 	as_user sh -euc '
 		f=$1 text=$2
+		if [ -e "$f" ] && [ ! -f "$f" ] && [ ! -L "$f" ]; then
+			echo "corral: $f is not a file; the agent instructions are not written" >&2
+			exit 0
+		fi
 		begin=$(head -n 1 "$text")
 		end=$(tail -n 1 "$text")
 		tmp=$(mktemp "$f.XXXXXX")
@@ -113,7 +119,7 @@ if [ -n "$file" ] && [ -f "$text" ]; then
 			cat "$text"
 		} >"$tmp"
 		if cmp -s "$tmp" "$f"; then rm -f "$tmp"; else mv -f "$tmp" "$f"; fi
-	' sh "$state/$file" "$text"
+	' sh "$state/$file" "$text" || echo "corral: writing the agent instructions to $state/$file failed" >&2
 fi
 
 step=$root/usr/local/lib/corral/agent-install
