@@ -646,6 +646,16 @@ func TestAgentInstructionsBlock(t *testing.T) {
 	if b, _ := os.ReadFile(file); string(b) != mine+"after the block\n"+changed {
 		t.Fatalf("changed block:\n%s", b)
 	}
+	// A begin marker without its end line: nothing of the user's is
+	// dropped, a whole block is added after it.
+	broken := mine + lines[0] + "\nthe user's own text after a lone marker\n"
+	if err := os.WriteFile(file, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run("CLAUDE.md")
+	if b, _ := os.ReadFile(file); string(b) != broken+changed {
+		t.Fatalf("lone marker:\n%s", b)
+	}
 	// A directory in the file's place is left alone, and the boot goes on.
 	if err := os.MkdirAll(filepath.Join(root, "corral", "agents", "claude", "AGENTS.md"), 0o700); err != nil {
 		t.Fatal(err)

@@ -150,9 +150,10 @@ func (im Images) Remove(ctx context.Context, name string, force bool) error {
 
 // Build builds the golden image of a rendered golden template, once per
 // distinct template (Name): created, started to finish provisioning, its
-// provision steps checked (an image whose step failed is deleted, its boot
-// log kept in the logs directory), its toolchains asked, then stopped. An image already stopped is ready; one
-// left running or broken by an interrupted build is built again.
+// provision steps checked (an image whose step failed is deleted, its
+// boot log kept in the logs directory), its toolchains asked, then
+// stopped. An image already stopped is ready; one left running or broken
+// by an interrupted build is built again.
 func (im Images) Build(ctx context.Context, yaml []byte) (string, error) {
 	name := Name(yaml)
 	inst, err := im.Lima.Get(ctx, name)

@@ -113,8 +113,12 @@ if [ -n "$file" ] && [ -f "$text" ]; then
 		end=$(tail -n 1 "$text")
 		tmp=$(mktemp "$f.XXXXXX")
 		{
-			if [ -f "$f" ] && [ ! -L "$f" ]; then
+			# Only a whole block is replaced: without its end line the file
+			# is kept as it is (nothing of the user'"'"'s is dropped).
+			if [ -f "$f" ] && [ ! -L "$f" ] && grep -qxF -- "$end" "$f"; then
 				awk -v b="$begin" -v e="$end" "\$0 == b { skip = 1; next } \$0 == e && skip { skip = 0; next } !skip" "$f"
+			elif [ -f "$f" ] && [ ! -L "$f" ]; then
+				cat "$f"
 			fi
 			cat "$text"
 		} >"$tmp"
