@@ -652,9 +652,11 @@ func TestAgentInstructionsBlock(t *testing.T) {
 	if err := os.WriteFile(file, []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run("CLAUDE.md")
-	if b, _ := os.ReadFile(file); string(b) != broken+changed {
-		t.Fatalf("lone marker:\n%s", b)
+	for range 2 { // and again, with the lone marker before a whole block
+		run("CLAUDE.md")
+		if b, _ := os.ReadFile(file); string(b) != broken+changed {
+			t.Fatalf("lone marker:\n%s", b)
+		}
 	}
 	// A directory in the file's place is left alone, and the boot goes on.
 	if err := os.MkdirAll(filepath.Join(root, "corral", "agents", "claude", "AGENTS.md"), 0o700); err != nil {

@@ -113,12 +113,18 @@ if [ -n "$file" ] && [ -f "$text" ]; then
 		end=$(tail -n 1 "$text")
 		tmp=$(mktemp "$f.XXXXXX")
 		{
-			# Only a whole block is replaced: without its end line the file
-			# is kept as it is (nothing of the user'"'"'s is dropped).
-			if [ -f "$f" ] && [ ! -L "$f" ] && grep -qxF -- "$end" "$f"; then
-				awk -v b="$begin" -v e="$end" "\$0 == b { skip = 1; next } \$0 == e && skip { skip = 0; next } !skip" "$f"
-			elif [ -f "$f" ] && [ ! -L "$f" ]; then
-				cat "$f"
+			# Only whole blocks (a begin line, then its end line) are
+			# dropped: the lines after a begin line are held until its end
+			# line, and given back when another begin or the end of the
+			# file comes first (nothing of the user'"'"'s is lost).
+			if [ -f "$f" ] && [ ! -L "$f" ]; then
+				awk -v b="$begin" -v e="$end" "
+					\$0 == b { if (inb) printf \"%s\", held; inb = 1; held = \$0 \"\\n\"; next }
+					inb && \$0 == e { inb = 0; held = \"\"; next }
+					inb { held = held \$0 \"\\n\"; next }
+					{ print }
+					END { if (inb) printf \"%s\", held }
+				" "$f"
 			fi
 			cat "$text"
 		} >"$tmp"
