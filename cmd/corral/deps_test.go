@@ -56,7 +56,7 @@ var floors = []struct {
 		"core/agent", "core/agentstate", "core/boxstate", "core/boxmeta", "core/gitshadow", "core/egress", "core/guestconn",
 		"core/config", "core/approval", "core/funnel", "core/limayaml", "core/recent", "core/toolreg",
 		"core/hostgit", "core/credential", "core/launchenv", "core/remote", "core/golden",
-		"core/namerule", "core/gitwatch",
+		"core/namerule", "core/gitwatch", "core/review",
 	}},
 	// Services: the lifecycle, and the program modes started by corral or
 	// Lima (the broker, the qemu wrapper).
