@@ -166,7 +166,7 @@ var commandGroups = []struct {
 	id, title string
 	commands  []string
 }{
-	{"sessions", "Sessions in a project's box", []string{"claude", "codex", "gemini", "agent", "agents", "run", "shell", "attach", "sessions", "port", "pull"}},
+	{"sessions", "Sessions in a project's box", []string{"claude", "codex", "gemini", "agent", "agents", "run", "shell", "attach", "sessions", "port", "pull", "review"}},
 	{"boxes", "Boxes", []string{"up", "start", "stop", "ls", "info", "rebuild", "rm", "snapshot", "golden", "host"}},
 	{"egress", "Egress and approvals", []string{"egress", "allow", "deny", "approve"}},
 	{"config", "Config and secrets", []string{"config", "secret", "render"}},
