@@ -339,6 +339,9 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
 			LearningUntil: s.LearningUntil,
+			// A box whose last boot's provisioning failed (Failed) says
+			// which step, in its submenu, as corral up and ls do.
+			Err: s.ProvisionError,
 		}
 		for _, p := range s.Ports {
 			v.Ports = append(v.Ports, p.Host)

@@ -98,3 +98,25 @@ func TestSnapshotHostPorts(t *testing.T) {
 		t.Errorf("menu item %+v", it)
 	}
 }
+
+// TestSnapshotNamesTheFailedStep: a box whose boot provisioning failed
+// shows the step in its submenu, as corral up and ls name it.
+func TestSnapshotNamesTheFailedStep(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	m := boxmeta.Meta{Name: "web-1", Network: config.NetworkBroker, ProvisionError: "provisioning box web-1 failed in guest/provision/40-network.sh"}
+	if err := boxmeta.Write(l, m); err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := boxtest.Service(l, time.Now(), audit.ActorApp)
+	st, err := (&coreBackend{svc: svc}).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, _ := menu.Build(st, menu.UI{Now: time.Now()}, menu.Limits{}).Find("box/web-1/error")
+	if it.Hidden || !strings.Contains(it.Title, "failed in guest/provision/40-network.sh") {
+		t.Errorf("menu item %+v", it)
+	}
+}

@@ -7,6 +7,8 @@
 # A request grants nothing by itself; while it waits, a connection to the
 # host waits too (up to a minute) and proceeds the moment it is allowed.
 #
+#   corral-request HOST[:PORT] --why "REASON"   (short for egress HOST[:PORT];
+#                                              what the broker's 403 names)
 #   corral-request egress HOST[:PORT] --why "REASON"
 #   corral-request port PORT --why "REASON"
 #
@@ -16,17 +18,23 @@
 set -eu
 
 usage() {
-	echo 'usage: corral-request egress HOST[:PORT] --why "REASON" | corral-request port PORT --why "REASON"' >&2
+	echo 'usage: corral-request [egress] HOST[:PORT] --why "REASON" | corral-request port PORT --why "REASON"' >&2
 	exit 2
 }
 
 [ $# -ge 2 ] || usage
-what=$1
-target=$2
-shift 2
-case $what in
-egress | port) ;;
-*) usage ;;
+case $1 in
+egress | port)
+	what=$1
+	target=$2
+	shift 2
+	;;
+-*) usage ;;
+*)
+	what=egress
+	target=$1
+	shift
+	;;
 esac
 why=
 while [ $# -gt 0 ]; do

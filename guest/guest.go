@@ -51,6 +51,12 @@ var suspend string
 //go:embed toolchain-registries.sh
 var toolchainRegistries string
 
+//go:embed provision-record.sh
+var provisionRecord string
+
+//go:embed agent-instructions.md
+var agentInstructions string
+
 // Script is one provision script.
 type Script struct {
 	Name    string // file name, e.g. "40-network.sh"
@@ -173,6 +179,29 @@ const SuspendPath = "/usr/local/lib/corral/suspend"
 // toolchains download from; `corral golden build` runs it in the golden
 // (core/box) and core/toolreg parses its output on the host.
 func ToolchainRegistries() string { return toolchainRegistries }
+
+// AgentInstructions returns corral's block of an agent's instruction file
+// (guest/agent-instructions.md): how egress works in the box, how to ask
+// for a host, and where a scratch git repository may go. Its first and
+// last lines are the markers provision/30-agent.sh replaces it between.
+func AgentInstructions() string { return agentInstructions }
+
+// AgentInstructionsPath is where AgentInstructions is installed in the
+// guest (with the programs: mode 0755, which a text file does not need
+// and does not mind); provision/30-agent.sh reads it there.
+const AgentInstructionsPath = "/usr/local/lib/corral/agent-instructions.md"
+
+// ProvisionRecordDir holds the guest's own record of each provision step
+// of this boot: one file per guest/provision script, named as the script,
+// holding its exit status (written by the script's EXIT trap; /run is
+// emptied at every boot). Lima runs every script even after one failed
+// and reports the box ready, so this record, not Lima's readiness, says
+// whether provisioning succeeded.
+const ProvisionRecordDir = "/run/corral/provision"
+
+// ProvisionRecord returns the script that prints the record
+// (guest/provision-record.sh), one "NAME STATUS" line per step.
+func ProvisionRecord() string { return provisionRecord }
 
 // ProvisionedMarker holds the template hash once provisioning finished.
 const ProvisionedMarker = "/etc/corral/provisioned"

@@ -595,3 +595,152 @@ func TestProvisionRequires(t *testing.T) {
 		t.Errorf("offline with a network source: apt %q, err %v, stderr %q", apt, err, stderr)
 	}
 }
+
+// TestAgentInstructionsBlock runs provision/30-agent.sh under a temporary
+// root: the agent's instruction file gets corral's block, the user's own
+// lines around it are kept, a second boot changes nothing, and a changed
+// block replaces the old one in place of appending a second.
+func TestAgentInstructionsBlock(t *testing.T) {
+	var script string
+	for _, s := range Provision() {
+		if s.Name == "30-agent.sh" {
+			script = s.Content
+		}
+	}
+	root := t.TempDir()
+	text := filepath.Join(root, strings.TrimPrefix(AgentInstructionsPath, "/"))
+	if err := os.MkdirAll(filepath.Dir(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(text, []byte(AgentInstructions()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "corral", "agents", "claude", "CLAUDE.md")
+	run := func(name string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT=claude", "PARAM_AGENT_INSTRUCTIONS="+name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("30-agent.sh: %v\n%s", err, out)
+		}
+	}
+	run("CLAUDE.md")
+	if b, _ := os.ReadFile(file); string(b) != AgentInstructions() {
+		t.Fatalf("first boot wrote %q", b)
+	}
+	mine := "# my notes\nuse tabs\n"
+	if err := os.WriteFile(file, []byte(mine+AgentInstructions()+"after the block\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run("CLAUDE.md")
+	want := mine + "after the block\n" + AgentInstructions()
+	if b, _ := os.ReadFile(file); string(b) != want {
+		t.Fatalf("second boot:\n%s\nwant\n%s", b, want)
+	}
+	lines := strings.Split(strings.TrimSuffix(AgentInstructions(), "\n"), "\n")
+	changed := strings.Join([]string{lines[0], "a newer text", lines[len(lines)-1]}, "\n") + "\n"
+	if err := os.WriteFile(text, []byte(changed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("CLAUDE.md")
+	if b, _ := os.ReadFile(file); string(b) != mine+"after the block\n"+changed {
+		t.Fatalf("changed block:\n%s", b)
+	}
+	// A begin marker without its end line: nothing of the user's is
+	// dropped, a whole block is added after it.
+	broken := mine + lines[0] + "\nthe user's own text after a lone marker\n"
+	if err := os.WriteFile(file, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // and again, with the lone marker before a whole block
+		run("CLAUDE.md")
+		if b, _ := os.ReadFile(file); string(b) != broken+changed {
+			t.Fatalf("lone marker:\n%s", b)
+		}
+	}
+	// A directory in the file's place is left alone, and the boot goes on.
+	if err := os.MkdirAll(filepath.Join(root, "corral", "agents", "claude", "AGENTS.md"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run("AGENTS.md")
+	if ents, _ := os.ReadDir(filepath.Join(root, "corral", "agents", "claude", "AGENTS.md")); len(ents) != 0 {
+		t.Errorf("wrote into a directory: %v", ents)
+	}
+	for _, bad := range []string{"../x.md", ".hidden", "a/b.md"} {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root, "PARAM_AGENT=claude", "PARAM_AGENT_INSTRUCTIONS="+bad)
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("PARAM_AGENT_INSTRUCTIONS=%q accepted: %s", bad, out)
+		}
+	}
+}
+
+// TestAgentInstructionsText: the block says how egress works and how to
+// ask (corral-request, as the broker's 403 names it) and where a scratch
+// repository may go, between its two marker lines.
+func TestAgentInstructionsText(t *testing.T) {
+	text := AgentInstructions()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "<!-- corral: begin") || lines[len(lines)-1] != "<!-- corral: end -->" {
+		t.Fatalf("markers: %q", text)
+	}
+	for _, want := range []string{"allow-list proxy", "HTTP 403", `corral-request HOST --why "what it is for"`, "`.git` cannot be created inside the project", "outside the project"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the block lacks %q", want)
+		}
+	}
+	found := false
+	for _, p := range Programs() {
+		found = found || p.Path == AgentInstructionsPath && p.Content == text
+	}
+	if !found {
+		t.Errorf("the installer does not write %s", AgentInstructionsPath)
+	}
+}
+
+// TestProvisionScriptsRecordThemselves: every provision script sets its
+// record trap right after set -eu (before anything can fail), under its
+// own file name; run, a script records its exit status, failure included.
+func TestProvisionScriptsRecordThemselves(t *testing.T) {
+	for _, s := range Provision() {
+		trap := `trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}` +
+			ProvisionRecordDir + "/" + s.Name + `") 2>/dev/null || :; exit "$corral_rc"' EXIT` + "\n"
+		i, j := strings.Index(s.Content, "set -eu\n"), strings.Index(s.Content, trap)
+		if i < 0 || j < 0 || strings.Count(s.Content, "trap ") != 1 {
+			t.Errorf("%s: no record trap under its own name, or another trap", s.Name)
+			continue
+		}
+		between := s.Content[i+len("set -eu\n") : j]
+		for _, l := range strings.Split(strings.TrimSuffix(between, "\n"), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				t.Errorf("%s: %q runs before the record trap is set", s.Name, l)
+			}
+		}
+	}
+	// Run: a step that fails records its status and still exits with it.
+	root := t.TempDir()
+	for _, c := range []struct {
+		body string
+		want string
+		code int
+	}{{"true\n", "0\n", 0}, {"false\necho never\n", "1\n", 1}, {"exit 3\n", "3\n", 3}} {
+		script := "set -eu\n" + `trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/t.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT` + "\n" + c.body
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		b, _ := os.ReadFile(filepath.Join(root, "run", "corral", "provision", "t.sh"))
+		if code != c.code || string(b) != c.want || strings.Contains(string(out), "never") {
+			t.Errorf("%q: exit %d, record %q, output %q", c.body, code, b, out)
+		}
+	}
+	// The record script prints what the steps wrote.
+	cmd := exec.Command("sh", "-c", ProvisionRecord())
+	cmd.Env = append(os.Environ(), "CORRAL_TEST_ROOT="+root)
+	if out, err := cmd.Output(); err != nil || string(out) != "t.sh 3\n" {
+		t.Errorf("provision-record.sh: %q, %v", out, err)
+	}
+}

@@ -17,8 +17,8 @@ type Program struct {
 
 // Programs are corral's programs in every box, in the order the installer
 // writes them: the session launcher, git's credential helper, the box's
-// ends of pull and of the request channel, and what the provision
-// scripts' units run.
+// ends of pull and of the request channel, what the provision scripts'
+// units run, and the agents' instruction block (a text file).
 func Programs() []Program {
 	return []Program{
 		{LaunchPath, launch},
@@ -31,6 +31,7 @@ func Programs() []Program {
 		{ApplyNetworkPath, applyNetwork},
 		{ApplyProjectPath, applyProject},
 		{SuspendPath, suspend},
+		{AgentInstructionsPath, agentInstructions},
 	}
 }
 

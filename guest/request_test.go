@@ -72,17 +72,23 @@ func TestRequestFiles(t *testing.T) {
 	if code, out := runRequest(env, "port", "3000", "--why=dev server"); code != 0 {
 		t.Fatalf("port request: exit %d: %s", code, out)
 	}
+	// The short form the broker's 403 names: corral-request HOST --why.
+	if code, out := runRequest(env, "pkg.example.test", "--why", "the build downloads from it"); code != 0 || !strings.Contains(out, "asked the user for egress to pkg.example.test") {
+		t.Fatalf("short form: exit %d: %s", code, out)
+	}
 	for _, args := range [][]string{
 		{"egress", "*.example.test", "--why", "x"}, // refused by the broker (400)
 		{"egress", "a.example.test"},               // no reason
 		{"grant", "a.example.test", "--why", "x"},  // no such request
 		{"egress", "a.example.test", "--why", "x", "--scope", "always"},
+		{"--why", "x", "a.example.test"}, // no host first
+		{"a.example.test", "b.example.test", "--why", "x"},
 	} {
 		if code, out := runRequest(env, args...); code == 0 {
 			t.Errorf("corral-request %q succeeded: %s", args, out)
 		}
 	}
-	if len(in.Pending()) != 2 {
+	if len(in.Pending()) != 3 {
 		t.Fatalf("pending after refusals: %+v", in.Pending())
 	}
 }

@@ -49,6 +49,12 @@ type Agent struct {
 	// user's home (".codex"); provisioning links it to the box's agent
 	// state directory (core/agentstate GuestDir). "" keeps none.
 	StateDir string
+	// Instructions is the file in StateDir the agent reads its user's
+	// instructions from at every start (Claude Code's CLAUDE.md, Codex's
+	// AGENTS.md, Gemini CLI's GEMINI.md): provisioning keeps corral's
+	// block in it (guest.AgentInstructions: how to ask for a host). ""
+	// writes none (the shell, agents from config).
+	Instructions string
 	// FirstRun are the files corral writes into the agent's host-owned
 	// state template (file name relative to the state directory ->
 	// content), so that a seeded box starts without first-run prompts.
@@ -175,8 +181,9 @@ var builtins = sync.OnceValue(func() map[string]Agent {
 			Passthrough: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 			// API, login and token refresh; telemetry hosts are left out on
 			// purpose (the wrapper turns telemetry off).
-			Egress:   []string{"api.anthropic.com", "platform.claude.com", "claude.ai"},
-			StateDir: ".claude",
+			Egress:       []string{"api.anthropic.com", "platform.claude.com", "claude.ai"},
+			StateDir:     ".claude",
+			Instructions: "CLAUDE.md", // read from CLAUDE_CONFIG_DIR, the state directory
 			// CLAUDE_CONFIG_DIR is the state directory (the wrapper in
 			// guest/agents/claude.sh sets it), so .claude.json lives in it
 			// too. Keys from Claude Code's docs (settings, permission-modes,
@@ -216,8 +223,9 @@ var builtins = sync.OnceValue(func() map[string]Agent {
 			Passthrough: []string{"OPENAI_API_KEY"},
 			// The API the forwarded key is for; a ChatGPT login needs more
 			// hosts (allow them with corral allow when asked).
-			Egress:   []string{"api.openai.com"},
-			StateDir: ".codex",
+			Egress:       []string{"api.openai.com"},
+			StateDir:     ".codex",
+			Instructions: "AGENTS.md", // ~/.codex/AGENTS.md, Codex's global instructions
 		},
 		// Gemini CLI is a JavaScript bundle that needs Node >= 20 (Debian 12
 		// has 18): Node comes from its own pinned npm package.
@@ -229,9 +237,10 @@ var builtins = sync.OnceValue(func() map[string]Agent {
 			NPM:         []string{"node-linux-{arch}", "@google/gemini-cli"},
 			Passthrough: []string{"GEMINI_API_KEY"},
 			// The API the forwarded key is for; a Google login needs more hosts.
-			Egress:   []string{"generativelanguage.googleapis.com"},
-			StateDir: ".gemini",
-			Env:      map[string]string{GeminiTrustVar: "true"},
+			Egress:       []string{"generativelanguage.googleapis.com"},
+			StateDir:     ".gemini",
+			Instructions: "GEMINI.md", // ~/.gemini/GEMINI.md, Gemini CLI's global context
+			Env:          map[string]string{GeminiTrustVar: "true"},
 		},
 		"shell": {
 			Name:    "shell",

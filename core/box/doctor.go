@@ -26,6 +26,7 @@ import (
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -69,6 +70,9 @@ type HostFacts struct {
 	LimaVersion lima.Version
 	LimaErr     error
 	LimactlPath string // the limactl corral runs ("" when unknown)
+	// LimaInstall is how corral was installed, so the Lima fix names the
+	// user's way to install ("" is Homebrew on macOS, the source tree elsewhere).
+	LimaInstall lima.Install
 	QemuPath    string // Linux
 	QemuErr     error
 	QemuImgPath string // Linux
@@ -129,10 +133,10 @@ func HostChecks(f HostFacts) []Check {
 	}
 	switch {
 	case f.LimaErr != nil:
-		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f.GOOS))))
+		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f, false))))
 	case f.LimaVersion.Less(lima.MinVersion):
 		out = append(out, fail(limaName, fmt.Sprintf("%s %s is older than %s", limactl, f.LimaVersion, lima.MinVersion),
-			limaInstallFix(f.GOOS)))
+			limaInstallFix(f, true)))
 	case slices.Contains(version.LimaTestedVersions, f.LimaVersion.String()):
 		out = append(out, pass(limaName, limactl+" "+f.LimaVersion.String()+" (the version corral is tested with)"))
 	default:
@@ -321,11 +325,14 @@ func keychainItemChecks(goos string, items []KeychainItem) []Check {
 	return out
 }
 
-func limaInstallFix(goos string) string {
-	if goos == "darwin" {
-		return "brew install lima (or brew upgrade lima)"
+// limaInstallFix is the fix of a missing (or, tooOld, an outdated) Lima
+// for the way corral was installed (lima.InstallHint).
+func limaInstallFix(f HostFacts, tooOld bool) string {
+	how := f.LimaInstall
+	if how == "" {
+		how = lima.DetectInstall(f.GOOS, "", func(string) bool { return false })
 	}
-	return "install Lima " + lima.PinnedVersion + ": sudo packaging/linux/setup-lima.sh"
+	return lima.InstallHint(how, f.Arch, tooOld)
 }
 
 // hintOf is the Hint() of err or of an error it wraps, else def.
@@ -376,7 +383,7 @@ func (s *Service) imagesFor(dir string) []limayaml.Image {
 // HostFacts reads the host facts. store is the OS keychain (nil skips the
 // keychain probes).
 func (s *Service) HostFacts(ctx context.Context, store secret.Store, opt HostFactsOptions) HostFacts {
-	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome()}
+	f := HostFacts{GOOS: runtime.GOOS, Arch: runtime.GOARCH, UID: os.Getuid(), LimaHome: s.Layout.LimaHome(), LimaInstall: lima.ThisInstall()}
 	f.LimaVersion, f.LimaErr = s.Lima.CheckVersion(ctx)
 	if filepath.IsAbs(s.Lima.Limactl) {
 		f.LimactlPath = s.Lima.Limactl
@@ -662,6 +669,28 @@ func parseGuestReport(b []byte) map[string]string {
 	return kv
 }
 
+// stepsCheck is the guest's own record of this boot's provision steps
+// (step.NAME=STATUS in the report, golden.CheckProvision's rule): Lima
+// reports a box ready even when a step failed.
+func stepsCheck(kv map[string]string) Check {
+	const name = "provision steps"
+	if kv["steps"] != "1" {
+		return pass(name, "no record in the box (made before corral recorded its provision steps; corral rebuild makes one)")
+	}
+	var rec strings.Builder
+	for k, v := range kv {
+		if step, ok := strings.CutPrefix(k, "step."); ok {
+			fmt.Fprintf(&rec, "%s %s\n", step, v)
+		}
+	}
+	steps := golden.ProvisionSteps()
+	if err := golden.CheckProvision([]byte(rec.String()), steps); err != nil {
+		return fail(name, err.Error()+" at this boot",
+			"its output is in the box's console log (serial.log, serialv.log on vz, in ~/.corral/lima/BOX); fix the cause, then corral rebuild")
+	}
+	return pass(name, fmt.Sprintf("all %d succeeded at this boot", len(steps)))
+}
+
 // guestChecks turns the guest's report into checks. It is pure.
 func guestChecks(w guestWant, kv map[string]string) []Check {
 	var out []Check
@@ -673,6 +702,7 @@ func guestChecks(w guestWant, kv map[string]string) []Check {
 		out = append(out, fail("provisioned", guest.ProvisionedMarker+" is missing: provisioning did not finish",
 			"corral rebuild (the boot log is the box's console log: serial.log, serialv.log on vz)"))
 	}
+	out = append(out, stepsCheck(kv))
 	for _, u := range w.Units {
 		state := kv["unit."+u]
 		if state == "active" {

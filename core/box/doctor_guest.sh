@@ -20,6 +20,17 @@ else
 	echo 'marker=0'
 fi
 
+# The guest's record of this boot's provision steps (guest.ProvisionRecordDir):
+# step.NAME=STATUS per step, steps=1 when there is a record at all (a box
+# made before corral kept one has none).
+if [ -d /run/corral/provision ]; then
+	echo 'steps=1'
+	for f in /run/corral/provision/*; do
+		[ -f "$f" ] || continue
+		printf 'step.%s=%s\n' "${f##*/}" "$(head -c 8 "$f" | tr -dc '0-9')"
+	done
+fi
+
 printf 'network=%s\n' "$(sed -n 's/^NETWORK=//p' /etc/corral/network.env 2>/dev/null || true)"
 
 # The user sessions run as: the one Lima made, which the template must

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
@@ -81,7 +82,16 @@ func TestHostChecksProblems(t *testing.T) {
 		fix    string // substring
 	}{
 		{"no limactl", func(f *HostFacts) { f.LimaErr = fmt.Errorf("getting limactl version: %w", lima.ErrNotInstalled) }, "lima", false, "not installed", "setup-lima.sh"},
-		{"old lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 0} }, "lima", false, "1.0.0 is older than 1.2.0", "install Lima"},
+		{"no limactl, Debian package", func(f *HostFacts) {
+			f.LimaErr, f.LimaInstall = fmt.Errorf("getting limactl version: %w", lima.ErrNotInstalled), lima.InstallDebian
+		}, "lima", false, "not installed", "lima-2.2.0-Linux-x86_64.tar.gz | sudo tar -C /usr/local -xz"},
+		{"no limactl, macOS", func(f *HostFacts) {
+			f.LimaErr, f.GOOS = fmt.Errorf("getting limactl version: %w", lima.ErrNotInstalled), "darwin"
+		}, "lima", false, "not installed", "brew install lima (corral is tested with Lima 2.2.0"},
+		{"old lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 0} }, "lima", false, "1.0.0 is older than 1.2.0", "install Lima from corral's source tree"},
+		{"old lima, Homebrew", func(f *HostFacts) {
+			f.LimaVersion, f.LimaInstall = lima.Version{Major: 1, Minor: 0}, lima.InstallHomebrew
+		}, "lima", false, "1.0.0 is older than 1.2.0", "brew upgrade lima"},
 		{"lima 2.2.0", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 2, Minor: 2} }, "lima", true, "limactl 2.2.0 (the version corral is tested with)", ""},
 		{"newer lima", func(f *HostFacts) { f.LimaVersion = lima.Version{Major: 1, Minor: 3} }, "lima", true, "corral is tested with 2.2.0 and 1.2.2", ""},
 		{"no qemu", func(f *HostFacts) { f.QemuErr = errors.New("qemu-system binary not found") }, "qemu", false, "not found", "apt-get install qemu-system-x86"},
@@ -207,9 +217,43 @@ func TestGuestChecksHealthy(t *testing.T) {
 	for _, c := range cs {
 		names = append(names, c.Check)
 	}
-	want := []string{"provisioned", "unit corral-network.service", "unit corral-project.service", "network broker", "session variables", "git credentials github.com"}
+	want := []string{"provisioned", "provision steps", "unit corral-network.service", "unit corral-project.service", "network broker", "session variables", "git credentials github.com"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %v, want %v", names, want)
+	}
+}
+
+// TestStepsCheck: doctor reads the guest's record of this boot's
+// provision steps; a failed or unrecorded step fails the check by name,
+// and a box with no record at all (made before the record) passes.
+func TestStepsCheck(t *testing.T) {
+	all := func() map[string]string {
+		kv := map[string]string{"steps": "1"}
+		for _, st := range golden.ProvisionSteps() {
+			kv["step."+st] = "0"
+		}
+		return kv
+	}
+	if c := stepsCheck(all()); !c.OK || !strings.HasPrefix(c.Detail, "all ") {
+		t.Errorf("all recorded: %+v", c)
+	}
+	if c := stepsCheck(map[string]string{}); !c.OK || !strings.Contains(c.Detail, "no record") {
+		t.Errorf("no record: %+v", c)
+	}
+	kv := all()
+	kv["step.30-agent.sh"] = "1"
+	if c := stepsCheck(kv); c.OK || c.Detail != "provision step guest/provision/30-agent.sh failed (exit status 1) at this boot" || !strings.Contains(c.Fix, "corral rebuild") {
+		t.Errorf("failed step: %+v", c)
+	}
+	kv = all()
+	delete(kv, "step.40-network.sh")
+	if c := stepsCheck(kv); c.OK || !strings.Contains(c.Detail, "guest/provision/40-network.sh left no record") {
+		t.Errorf("missing step: %+v", c)
+	}
+	w, kv := healthyGuest()
+	kv["steps"], kv["step.00-base.sh"] = "1", "2"
+	if c := byName(t, guestChecks(w, kv))["provision steps"]; c.OK {
+		t.Errorf("guestChecks: %+v", c)
 	}
 }
 

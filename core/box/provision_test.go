@@ -2,6 +2,7 @@ package box
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestProvisionFailureNamesTheScript(t *testing.T) {
@@ -125,5 +127,46 @@ func TestProvisionFailureConsoleIsHostile(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading a FIFO console log blocked")
+	}
+}
+
+// TestProvisionStepName: with the template Up
+// renders, the index Lima logs for a failed script is named by that
+// script's file (the installer is one entry, so the steps after it keep
+// their own names).
+func TestProvisionStepName(t *testing.T) {
+	f := &fakeLima{insts: map[string]string{}, fail: map[string]string{}}
+	s, r := newTestService(t, f)
+	rendered, err := Render(s.Layout, r, 42123, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index of 40-network.sh among the template's entries, as Lima
+	// numbers them: found by the script's text, not by the names.
+	var tmpl limayaml.Template
+	if err := yaml.Unmarshal(rendered.YAML, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for i, p := range tmpl.Provision {
+		if strings.Contains(p.Script, "/run/corral/provision/40-network.sh\"") {
+			idx = i
+		}
+	}
+	if idx < 1 {
+		t.Fatal("no 40-network.sh in the template")
+	}
+	box := r.Project.Box
+	dir := filepath.Join(s.Layout.LimaHome(), box)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("LIMA| WARNING: Failed to execute /mnt/lima-cidata/provision.system/%08d\n", idx)
+	if err := os.WriteFile(filepath.Join(dir, "serial.log"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var pe *ProvisionError
+	if err := s.provisionFailure(box, "qemu", rendered); !errors.As(err, &pe) || pe.Script != "guest/provision/40-network.sh" {
+		t.Fatalf("err = %v", err)
 	}
 }

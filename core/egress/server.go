@@ -786,7 +786,10 @@ func authorityDecision(kind Kind, raw string, err error) Decision {
 	return Decision{Time: time.Now(), Kind: kind, Host: raw, Reason: reason}
 }
 
-// denyBody is the text a denied client sees, with a hint on how to allow it.
+// denyBody is the text a denied client sees. The client is a program in
+// the box (most often an agent), which cannot run corral: the first line
+// after the denial is what it can do, corral-request (guest/corral-request.sh,
+// in every broker box), then what the user can do on the host.
 func (s *Server) denyBody(t target) string {
 	box := s.cfg.Box
 	if box == "" {
@@ -794,11 +797,16 @@ func (s *Server) denyBody(t target) string {
 	}
 	dest := t.auth.String()
 	msg := "corral: egress to " + dest + " denied (" + string(t.d.Reason) + ")\n"
+	ask := func(entry string) string {
+		return "to ask the user for it from inside the box: corral-request " + entry + ` --why "what it is for"` + "\n" +
+			"  (then retry the same command: it waits up to a minute for the answer; do not try other hosts to get around a refusal)\n" +
+			"the user can allow it on the host: corral allow " + box + " " + entry + "\n"
+	}
 	switch t.d.Reason {
 	case ReasonHostNotAllowed:
-		msg += "to allow it: corral allow " + box + " " + t.auth.Host + "\n"
+		msg += ask(t.auth.Host)
 	case ReasonPortNotAllowed:
-		msg += "to allow it: corral allow " + box + " " + t.auth.Host + ":" + strconv.Itoa(t.auth.Port) + "\n"
+		msg += ask(t.auth.Host + ":" + strconv.Itoa(t.auth.Port))
 	case ReasonIPLiteral, ReasonPrivateIP:
 		msg += "private and IP-literal destinations need an explicitly allowed address range\n"
 	case ReasonSelf:

@@ -6,9 +6,10 @@ const LastSession = "last"
 // SessionSlice returns the part of a log (entries oldest first) that one
 // session spans: from its session-start marker to its session-end marker,
 // both included, or to the end of the log while the session runs. id
-// LastSession picks the session that started last. Decisions carry no
-// session, so traffic of other sessions of the same box running at the
-// same time is in the slice too. It returns false when the entries have no
+// LastSession picks the session that started last. A decision carries at
+// most the session its client claims (Who, from the proxy URL: any process
+// in the box can claim any session), so the slice is by time, and traffic
+// of other sessions of the same box running at the same time is in it too. It returns false when the entries have no
 // start marker of that session (it began before them, or never).
 func SessionSlice(entries []Entry, id string) ([]Entry, bool) {
 	start := -1

@@ -150,8 +150,10 @@ func (im Images) Remove(ctx context.Context, name string, force bool) error {
 
 // Build builds the golden image of a rendered golden template, once per
 // distinct template (Name): created, started to finish provisioning, its
-// toolchains asked, then stopped. An image already stopped is ready; one
-// left running or broken by an interrupted build is built again.
+// provision steps checked (an image whose step failed is deleted, its
+// boot log kept in the logs directory), its toolchains asked, then
+// stopped. An image already stopped is ready; one left running or broken
+// by an interrupted build is built again.
 func (im Images) Build(ctx context.Context, yaml []byte) (string, error) {
 	name := Name(yaml)
 	inst, err := im.Lima.Get(ctx, name)
@@ -177,12 +179,30 @@ func (im Images) Build(ctx context.Context, yaml []byte) (string, error) {
 		_ = im.Lima.Delete(context.WithoutCancel(ctx), name, true)
 		return "", fmt.Errorf("provisioning golden image %s: %w", name, err)
 	}
+	// Lima reports the image ready even when a provision step failed:
+	// the guest's own record of each step decides whether it is kept.
+	if err := im.checkProvision(ctx, name); err != nil {
+		log := im.keepLog(name)
+		_ = im.Lima.Delete(context.WithoutCancel(ctx), name, true)
+		return "", refusal(name, err, log)
+	}
 	// Before it stops: the toolchains are asked in the running golden.
 	im.recordToolchains(ctx, name)
 	if err := im.Lima.Stop(ctx, name, false); err != nil {
 		return "", fmt.Errorf("stopping golden image %s: %w", name, err)
 	}
 	return name, nil
+}
+
+// checkProvision reads the running golden's record of its provision steps
+// (guest.ProvisionRecord) and says which step failed or left no record. A
+// record that cannot be read is a failure too: nothing unconfirmed is kept.
+func (im Images) checkProvision(ctx context.Context, name string) error {
+	out, err := im.GuestScript(ctx, name, guest.ProvisionRecord(), maxRecord)
+	if err != nil {
+		return fmt.Errorf("reading the guest's record of its provision steps: %w", err)
+	}
+	return CheckProvision(out, ProvisionSteps())
 }
 
 // recordToolchains asks the running golden image's toolchains where they

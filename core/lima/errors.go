@@ -55,10 +55,7 @@ func (e *Error) Hint() string { return hintFor(e.err) }
 func hintFor(err error) string {
 	switch {
 	case errors.Is(err, ErrNotInstalled), errors.Is(err, ErrTooOld):
-		if runtime.GOOS == "darwin" {
-			return "install Lima " + MinVersion.String() + " or newer: brew install lima"
-		}
-		return "install Lima " + PinnedVersion + ": sudo packaging/linux/setup-lima.sh"
+		return InstallHint(ThisInstall(), runtime.GOARCH, errors.Is(err, ErrTooOld))
 	case errors.Is(err, ErrRoot):
 		return "run corral as an unprivileged user (CI: packaging/linux/create-test-user.sh, then runuser -u corral-e2e)"
 	}

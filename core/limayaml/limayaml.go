@@ -295,6 +295,9 @@ func Render(in Input) (Rendered, error) {
 		return Rendered{}, err
 	}
 	t.Param["AGENT_STATE_DIR"] = a.StateDir
+	if a.StateDir != "" && a.Instructions != "" {
+		t.Param["AGENT_INSTRUCTIONS"] = a.Instructions
+	}
 	install := a.Install != ""
 	if install && len(pinned) > 0 && (in.Golden || !c.Golden) {
 		specs := make([]string, len(pinned))
@@ -353,9 +356,7 @@ func Render(in Input) (Rendered, error) {
 		return Rendered{}, err
 	}
 	t.Provision = append(t.Provision, Provision{Mode: "system", Script: installer})
-	for _, p := range programs {
-		names = append(names, p.Path)
-	}
+	names = append(names, "corral's programs' installer (guest.Installer)") // one entry, one name: Lima numbers entries, not programs
 	if install {
 		t.Provision = append(t.Provision, Provision{Mode: "data", Path: guest.AgentInstallPath, Permissions: "755", Content: a.Install})
 		names = append(names, "agent "+a.Name+" install step")

@@ -490,3 +490,33 @@ func TestImageURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestProvisionNamesMatchEntries: Lima numbers the provision entries
+// (provision.<mode>/<index>), so a failure found in the console log is
+// named by index: one name per entry, the guest scripts under their file
+// names (the installer once wrote nine programs' names for its one entry).
+func TestProvisionNamesMatchEntries(t *testing.T) {
+	for _, golden := range []bool{false, true} {
+		in := input(t, config.Platform{OS: "linux", Arch: "amd64"})
+		in.Golden = golden
+		r, err := Render(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tmpl Template
+		if err := yaml.Unmarshal(r.YAML, &tmpl); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Provision) != len(tmpl.Provision) {
+			t.Fatalf("golden=%v: %d names for %d entries: %q", golden, len(r.Provision), len(tmpl.Provision), r.Provision)
+		}
+		for i, p := range tmpl.Provision {
+			if strings.HasPrefix(r.Provision[i], "guest/provision/") {
+				name := strings.TrimPrefix(r.Provision[i], "guest/provision/")
+				if !strings.Contains(p.Script, "/run/corral/provision/"+name+"\"") {
+					t.Errorf("entry %d named %s does not record itself as %s", i, r.Provision[i], name)
+				}
+			}
+		}
+	}
+}

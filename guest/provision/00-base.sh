@@ -4,6 +4,11 @@
 # Order: first, because later scripts and every session rely on sshd
 # accepting CORRAL_FWD_* and on /etc/corral existing.
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/00-base.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 install -d -m 0755 /etc/corral /usr/local/lib/corral
 

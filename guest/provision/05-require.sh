@@ -16,6 +16,11 @@
 # broker (the apt proxy of 40-network.sh is not written yet at first boot);
 # offline, nothing can be installed.
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/05-require.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 missing=
 need() { # need PACKAGE TEST...: PACKAGE is missing unless every TEST passes

@@ -3,6 +3,11 @@
 # Runs before the network funnel is applied so a golden build can reach the
 # package mirror through the broker (see 40-network.sh).
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/10-packages.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 pkgs=${PARAM_PACKAGES:-}
 [ -n "$pkgs" ] || exit 0

@@ -2,6 +2,11 @@
 # Language toolchains from the toolchains key (PARAM_TOOLCHAINS), from
 # Debian packages so that no installer script runs in the box.
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/20-toolchains.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 tcs=${PARAM_TOOLCHAINS:-}
 [ -n "$tcs" ] || exit 0

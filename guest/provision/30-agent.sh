@@ -4,6 +4,9 @@
 #   PARAM_AGENT            the box's agent; its state lives in /corral/agents/<agent>
 #   PARAM_AGENT_STATE_DIR  where the agent looks for its state, relative to the
 #                          box user's home (".codex"); linked to that directory
+#   PARAM_AGENT_INSTRUCTIONS  the file in the state directory the agent reads
+#                          its instructions from at start ("AGENTS.md"); it
+#                          gets corral's block (below)
 #   PARAM_AGENT_NPM        "FILE:SHA512HEX ..." pinned npm tarballs under
 #                          /corral/npm (golden build only), handed to the
 #                          install step in this order after their hashes match
@@ -19,6 +22,11 @@
 # before the first boot). Order: after 00-base.sh; before 90-done.sh (the
 # host empties the seed once provisioning finished).
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/30-agent.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 # CORRAL_TEST_ROOT: guest/guest_test.go runs this script under a temporary
 # directory; Lima never sets it.
@@ -66,6 +74,62 @@ if [ -n "$rel" ] && [ -n "${PARAM_USER:-}" ]; then
 			echo "corral: $link exists and is not a link; the agent keeps its state there" >&2
 		fi
 	fi
+fi
+
+# corral's block in the agent's instruction file: how egress works and how
+# to ask for a host (the text is guest/agent-instructions.md, written by
+# the first provision script). Rewritten at every boot between its first
+# and last lines; the rest of the file is the user's and is kept. Written
+# as the box user: the state directory is theirs, and a file there may be
+# a link the box made, which root must never write through. Before the
+# install step (which exits early once done).
+# as_user CMD...: CMD as the box user (as is under CORRAL_TEST_ROOT).
+as_user() {
+	if [ -n "${PARAM_USER:-}" ]; then
+		runuser -u "$PARAM_USER" -- "$@"
+	else
+		"$@"
+	fi
+}
+text=$root/usr/local/lib/corral/agent-instructions.md
+file=${PARAM_AGENT_INSTRUCTIONS:-}
+if [ -n "$file" ] && [ -f "$text" ]; then
+	case $file in
+	.* | */* | *[!A-Za-z0-9._-]*)
+		echo "corral: invalid agent instructions file $file" >&2
+		exit 1
+		;;
+	esac
+	# Not fatal: the agent runs without the block (the broker's 403 names
+	# corral-request too).
+	# shellcheck disable=SC2016 # the script is for the inner sh
+	as_user sh -euc '
+		f=$1 text=$2
+		if [ -e "$f" ] && [ ! -f "$f" ] && [ ! -L "$f" ]; then
+			echo "corral: $f is not a file; the agent instructions are not written" >&2
+			exit 0
+		fi
+		begin=$(head -n 1 "$text")
+		end=$(tail -n 1 "$text")
+		tmp=$(mktemp "$f.XXXXXX")
+		{
+			# Only whole blocks (a begin line, then its end line) are
+			# dropped: the lines after a begin line are held until its end
+			# line, and given back when another begin or the end of the
+			# file comes first (nothing of the user'"'"'s is lost).
+			if [ -f "$f" ] && [ ! -L "$f" ]; then
+				awk -v b="$begin" -v e="$end" "
+					\$0 == b { if (inb) printf \"%s\", held; inb = 1; held = \$0 \"\\n\"; next }
+					inb && \$0 == e { inb = 0; held = \"\"; next }
+					inb { held = held \$0 \"\\n\"; next }
+					{ print }
+					END { if (inb) printf \"%s\", held }
+				" "$f"
+			fi
+			cat "$text"
+		} >"$tmp"
+		if cmp -s "$tmp" "$f"; then rm -f "$tmp"; else mv -f "$tmp" "$f"; fi
+	' sh "$state/$file" "$text" || echo "corral: writing the agent instructions to $state/$file failed" >&2
 fi
 
 step=$root/usr/local/lib/corral/agent-install

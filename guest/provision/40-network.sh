@@ -5,6 +5,11 @@
 # funnel) at every boot, a unit so corral-launch can check it is active.
 # 41-sudo.sh then takes blanket sudo away outside full mode.
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/40-network.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 umask 022
 {

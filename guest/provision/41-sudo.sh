@@ -4,6 +4,11 @@
 # at every boot, since a box may be cloned from a golden image built in
 # another mode.
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/41-sudo.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 # No blanket sudo outside full mode: root could undo the funnel. Lima's host
 # agent still needs a few fixed root reads to see that the box is ready

@@ -9,6 +9,11 @@
 # later boots. With source = "clone" (45-clone.sh) the project is the box's
 # own clone and there is nothing to shadow.
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/44-git-shadow.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 umask 022
 # quote VALUE: VALUE as one single-quoted shell word (the env file is

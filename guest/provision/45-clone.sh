@@ -6,6 +6,11 @@
 # Order: before 50-project.sh (hide and box_dirs apply to the clone) and
 # before the repository's own provision scripts (they run from it).
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/45-clone.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 [ "${PARAM_SOURCE:-mount}" = clone ] || exit 0
 project=${PARAM_PROJECT:?the project path (param PROJECT) is missing}

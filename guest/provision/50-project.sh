@@ -5,6 +5,11 @@
 # does both from a systemd unit, so corral-launch can check them.
 # Runs after the project mount exists (Lima mounts before provisioning).
 set -eu
+# The guest's record of this step (guest.ProvisionRecordDir): its exit status,
+# readable by the box user (umask 022), read by the golden build and doctor;
+# no record means it did not run to its end.
+# shellcheck disable=SC2154 # corral_rc is set in the trap
+trap 'corral_rc=$?; (umask 022 && mkdir -p "${CORRAL_TEST_ROOT:-}/run/corral/provision" && echo "$corral_rc" >"${CORRAL_TEST_ROOT:-}/run/corral/provision/50-project.sh") 2>/dev/null || :; exit "$corral_rc"' EXIT
 
 umask 022
 etc=${CORRAL_ETC:-/etc/corral}

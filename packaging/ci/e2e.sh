@@ -13,7 +13,11 @@
 # /tmp; cmd/corral/e2e/diagnose_e2e_test.go), outside the work dir this
 # script deletes.
 # At the end it prints the table of test and subtest durations
-# (packaging/ci/e2e-times.sh; docs/BENCHMARKS.md "VM timings").
+# (packaging/ci/e2e-times.sh; docs/BENCHMARKS.md "VM timings") and the
+# list of skipped subtests (packaging/ci/e2e-skips.sh), and fails on a skip
+# not on packaging/ci/e2e-skips.allow. CORRAL_REQUIRE_DESKTOP passes through
+# to the tests (make test-all sets it): a missing desktop program fails the
+# app and keyring rows instead of skipping them.
 set -eu
 cd "$(dirname "$0")/../.."
 user=${CORRAL_E2E_USER:-corral-e2e}
@@ -66,7 +70,7 @@ chmod 0755 "$work"
 		echo "e2e: $(runuser -u "$2" -- env PATH="$5" limactl --version)" >&2
 		rc=0
 		runuser -u "$2" -- env -i PATH="$5" HOME="$1" \
-			CORRAL_E2E=1 CORRAL_E2E_BENCH="${CORRAL_E2E_BENCH:-}" CORRAL_BENCH_OUT="$1/bench-run.md" CORRAL_BIN="$1/corral" CORRAL_E2E_IMAGE="$3" CORRAL_HOME="$1/h" CORRAL_E2E_KEEP="$7" \
+			CORRAL_E2E=1 CORRAL_E2E_BENCH="${CORRAL_E2E_BENCH:-}" CORRAL_REQUIRE_DESKTOP="${CORRAL_REQUIRE_DESKTOP:-}" CORRAL_BENCH_OUT="$1/bench-run.md" CORRAL_BIN="$1/corral" CORRAL_E2E_IMAGE="$3" CORRAL_HOME="$1/h" CORRAL_E2E_KEEP="$7" \
 			"$1/e2e.test" -test.v -test.timeout 80m -test.run "$4" || rc=$?
 		if [ -n "$6" ]; then
 			cd "$1/lima-pkg"
@@ -81,6 +85,9 @@ chmod 0755 "$work"
 rc=$(cat "$work/rc" 2>/dev/null || echo 1)
 echo "=== e2e: test durations (packaging/ci/e2e-times.sh) ==="
 packaging/ci/e2e-times.sh "$work/e2e.log" || true
+# Last: what the run skipped. A skip not on packaging/ci/e2e-skips.allow
+# fails the run: a check that silently stopped running is a failure.
+packaging/ci/e2e-skips.sh "$work/e2e.log" || rc=1
 # The run-overhead table (docs/BENCHMARKS.md) outlives the work dir.
 [ -f "$work/bench-run.md" ] && cp "$work/bench-run.md" "${CORRAL_BENCH_OUT:-/tmp/corral-bench-run.md}"
 exit "$rc"

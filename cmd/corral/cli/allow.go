@@ -61,8 +61,10 @@ A broker with hold_denied set keeps a denied connection waiting: an
 approval given within the hold lets it proceed, with no retry.
 
 Approvals are kept in ~/.corral/projects/BOX.approvals.json, beside the
-box's trusted config, which corral never rewrites. To make an entry part of
-the config instead, add it to egress = [...] in that file.`,
+box's trusted config (~/.corral/projects/BOX.toml), which allow leaves as
+it is. To make an entry part of the config instead, add it to
+egress = [...] in that file (corral approve and corral egress learn --apply
+write there too).`,
 		Example: `  corral allow web-3f2a1c api.example.test
   corral allow web-3f2a1c '*.cdn.example.test' --session
   corral allow web-3f2a1c registry.example.test:5000 --once

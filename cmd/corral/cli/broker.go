@@ -30,7 +30,8 @@ func NewCmdBroker(f *Factory, runF func(*BrokerOptions) error) *cobra.Command {
 		Long: `Broker runs the host-side egress proxy until SIGINT or SIGTERM.
 
 With --box it serves a box: the allow-list is the agent's default hosts,
-the egress config and the approvals granted with "corral allow". The
+the golden's toolchains group, the egress groups the config opts into, the
+egress config and the approvals granted with "corral allow". The
 host's own files (global and per-box config, approvals) are reloaded live
 when they change; the repository's .corral.toml is read once, at start,
 because the box can write it. Decisions go to the box's egress log

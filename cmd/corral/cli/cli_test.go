@@ -308,3 +308,41 @@ func TestRepositoryRequestsFollowTheHint(t *testing.T) {
 		t.Errorf("approve without a terminal: exit %d %q", code, errOut)
 	}
 }
+
+// TestHelpGroupsEveryCommand: `corral --help` lists every visible command
+// under a heading (sessions, boxes, egress and approvals, config,
+// maintenance), none under cobra's "Additional Commands".
+func TestHelpGroupsEveryCommand(t *testing.T) {
+	io, _, out, _ := Test(false)
+	root := NewCmdRoot(&Factory{IO: io})
+	root.SetArgs([]string{"--help"})
+	root.SetOut(out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		if c.GroupID == "" {
+			t.Errorf("%s is in no group of corral --help", c.Name())
+		}
+	}
+	help := out.String()
+	if strings.Contains(help, "Additional Commands") {
+		t.Errorf("commands outside the groups:\n%s", help)
+	}
+	last := -1
+	for _, h := range []string{"Sessions in a project's box:", "Boxes:", "Egress and approvals:", "Config and secrets:", "Maintenance:"} {
+		i := strings.Index(help, h)
+		if i < last {
+			t.Errorf("heading %q missing or out of order:\n%s", h, help)
+		}
+		last = i
+	}
+	for _, c := range []string{"  claude ", "  up ", "  approve ", "  doctor ", "  completion "} {
+		if !strings.Contains(help, c) {
+			t.Errorf("help lacks %q", c)
+		}
+	}
+}

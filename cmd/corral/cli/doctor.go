@@ -51,7 +51,8 @@ func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 socket path length, the memory budget, the keychain) and a box (default:
 the project's box, when it exists): its config and session environment
 and, while it runs, from inside the guest over one ssh round trip, its
-provisioning, guest units, network mode, forwarded variable names and git
+provisioning (the marker and the guest's record of each provision step of
+this boot), guest units, network mode, forwarded variable names and git
 credentials. It asks whether the guest image a new box would download is
 there (HEAD requests; --offline skips them) and whether a keychain item
 a box reads would ask you (a Keychain dialog on macOS, the keyring's

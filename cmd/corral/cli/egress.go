@@ -40,8 +40,8 @@ func NewCmdEgress(f *Factory, runF func(*EgressOptions) error) *cobra.Command {
 		Use:   "egress [BOX]",
 		Short: "Show a box's egress allow-list and the destinations it tried",
 		Long: `Egress shows the allow-list a box's broker enforces (the agent's default
-hosts, the egress config and the approvals from "corral allow", each with
-its source), every destination the box tried since --since (denied first,
+hosts, the toolchains and egress groups, the egress config and the
+approvals from "corral allow", each with its source), every destination the box tried since --since (denied first,
 with counts and when last seen), the brokered credentials the box used
 (uses and last use, from the audit log; refused credential requests
 counted), the requests programs in the box filed with corral-request
@@ -56,10 +56,12 @@ decision log itself, oldest first; when stdout is not a terminal, or with
 the box's golden recorded); "corral egress learn" proposes an allow-list
 from what a learning box reached (corral up --learn).
 
---session ID shows only what the box did during one session (the IDs are
-in "corral egress --log" and "corral audit"); "last" is the latest. The
-log has no session per connection, so other sessions of the box running
-at the same time are included. Without --since it searches the whole log.`,
+--session ID shows what the box did while one session ran (the IDs are
+in "corral egress --log" and "corral audit"); "last" is the latest. A
+connection made from a session's shell carries its session ID, as the box
+claims it ("who" in --log and --json), but any process in the box can
+claim any session, so every connection of the box in that time is shown,
+other sessions' included. Without --since it searches the whole log.`,
 		Example: `  corral egress
   corral egress web-3f2a1c --since 1h
   corral egress --log --since 10m

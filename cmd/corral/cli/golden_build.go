@@ -32,6 +32,15 @@ func NewCmdGoldenBuild(f *Factory, runF func(*GoldenBuildOptions) error) *cobra.
 		Service: func() (goldenBuilder, error) { return f.Service() }}
 	return &cobra.Command{
 		Use: "build", Short: "Build the golden image the project's box would use",
+		Long: `Build builds the golden image the project's box would be cloned from, if
+it is not built yet: the base system, packages, toolchains and agent.
+
+Lima reports a VM ready even when one of its provision steps failed, so
+each of corral's steps records its own exit status in the guest, and the
+build reads that record before it keeps the image. An image whose step
+failed (or left no record) is deleted, never cloned: the error names the
+step, and its boot log, with every step's output, is kept in
+~/.corral/logs/<golden>-boot.log.`,
 		Example: "  corral golden build -C ~/src/web", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {

@@ -47,6 +47,15 @@ func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List boxes with state, host memory and idle time",
+		Long: `Ls lists every box of this machine: its state, host memory now and its
+cap, CPUs, idle time, live sessions, network mode (learning while a
+learning window is open), forwarded ports and project.
+
+Under the table, a box whose last boot's provisioning failed (state
+Failed) is named with the step that failed ("!"), and a box whose
+repository requests hosts, ports or toolchains you have not approved is
+marked "*" with the command to review them. --json prints the same
+records, provision_error included.`,
 		Example: "  corral ls\n  corral ls --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,7 +88,7 @@ func lsRun(opts *LsOptions) error {
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PORTS", "PROJECT")
-	var asking []string
+	var asking, failed []string
 	for _, st := range list {
 		name := st.Name
 		open, perr := pending(opts, st)
@@ -111,11 +120,16 @@ func lsRun(opts *LsOptions) error {
 			network = "learning"
 		}
 		tw.Row(name, st.Shown(), mem, st.CPUs, idle, st.Live, network, portsText(st.Ports), st.Project)
+		if st.ProvisionError != "" {
+			// The step that failed, under the table: a Failed state alone
+			// does not say what to fix.
+			failed = append(failed, fmt.Sprintf("! %s: %s (corral up %s says where its boot log is)", display.Text(st.Name, 0), display.Text(st.ProvisionError, 0), display.Text(st.Name, 0)))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, a := range asking {
+	for _, a := range append(failed, asking...) {
 		fmt.Fprintln(opts.IO.Out, a)
 	}
 	return nil

@@ -176,3 +176,24 @@ func TestLsJSONReadByTheMenu(t *testing.T) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", boxes, want)
 	}
 }
+
+// TestLsNamesTheFailedStep: a box whose boot provisioning failed is Failed
+// in the table, and the step is named under it.
+func TestLsNamesTheFailedStep(t *testing.T) {
+	list := fakeLister{
+		{Meta: boxmeta.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkBroker, MemoryCap: 4 << 30, CPUs: 2,
+			ProvisionError: "provisioning box web-3f2a1c failed in guest/provision/40-network.sh"},
+			State: boxstate.Running},
+	}
+	ios, _, out, errOut := Test(false)
+	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+		o.Service = func() (boxLister, error) { return list, nil }
+		return lsRun(o)
+	})
+	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
+		"web-3f2a1c\tFailed\t- / 4GiB\t2\t-\t0\tbroker\t-\t/src/web\n" +
+		"! web-3f2a1c: provisioning box web-3f2a1c failed in guest/provision/40-network.sh (corral up web-3f2a1c says where its boot log is)\n"
+	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
+		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}

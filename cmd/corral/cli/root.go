@@ -149,6 +149,7 @@ the hosts the host side allows.`,
 		NewCmdHost(f),
 		NewCmdProject(f),
 	)
+	groupCommands(root)
 	// completion is cobra's own group; made now so that the walk below
 	// covers it too.
 	root.InitDefaultCompletionCmd()
@@ -164,6 +165,38 @@ the hosts the host side allows.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	forwardRemote(f, root)
 	return root
+}
+
+// commandGroups are the headings of `corral --help`, in order, and the
+// commands under each: about 40 commands a newcomer scans by what they
+// want to do (as gh groups its own). Every visible command is in one
+// (TestHelpGroupsEveryCommand).
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"sessions", "Sessions in a project's box", []string{"claude", "codex", "gemini", "agent", "agents", "run", "shell", "attach", "sessions", "port", "pull", "review"}},
+	{"boxes", "Boxes", []string{"up", "start", "stop", "ls", "info", "rebuild", "rm", "snapshot", "golden", "host"}},
+	{"egress", "Egress and approvals", []string{"egress", "allow", "deny", "approve"}},
+	{"config", "Config and secrets", []string{"config", "secret", "render"}},
+	{"maintenance", "Maintenance", []string{"doctor", "gc", "audit", "app", "broker", "version"}},
+}
+
+// groupCommands puts each of root's commands under its heading; help and
+// completion go under maintenance.
+func groupCommands(root *cobra.Command) {
+	group := map[string]string{}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title + ":"})
+		for _, c := range g.commands {
+			group[c] = g.id
+		}
+	}
+	for _, c := range root.Commands() {
+		c.GroupID = group[c.Name()]
+	}
+	root.SetHelpCommandGroupID("maintenance")
+	root.SetCompletionCommandGroupID("maintenance")
 }
 
 // strictGroups makes every group command (one with subcommands and no

@@ -286,6 +286,12 @@ func TestAgentCLIsThroughBroker(t *testing.T) {
 	if got := strings.Join(served.Names(), ","); got != "gemini,openai" {
 		t.Fatalf("the broker serves %q, want gemini,openai", got)
 	}
+	// Another box's credential route, for TestHostFunnel's check that its
+	// own broker refuses it (otherBoxRefusesRoute): this test runs in the
+	// same lane, before it.
+	if otherRoute == "" {
+		otherRoute = "/corral/credential/" + served.Token + "/openai"
+	}
 	home := filepath.Join(dir, "home")
 	must(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
 	if !agents.geminiDefaults {

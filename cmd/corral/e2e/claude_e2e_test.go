@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/broker/brokertest"
+	"github.com/corral-dev/corral/core/funnel"
 )
 
 // testCA is a throwaway CA and a leaf for 127.0.0.1, for upstreams the
@@ -456,6 +457,10 @@ ca = %q
 			t.Fatalf("ANTHROPIC_BASE_URL = %q", route)
 		}
 		claudeRoute = route
+		if otherRoute == "" {
+			_, path, _ := strings.Cut(strings.TrimPrefix(route, "http://"), "/")
+			otherRoute = "/" + path
+		}
 		curl := func(args ...string) string {
 			return x.ok(append([]string{"run", "--", "curl", "-sS", "--noproxy", "*", "--max-time", "30"}, args...)...)
 		}
@@ -750,26 +755,41 @@ func floodCredentialRoutes(addr string, n int) map[int]int {
 	return statuses
 }
 
-// otherBoxRefusesRoute checks, from inside x's box (another box than
-// TestClaudeBrokered's, running in broker mode), that x's broker refuses
-// the route token TestClaudeBrokered's broker issued (claudeRoute): the
-// same path on x's own broker answers 403, and the first box's broker
+// otherRoute is the path of a credential route another box's broker
+// issued ("/corral/credential/<token>/<name>"), set by the first test of
+// the run that has one: TestAgentCLIsThroughBroker (a host broker of box
+// "hoste2e"), which runs in the same lane as TestHostFunnel and before it
+// (packaging TestE2ECrossTestDependencies), or TestClaudeBrokered when the
+// whole suite runs in one process.
+var otherRoute string
+
+// otherBoxRefusesRoute checks, from inside x's box (running in broker
+// mode), that x's broker refuses the route token another box's broker
+// issued (otherRoute): the same path on x's own broker answers 403; and,
+// when TestClaudeBrokered's box ran in this process, that its broker's
 // address does not answer with a credential. TestHostFunnel calls it.
 func otherBoxRefusesRoute(t *testing.T, x *h) {
-	if claudeRoute == "" {
-		t.Skip("no route of another box: TestClaudeBrokered did not run or did not get that far")
+	if otherRoute == "" {
+		t.Skip("no route of another box: neither TestAgentCLIsThroughBroker nor TestClaudeBrokered ran before this test in this lane")
 	}
 	meta := x.meta(t)
 	if meta.Network != "broker" {
 		t.Skipf("box %s is not in broker mode (%q): it has no credential routes", x.box, meta.Network)
 	}
-	host, path, _ := strings.Cut(strings.TrimPrefix(claudeRoute, "http://"), "/")
-	guestHost, _, _ := net.SplitHostPort(host)
-	own := fmt.Sprintf("http://%s:%d/%s/v1/models", guestHost, meta.BrokerPort, path)
+	// Where this box reaches its own broker: the funnel's address under
+	// qemu, the slirp gateway otherwise (core/funnel).
+	guestHost := funnel.BrokerGuestHost
+	if meta.VMType == "qemu" {
+		guestHost = funnel.GuestAddr
+	}
+	own := fmt.Sprintf("http://%s:%d%s/v1/models", guestHost, meta.BrokerPort, otherRoute)
 	curl := []string{"run", "--", "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "*", "--max-time", "20",
 		"-H", "x-api-key: corral-brokered-placeholder"}
 	if status := x.ok(append(curl, own)...); status != "403" {
 		t.Errorf("box %s's broker answered another box's route token with %q, want 403", x.box, status)
+	}
+	if claudeRoute == "" {
+		return
 	}
 	// The first box's broker address: unreachable from this box (curl
 	// fails) or refused, never answered.

@@ -38,10 +38,26 @@ func doctorChecks(t *testing.T, x *h) {
 				t.Errorf("failed: %+v", c)
 			}
 		}
-		for _, want := range []string{"lima", "provisioned", "unit corral-network.service", "network full", "session variables", "guest user"} {
+		for _, want := range []string{"lima", "provisioned", "provision steps", "unit corral-network.service", "network full", "session variables", "guest user"} {
 			if !names[want] {
 				t.Errorf("no %q check in %v", want, names)
 			}
+		}
+		// Every guest/provision step of this boot recorded success in the
+		// guest (its EXIT trap): the record the golden build decides on.
+		if !strings.Contains(out, "ok    provision steps: all ") {
+			t.Errorf("doctor has no record of every step:\n%s", out)
+		}
+	})
+	// About 5 s: two doctor runs and two sessions on the running box.
+	t.Run("doctor names a provision step whose record says it failed", func(t *testing.T) {
+		x.t = t
+		rec := "/run/corral/provision/30-agent.sh"
+		x.ok("run", "--", "sudo", "sh", "-c", "echo 1 >"+rec)
+		defer x.ok("run", "--", "sudo", "sh", "-c", "echo 0 >"+rec)
+		out, errOut, code := x.corral("doctor")
+		if code != 1 || !strings.Contains(out, "FAIL  provision steps: provision step guest/provision/30-agent.sh failed (exit status 1) at this boot") {
+			t.Errorf("code %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 	})
 	t.Run("doctor names a stopped guest unit", func(t *testing.T) {
