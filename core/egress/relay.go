@@ -170,7 +170,7 @@ func (h *relayHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fail(rf)
 		return
 	}
-	c, rest, _, rf := b.admit(&ev, req)
+	c, rest, _, rf := b.admit(&ev, req, nil)
 	if rf.status == 0 && c.Relayed {
 		rf = refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is relayed here too; a relay never relays", c.Name)}
 	}
