@@ -27,7 +27,7 @@ func startRelay(t *testing.T, b *CredentialBroker, maxBody int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: b.RelayHandler(maxBody), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: b.RelayHandler(RelayOptions{MaxBody: maxBody}), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return sock
