@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -139,16 +140,19 @@ func isOverrideHeader(name string) bool {
 	return strings.Contains(foldLetters(name), "method")
 }
 
-// overrideKeys are override field names as foldLetters reads them: "_method"
-// (Rails, Laravel, Symfony, Express's method-override), "method", and the
+// overrideKeys are override field names as foldLetters reads them:
+// "_method" (Rails, Laravel, Symfony, Express's method-override) and the
 // header names used as fields.
 var overrideKeys = []string{"method", "httpmethod", "xhttpmethod", "methodoverride", "httpmethodoverride", "xhttpmethodoverride", "xmethodoverride"}
 
 // isOverrideKey reports whether a query or form key, decoded, may name the
 // method: its name before any "[" (PHP's and Rack's nested keys), with
 // case and every non-letter dropped (PHP turns "." and " " in a key into
-// "_"), is an override name. A non-ASCII key is one (a server that folds
-// Unicode may read a full-width "＿method").
+// "_"), is an override name. Only the bare word "method", letters alone in
+// any case, is no override: no common framework reads it (Rack, Laravel
+// and Symfony read "_method"), and JSON-RPC bodies name their call so. A
+// non-ASCII key is one (a server that folds Unicode may read a full-width
+// "＿method").
 func isOverrideKey(k string) bool {
 	for i := 0; i < len(k); i++ {
 		if k[i] >= 0x80 {
@@ -159,12 +163,10 @@ func isOverrideKey(k string) bool {
 		k = k[:i]
 	}
 	f := foldLetters(k)
-	for _, o := range overrideKeys {
-		if f == o {
-			return true
-		}
+	if f == "method" && len(k) == len(f) {
+		return false
 	}
-	return false
+	return slices.Contains(overrideKeys, f)
 }
 
 // foldLetters is s lowercased with everything but ASCII letters dropped.

@@ -120,7 +120,9 @@ func frameworkMethods(r *http.Request, body []byte) []string {
 	}
 	field := func(vals url.Values) {
 		for k, vs := range vals {
-			if strings.TrimPrefix(strings.ReplaceAll(k, ".", "_"), "_") == "method" || strings.HasPrefix(k, "_method[") {
+			// PHP reads "." and " " in a key as "_"; Rack and PHP nest on "[".
+			k = strings.NewReplacer(".", "_", " ", "_").Replace(k)
+			if k == "_method" || strings.HasPrefix(k, "_method[") {
 				out = append(out, strings.ToUpper(vs[0]))
 			}
 		}
@@ -302,6 +304,8 @@ func TestCredentialRulesDifferential(t *testing.T) {
 		{name: "query semicolon", query: "a=1;_method=DELETE"},
 		{name: "query nested", query: "_method[]=DELETE"},
 		{name: "query dot", query: ".method=DELETE"},
+		{name: "query space", query: "+method=DELETE"},
+		{name: "query bare method", query: "method=DELETE"},
 		{name: "query full-width", query: "%EF%BC%BFmethod=DELETE"},
 		{name: "query push", query: "service=git-receive-pack"},
 		{name: "query push encoded", query: "service=git-%2572eceive-pack"},
@@ -311,6 +315,7 @@ func TestCredentialRulesDifferential(t *testing.T) {
 		{name: "multipart", head: "Content-Type: multipart/form-data; boundary=XX\r\n", body: mp("_method")},
 		{name: "json", head: "Content-Type: application/json\r\n", body: `{"title":"x","_method":"DELETE"}`},
 		{name: "json escaped", head: "Content-Type: application/json\r\n", body: `{"\u005fmethod":"DELETE"}`},
+		{name: "json-rpc", head: "Content-Type: application/json\r\n", body: `{"jsonrpc":"2.0","method":"DELETE"}`},
 		{name: "json plain", head: "Content-Type: application/json\r\n", body: `{"title":"x"}`},
 		{name: "text body", head: "Content-Type: text/plain\r\n", body: "hello"},
 		{name: "git fetch", head: "Content-Type: " + UploadPackType + "\r\n", body: "0032want 0000000000000000000000000000000000000000\n00000009done\n"},
@@ -449,6 +454,10 @@ func TestJudgeBody(t *testing.T) {
 		{"form", bodyNoOverride, form, "a=1&b=2", true},
 		{"form override", bodyNoOverride, form, "a=1&_method=PUT", false},
 		{"form payment_method", bodyNoOverride, form, "payment_method=pm_1", true},
+		{"form bare method", bodyNoOverride, form, "method=eth_call", true},
+		{"form upper _METHOD", bodyNoOverride, form, "_METHOD=PUT", false},
+		{"form x-http-method-override", bodyNoOverride, form, "x-http-method-override=PUT", false},
+		{"json-rpc", bodyNoOverride, jsonH, `{"jsonrpc":"2.0","method":"eth_call","id":1}`, true},
 		{"form gzip", bodyNoOverride, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "Content-Encoding": {"gzip"}}, "x", false},
 		{"two content types", bodyNoOverride, http.Header{"Content-Type": {"text/plain", "application/x-www-form-urlencoded"}}, "_method=PUT", false},
 		{"bad content type", bodyNoOverride, http.Header{"Content-Type": {"a/b; ="}}, "x", false},
