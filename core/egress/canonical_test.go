@@ -620,3 +620,77 @@ func recordThen(u *upstreamRecorder, h http.HandlerFunc) http.Handler {
 		h(w, r)
 	})
 }
+
+// TestJudgedBodyThroughBroker: under rules that name methods, a body the
+// rules must see is read whole, judged, and forwarded as the bytes judged
+// with their length (a chunked body arrives with a Content-Length); a
+// client that waits for "100 Continue" gets it before the broker reads; an
+// override in the body is refused before the upstream is reached; a body
+// declared larger than MaxJudgedBody is refused with 413.
+func TestJudgedBodyThroughBroker(t *testing.T) {
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	p, cl := startCredProxy(t, []Credential{{Name: "api", Upstream: up.srv.URL, Header: HeaderAPIKey,
+		Secret: staticSecret("k"), RootCAs: up.pool(), Rules: &CredentialRules{Methods: []string{"POST"}}}})
+	head := "POST " + CredentialPrefix + p.tok + "/api/v1/messages HTTP/1.1\r\nHost: 192.168.5.4:4242\r\nConnection: close\r\n"
+
+	// chunked form body: forwarded with its length
+	body := "a=1&b=two"
+	if s := sendRaw(t, p.addr, "POST", head+"Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)); s != 200 {
+		t.Fatalf("chunked form: %d", s)
+	}
+	r := up.last(t)
+	got, _ := io.ReadAll(r.Body)
+	if string(got) != body || r.ContentLength != int64(len(body)) || len(r.TransferEncoding) != 0 {
+		t.Errorf("upstream got %q, length %d, transfer %v", got, r.ContentLength, r.TransferEncoding)
+	}
+
+	// Expect: 100-continue: the broker says continue, then judges
+	c, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	jsonBody := `{"model":"m","messages":[]}`
+	fmt.Fprintf(c, "%sContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", head, len(jsonBody))
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("before the body: %q %v", line, err)
+	}
+	br.ReadString('\n') //nolint:errcheck // the blank line after 100 Continue
+	io.WriteString(c, jsonBody)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after 100 Continue: %v %v", resp, err)
+	}
+	if r := up.last(t); r.Header.Get("Expect") != "" {
+		t.Errorf("the upstream got Expect %q", r.Header.Get("Expect"))
+	}
+
+	n := len(up.all())
+	for _, c := range []struct {
+		name, req string
+		status    int
+	}{
+		{"json override", head + "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"_method\":\"DELETE\"}", 403},
+		{"too large to judge", head + fmt.Sprintf("Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{", MaxJudgedBody+1), 413},
+	} {
+		if s := sendRaw(t, p.addr, "POST", c.req); s != c.status {
+			t.Errorf("%s: %d, want %d", c.name, s, c.status)
+		}
+	}
+	if len(up.all()) != n {
+		t.Error("a refused body reached the upstream")
+	}
+	var rule int
+	for _, e := range cl.all(4) {
+		if e.Refusal == RefusedRule {
+			rule++
+		}
+	}
+	if rule != 2 {
+		t.Errorf("%d rule refusals logged, want 2", rule)
+	}
+}

@@ -603,7 +603,7 @@ func (b *CredentialBroker) admit(ev *CredentialEvent, req *http.Request, cont fu
 	if check != bodyAsIs {
 		if rf := readJudgedBody(req, check, cont); rf.status != 0 {
 			if rf.refusal == RefusedRule {
-				rf = ruleRefusal(name, rf.msg)
+				rf.msg = ruleRefusal(name, rf.msg).msg // its status stays: 413 for a body too large to judge
 			}
 			return nil, "", nil, rf
 		}
