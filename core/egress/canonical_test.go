@@ -694,3 +694,36 @@ func TestJudgedBodyThroughBroker(t *testing.T) {
 		t.Errorf("%d rule refusals logged, want 2", rule)
 	}
 }
+
+// FuzzJudgeBody: no body panics the judge; a form body it passes has no
+// "_method" field as url.ParseQuery reads it, a JSON body it passes has no
+// top-level "_method", and a fetch body it passes is whole pkt-lines.
+func FuzzJudgeBody(f *testing.F) {
+	f.Add("application/x-www-form-urlencoded", []byte("a=1&_method=PUT"))
+	f.Add("application/json", []byte(`{"_method":"PUT"}`))
+	f.Add("multipart/form-data; boundary=XX", []byte("--XX\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nPUT\r\n--XX--\r\n"))
+	f.Add(UploadPackType, []byte("0009done\n0000"))
+	f.Fuzz(func(t *testing.T, ct string, body []byte) {
+		h := http.Header{"Content-Type": {ct}}
+		if judgeBody(bodyUploadPack, h, body) == "" && !pktLines(body) {
+			t.Fatalf("passed as git's fetch: %q", body)
+		}
+		if judgeBody(bodyNoOverride, h, body) != "" {
+			return
+		}
+		mt, _, _ := mime.ParseMediaType(ct)
+		switch {
+		case mt == "" || mt == "application/x-www-form-urlencoded":
+			if v, err := url.ParseQuery(string(body)); err == nil && v.Has("_method") {
+				t.Fatalf("form %q passed with _method", body)
+			}
+		case mt == "application/json":
+			var m map[string]any
+			if json.Unmarshal(body, &m) == nil {
+				if _, ok := m["_method"]; ok {
+					t.Fatalf("JSON %q passed with _method", body)
+				}
+			}
+		}
+	})
+}
