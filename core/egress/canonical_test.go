@@ -83,6 +83,22 @@ func lenientPath(raw string) string {
 	return cleanKeepSlash(strings.Join(segs, "/"))
 }
 
+// railsPath reads a raw path as a Rails-style router does: decoded once
+// (Rack), cleaned, and the last segment's ".format" taken off
+// ("/org/repo.json" routes as "/org/repo", format json).
+func railsPath(raw string) string {
+	p := raw
+	if d, err := url.PathUnescape(raw); err == nil {
+		p = d
+	}
+	p = cleanKeepSlash(p)
+	dir, last := path.Split(p)
+	if i := strings.LastIndexByte(last, '.'); i > 0 {
+		last = last[:i]
+	}
+	return cleanKeepSlash(dir + last)
+}
+
 // goPath reads a raw path as Go's ServeMux does: decoded once, cleaned.
 func goPath(raw string) string {
 	u, err := url.Parse(raw)
@@ -250,8 +266,9 @@ type diffCred struct {
 // ";" parameters, full-width characters, bodies on GET and HEAD) sent
 // through the real broker to a real upstream on loopback. For every
 // request the upstream receives, the method as Rails, Laravel, Symfony and
-// Express would read it, and the path as a servlet container, the
-// loosest server and Go's router would read it, are ones the rule allows;
+// Express would read it, and the path as a servlet container, a
+// Rails-style router, the loosest server and Go's router would read it,
+// are ones the rule allows;
 // read_only bodies on GET and HEAD never arrive, and a read_only POST
 // arrives only as git's fetch on a git host's credential.
 func TestCredentialRulesDifferential(t *testing.T) {
@@ -379,7 +396,7 @@ func TestCredentialRulesDifferential(t *testing.T) {
 		reached[c.name]++
 		rest := strings.TrimPrefix(rawPath, "/base-"+c.name)
 		what := fmt.Sprintf("credential %s: upstream got %s %q (%v) body %q", c.name, r.Method, r.RequestURI, r.Header, body)
-		views := map[string]string{"servlet": servletPath(rest), "lenient": lenientPath(rest), "go": goPath(rest)}
+		views := map[string]string{"servlet": servletPath(rest), "lenient": lenientPath(rest), "rails": railsPath(rest), "go": goPath(rest)}
 		for reader, pth := range views {
 			if !slices.ContainsFunc(c.prefix, func(p string) bool { return pathUnder(pth, p) }) {
 				t.Errorf("%s: a %s server reads path %q, outside %v", what, reader, pth, c.prefix)
