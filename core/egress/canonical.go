@@ -279,9 +279,7 @@ func bodyOverride(h http.Header, body []byte) string {
 	if err != nil {
 		return "the body has " + err.Error() + " and cannot be judged"
 	}
-	form := mt == "" || strings.Contains(mt, "form") || strings.Contains(mt, "urlencoded")
-	multi := strings.HasPrefix(mt, "multipart/")
-	isJSON := strings.Contains(mt, "json")
+	form, multi, isJSON := fieldKinds(mt)
 	if !form && !multi && !isJSON {
 		return ""
 	}
@@ -322,6 +320,29 @@ func bodyOverride(h http.Header, body []byte) string {
 		}
 		return ""
 	})
+}
+
+// fieldKinds says how frameworks may read fields from a body of media
+// type mt ("" when none is sent): as a form (also with no type: Rack
+// parses a POST without one as a form), as multipart, as JSON. Broad on
+// purpose: any type naming "form", "urlencoded" or "json".
+func fieldKinds(mt string) (form, multi, isJSON bool) {
+	return mt == "" || strings.Contains(mt, "form") || strings.Contains(mt, "urlencoded"),
+		strings.HasPrefix(mt, "multipart/"), strings.Contains(mt, "json")
+}
+
+// bodyHasFields reports whether a body sent with header h must be read
+// before it is forwarded under rules that name methods: a framework may
+// read fields (an override) from it, or its type cannot be told (then
+// bodyOverride refuses it). Any other body (a file, a pack, an image)
+// streams as it comes, whatever its size.
+func bodyHasFields(h http.Header) bool {
+	mt, _, err := contentType(h)
+	if err != nil {
+		return true
+	}
+	form, multi, isJSON := fieldKinds(mt)
+	return form || multi || isJSON
 }
 
 // jsonOverride is why a JSON body overrides the method: a top-level key

@@ -686,6 +686,16 @@ func TestJudgedBodyThroughBroker(t *testing.T) {
 		t.Errorf("the upstream got Expect %q", r.Header.Get("Expect"))
 	}
 
+	// A body no framework reads fields from streams, whatever its size
+	// (here past MaxJudgedBody).
+	big := strings.Repeat("x", MaxJudgedBody+10)
+	if s := sendRaw(t, p.addr, "POST", head+fmt.Sprintf("Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n%s", len(big), big)); s != 200 {
+		t.Errorf("a large octet-stream body: %d, want it forwarded", s)
+	}
+	if r := up.last(t); r.ContentLength != int64(len(big)) {
+		t.Errorf("the upstream got a body of %d bytes", r.ContentLength)
+	}
+
 	n := len(up.all())
 	for _, c := range []struct {
 		name, req string

@@ -136,7 +136,7 @@ func (r *CredentialRules) permit(cr canonicalRequest) (string, bodyCheck) {
 		if why := overrideQuery(cr.rawQuery); why != "" {
 			return why, bodyAsIs
 		}
-		if cr.body {
+		if cr.body && bodyHasFields(cr.header) {
 			check = bodyNoOverride
 		}
 	}
