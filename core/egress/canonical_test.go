@@ -754,3 +754,26 @@ func FuzzJudgeBody(f *testing.F) {
 		}
 	})
 }
+
+// TestCredentialTrailersDropped: a chunked body's trailers (here an
+// override and a credential header the rules never saw) do not reach the
+// upstream, with rules or without.
+func TestCredentialTrailersDropped(t *testing.T) {
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	p, _ := startCredProxy(t, []Credential{
+		{Name: "any", Upstream: up.srv.URL, Header: HeaderAPIKey, Secret: staticSecret("k"), RootCAs: up.pool()},
+		{Name: "post", Upstream: up.srv.URL, Header: HeaderAPIKey, Secret: staticSecret("k"), RootCAs: up.pool(), Rules: &CredentialRules{Methods: []string{"POST"}}},
+	})
+	for _, name := range []string{"any", "post"} {
+		req := "POST " + CredentialPrefix + p.tok + "/" + name + "/x HTTP/1.1\r\nHost: 192.168.5.4:4242\r\nConnection: close\r\n" +
+			"Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\nTrailer: X-Http-Method-Override, X-Api-Key\r\n\r\n" +
+			"2\r\nhi\r\n0\r\nX-Http-Method-Override: DELETE\r\nX-Api-Key: box\r\n\r\n"
+		if s := sendRaw(t, p.addr, "POST", req); s != 200 {
+			t.Fatalf("%s: %d", name, s)
+		}
+		r := up.last(t)
+		if len(r.Trailer) != 0 || r.Header.Get("Trailer") != "" || r.Header.Get("X-Api-Key") != "k" {
+			t.Errorf("%s: the upstream got trailers %v, header %v", name, r.Trailer, r.Header)
+		}
+	}
+}

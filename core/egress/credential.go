@@ -694,6 +694,10 @@ func (b *CredentialBroker) outbound(c *credential, relay *sessionRelay, req *htt
 	out.RequestURI = ""
 	out.URL = tu
 	out.Host = host
+	// No trailer reaches the upstream: a server that merges trailers into
+	// headers would read ones the rules never saw (an override, a
+	// credential header).
+	out.Trailer = nil
 	for _, h := range strippedHeaders {
 		out.Header.Del(h)
 	}
