@@ -38,8 +38,11 @@ import (
 //     and decoding, in a form, multipart or JSON body (overrideQuery,
 //     judgeBody). A body that cannot be judged (too large, compressed, not
 //     parseable as its type claims) is refused;
+//   - on a credential whose rules name paths, a header a server may take
+//     the path or the host from instead of the request line
+//     (X-Original-URL and its kind, isPathHeader) is refused;
 //   - a body the rules judged is forwarded as the bytes judged, with its
-//     length, never streamed past the check.
+//     length, never streamed past the check, and no trailer is forwarded.
 
 // MaxJudgedBody caps a body the rules must read before it is forwarded (a
 // form or JSON body under limited methods, git's fetch request under
@@ -138,6 +141,32 @@ func canonicalPath(raw string) (dec, escaped string, err error) {
 // X_HTTP_METHOD_OVERRIDE and any other name holding "method".
 func isOverrideHeader(name string) bool {
 	return strings.Contains(foldLetters(name), "method")
+}
+
+// isPathHeader reports whether a header's name, in any spelling, may make
+// a server take the request's path or host from it instead of the request
+// line: X-Original-URL and X-Rewrite-URL (IIS URL Rewrite, older Symfony
+// and Zend), X-Original-URI, X-Forwarded-Prefix and -Path (Spring and
+// proxies), Forwarded and X-Forwarded-Host (routers that serve several
+// sites), and any other name holding "url", "uri", "path" or "forwarded".
+func isPathHeader(name string) bool {
+	f := foldLetters(name)
+	for _, w := range []string{"url", "uri", "path", "forwarded"} {
+		if strings.Contains(f, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathHeader is the first header of h that can override the path, or "".
+func pathHeader(h http.Header) string {
+	for name := range h {
+		if isPathHeader(name) {
+			return name
+		}
+	}
+	return ""
 }
 
 // overrideKeys are override field names as foldLetters reads them:

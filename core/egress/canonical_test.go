@@ -315,6 +315,10 @@ func TestCredentialRulesDifferential(t *testing.T) {
 		{name: "header x-http-method", head: "X-HTTP-Method: DELETE\r\n"},
 		{name: "header x-method-override", head: "x-method-override: DELETE\r\n"},
 		{name: "header lower", head: "x-http-method-override: DELETE\r\n"},
+		{name: "x-original-url", head: "X-Original-URL: /org/other\r\n"},
+		{name: "x-rewrite-url", head: "X-Rewrite-Url: /org/other\r\n"},
+		{name: "x_original_url", head: "X_ORIGINAL_URL: /org/other\r\n"},
+		{name: "x-forwarded-prefix", head: "X-Forwarded-Prefix: /org/other\r\n"},
 		{name: "query", query: "_method=DELETE"},
 		{name: "query encoded key", query: "%5Fmethod=DELETE"},
 		{name: "query double-encoded key", query: "%255Fmethod=DELETE"},
@@ -397,6 +401,16 @@ func TestCredentialRulesDifferential(t *testing.T) {
 		rest := strings.TrimPrefix(rawPath, "/base-"+c.name)
 		what := fmt.Sprintf("credential %s: upstream got %s %q (%v) body %q", c.name, r.Method, r.RequestURI, r.Header, body)
 		views := map[string]string{"servlet": servletPath(rest), "lenient": lenientPath(rest), "rails": railsPath(rest), "go": goPath(rest)}
+		// IIS URL Rewrite, older Symfony and Zend take the path from these
+		// headers; a proxy that honours X-Forwarded-Prefix prepends it.
+		for name, vs := range r.Header {
+			switch foldLetters(name) {
+			case "xoriginalurl", "xrewriteurl":
+				views["rewrite header"] = cleanKeepSlash(strings.TrimPrefix(vs[0], "/base-"+c.name))
+			case "xforwardedprefix":
+				views["forwarded prefix"] = cleanKeepSlash(vs[0] + views["go"])
+			}
+		}
 		for reader, pth := range views {
 			if !slices.ContainsFunc(c.prefix, func(p string) bool { return pathUnder(pth, p) }) {
 				t.Errorf("%s: a %s server reads path %q, outside %v", what, reader, pth, c.prefix)

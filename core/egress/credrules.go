@@ -143,6 +143,11 @@ func (r *CredentialRules) permit(cr canonicalRequest) (string, bodyCheck) {
 	if len(r.Methods) > 0 && !slices.Contains(r.Methods, cr.method) {
 		return fmt.Sprintf("method %s is not allowed (methods: %s)", methodClass(cr.method), strings.Join(r.Methods, ", ")), bodyAsIs
 	}
+	if len(r.Paths) > 0 {
+		if h := pathHeader(cr.header); h != "" {
+			return "a header that may override the path (" + quoteShort(h) + ") is not allowed when the credential's paths are limited", bodyAsIs
+		}
+	}
 	if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(p string) bool { return pathUnder(cr.path, p) }) {
 		return "the path is outside the credential's paths (" + strings.Join(r.Paths, ", ") + ")", bodyAsIs
 	}
