@@ -621,15 +621,15 @@ func ruleRefusal(name, why string) refusal {
 // cont, when set, is called first: a client that sent "Expect:
 // 100-continue" sends the body only after it.
 func readJudgedBody(req *http.Request, check bodyCheck, cont func() error) refusal {
+	if req.ContentLength > MaxJudgedBody {
+		return refusal{RefusedRule, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body the rules must read is larger than %d bytes and cannot be judged", MaxJudgedBody)}
+	}
 	if cont != nil && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
 		if err := cont(); err != nil {
 			return refusal{status: http.StatusBadRequest, msg: "credential request: the client went away"}
 		}
 	}
 	req.Header.Del("Expect")
-	if req.ContentLength > MaxJudgedBody {
-		return refusal{RefusedRule, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body the rules must read is larger than %d bytes and cannot be judged", MaxJudgedBody)}
-	}
 	var body []byte
 	if req.Body != nil {
 		var err error
