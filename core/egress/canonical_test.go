@@ -275,6 +275,15 @@ func TestCredentialRulesDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of requests")
 	}
+	for _, via := range []string{"broker", "relay"} {
+		t.Run(via, func(t *testing.T) { differential(t, via) })
+	}
+}
+
+// differential runs the corpus through the broker's own routes (via
+// "broker") or through the laptop's relay handler on a Unix socket ("relay":
+// a strict HTTP/1.1 server of Go's, the same admit).
+func differential(t *testing.T, via string) {
 	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	creds := []diffCred{
 		{name: "get", rules: &CredentialRules{Methods: []string{"GET", "HEAD"}, Paths: []string{"/org/repo"}}, methods: []string{"GET", "HEAD"}, prefix: []string{"/org/repo"}},
@@ -287,7 +296,25 @@ func TestCredentialRulesDifferential(t *testing.T) {
 		cs = append(cs, Credential{Name: c.name, Upstream: up.srv.URL + "/base-" + c.name, Header: HeaderBasic,
 			Secret: staticSecret("tok"), RootCAs: up.pool(), Rules: c.rules})
 	}
-	p, _ := startCredProxy(t, cs)
+	prefix, host := "", "192.168.5.4:4242"
+	var dial func() (net.Conn, error)
+	if via == "broker" {
+		p, _ := startCredProxy(t, cs)
+		prefix = CredentialPrefix + p.tok + "/"
+		dial = func() (net.Conn, error) { return net.Dial("tcp", p.addr) }
+	} else {
+		b, err := NewCredentialBroker(CredentialConfig{Resolver: testResolver{}, Credentials: cs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := b.NewToken("relay-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock := startRelay(t, b, 0)
+		prefix, host = CredentialPrefix+tok+"/", RelayHost
+		dial = func() (net.Conn, error) { return net.Dial("unix", sock) }
+	}
 
 	paths := []string{
 		"/org/repo", "/org/repo/issues", "/org/repo/issues/1", "/org/repo.git/git-upload-pack", "/org/repo/git-upload-pack",
@@ -366,13 +393,13 @@ func TestCredentialRulesDifferential(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for j := range ch {
-				target := CredentialPrefix + p.tok + "/" + j.cred + j.path
+				target := prefix + j.cred + j.path
 				if j.f.query != "" {
 					target += "?" + j.f.query
 				}
-				req := j.method + " " + target + " HTTP/1.1\r\nHost: 192.168.5.4:4242\r\n" + j.f.head +
+				req := j.method + " " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + j.f.head +
 					fmt.Sprintf("Content-Length: %d\r\nConnection: close\r\n\r\n", len(j.f.body)) + j.f.body
-				sendRaw(t, p.addr, j.method, req)
+				sendOn(t, dial, j.method, req)
 			}
 		})
 	}
@@ -452,7 +479,12 @@ func TestCredentialRulesDifferential(t *testing.T) {
 
 // sendRaw sends one raw request and reads its answer's head.
 func sendRaw(t *testing.T, addr, method, req string) int {
-	c, err := net.Dial("tcp", addr)
+	return sendOn(t, func() (net.Conn, error) { return net.Dial("tcp", addr) }, method, req)
+}
+
+// sendOn is sendRaw on a connection from dial.
+func sendOn(t *testing.T, dial func() (net.Conn, error), method, req string) int {
+	c, err := dial()
 	if err != nil {
 		t.Error(err)
 		return 0
