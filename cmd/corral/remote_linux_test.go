@@ -362,6 +362,11 @@ exit 4
 		if r := fx.corral(t, fx.corralA, home, "", "host", "add", "tr", url, "--corral", fakeRelay, "--ssh-config", fx.sshConfig); r.code != 0 {
 			t.Fatalf("host add: %+v", r)
 		}
+		// A host uses none of this machine's credentials until granted
+		// (issue 35; the "credential relay grants" subtest tests that).
+		if r := fx.corral(t, fx.corralA, home, "", "host", "grant", "tr", "gh"); r.code != 0 {
+			t.Fatalf("host grant: %+v", r)
+		}
 		t.Setenv("GH_TOK", key)
 		got := fx.corral(t, fx.corralA, home, "", "--host", "tr", "-C", "/srv/web", "run", "--", "x")
 		want := "mode:600\nupstream-ok\n403\n403\n"
@@ -373,6 +378,98 @@ exit 4
 		}
 		if ents, _ := os.ReadDir(filepath.Join(home, "run")); len(ents) != 0 {
 			t.Errorf("the relay outlived the command: %v", ents)
+		}
+	})
+	t.Run("credential relay grants", func(t *testing.T) {
+		// The relay names its hosts (issue 35): this machine holds two
+		// credentials (gh, other); host tn was granted none and host tg
+		// only gh. The stand-in remote corral asks the relay for both, as
+		// the remote broker would. tn gets neither (403 with the grant
+		// command, printed here too); tg gets gh and not other; the
+		// upstream sees only tg's gh request; the audit names the host.
+		var hits atomic.Int32
+		up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			io.WriteString(w, "upstream-ok "+r.URL.Path)
+		}))
+		defer up.Close()
+		ca := filepath.Join(fx.dir, "grant-ca.pem")
+		write(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw})))
+		home := filepath.Join(fx.dir, "grant-home")
+		remoteRun := filepath.Join(fx.dir, "grant-remote-run")
+		for _, d := range []string{home, remoteRun} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, filepath.Join(home, "config.toml"),
+			"[credentials.gh]\nupstream = \""+up.URL+"/gh\"\nheader = \"basic\"\nenv_from_host = \"GH_TOK\"\nca = \""+ca+"\"\n"+
+				"[credentials.other]\nupstream = \""+up.URL+"/other\"\nheader = \"authorization\"\nenv_from_host = \"OTHER_TOK\"\nca = \""+ca+"\"\n")
+		fake := filepath.Join(fx.dir, "fake-corral-grant")
+		write(t, fake, `#!/bin/sh
+if [ "$3" = version ]; then
+	printf '{"version":"0.0.0-remote-a","commit":"aaaa","run_dir":"%s"}\n' '`+remoteRun+`'
+	exit 0
+fi
+[ "$3" = --credential-relay ] && [ -S "$4" ] || { echo "no relay socket: $*"; exit 9; }
+for c in gh other; do
+	printf '%s: ' "$c"
+	curl -sS -w ' %{http_code}\n' --unix-socket "$4" "http://corral-relay/corral/credential/$6/$c/x"
+done
+exit 4
+`)
+		if err := os.Chmod(fake, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []string{"tn", "tg"} {
+			if r := fx.corral(t, fx.corralA, home, "", "host", "add", h, url, "--corral", fake, "--ssh-config", fx.sshConfig); r.code != 0 {
+				t.Fatalf("host add %s: %+v", h, r)
+			}
+		}
+		if r := fx.corral(t, fx.corralA, home, "", "host", "grant", "tg", "gh"); r.code != 0 || r.out != "host tg may use: gh\n" {
+			t.Fatalf("host grant: %+v", r)
+		}
+		if r := fx.corral(t, fx.corralA, home, "", "host", "ls"); r.code != 0 || !strings.Contains(r.out, "tg\t"+url+"\t"+fake+"\t"+fx.sshConfig+"\tgh\n") ||
+			!strings.Contains(r.out, "tn\t"+url+"\t"+fake+"\t"+fx.sshConfig+"\tnone\n") {
+			t.Errorf("host ls: %+v", r)
+		}
+		const ghKey, otherKey = "ghp_grant_0123456789", "sk-other-0123456789"
+		t.Setenv("GH_TOK", ghKey)
+		t.Setenv("OTHER_TOK", otherKey)
+
+		got := fx.corral(t, fx.corralA, home, "", "--host", "tn", "-C", "/srv/web", "run", "--", "x")
+		for _, c := range []string{"gh", "other"} {
+			if !strings.Contains(got.out, c+": corral: credential \""+c+"\" is held by the laptop, which does not let this host use it: to grant it, run on the laptop: corral host grant tn "+c+"\n 403\n") ||
+				!strings.Contains(got.err, "corral: host tn asked for credential "+c+", which this machine holds but has not granted to it; to grant it: corral host grant tn "+c+"\n") {
+				t.Errorf("host tn, credential %s: got %+v", c, got)
+			}
+		}
+		if got.code != 4 || hits.Load() != 0 || strings.Contains(got.out+got.err, ghKey) || strings.Contains(got.out+got.err, otherKey) {
+			t.Errorf("host tn: exit %d, upstream hits %d, output %+v", got.code, hits.Load(), got)
+		}
+
+		got = fx.corral(t, fx.corralA, home, "", "--host", "tg", "-C", "/srv/web", "run", "--", "x")
+		if !strings.HasPrefix(got.out, "gh: upstream-ok /gh/x 200\nother: corral: credential \"other\" is held by the laptop, which does not let this host use it: to grant it, run on the laptop: corral host grant tg other\n 403\n") ||
+			got.code != 4 || hits.Load() != 1 || strings.Contains(got.err, "asked for credential gh") || !strings.Contains(got.err, "corral host grant tg other") {
+			t.Errorf("host tg: got %+v, upstream hits %d", got, hits.Load())
+		}
+		b, err := os.ReadFile(filepath.Join(home, "logs", "audit.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var use, refusedTN, refusedTG bool
+		for line := range strings.SplitSeq(string(b), "\n") {
+			switch {
+			case strings.Contains(line, `"kind":"credential-use"`) && strings.Contains(line, `"credential":"gh"`) && strings.Contains(line, `"host":"tg"`):
+				use = true
+			case strings.Contains(line, `"kind":"credential-refused"`) && strings.Contains(line, `"reason":"not-granted"`) && strings.Contains(line, `"host":"tn"`):
+				refusedTN = true
+			case strings.Contains(line, `"kind":"credential-refused"`) && strings.Contains(line, `"reason":"not-granted"`) && strings.Contains(line, `"credential":"other"`) && strings.Contains(line, `"host":"tg"`):
+				refusedTG = true
+			}
+		}
+		if !use || !refusedTN || !refusedTG || strings.Contains(string(b), ghKey) {
+			t.Errorf("audit: use by tg %v, refusals for tn %v and tg %v:\n%s", use, refusedTN, refusedTG, b)
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {

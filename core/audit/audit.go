@@ -70,7 +70,8 @@ const (
 	// flush: a flood of bogus requests is a count, not a line each.
 	KindCredentialRefused Kind = "credential-refused"
 	// KindHost: a remote host was added to or removed from
-	// ~/.corral/hosts.toml (core/remote); fields "op", "host", "url".
+	// ~/.corral/hosts.toml, or its credentials granted or revoked
+	// (core/remote); fields "op", "host", "url", "credentials".
 	KindHost Kind = "host"
 	// KindReceive: another machine sent a project to this one, its remote
 	// host (corral project receive, docs/REMOTE.md); fields as a pull's,
@@ -92,6 +93,9 @@ const (
 	FieldStatus     = "status" // the last status the box got
 	FieldFailed     = "failed" // how many of count got a 4xx/5xx
 	FieldReason     = "reason"
+	// FieldHost is the remote host a laptop's relay served (core/broker
+	// LaptopRelay): each relayed use and refusal names it.
+	FieldHost = "host"
 )
 
 // Actor says which part of corral acted.

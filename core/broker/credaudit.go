@@ -29,6 +29,9 @@ type credAudit struct {
 	next   egress.CredentialLogger
 	record func(audit.Event) error
 	box    string
+	// host is the remote host a laptop's relay serves ("" for a box's
+	// broker): every line names it.
+	host   string
 	logger *slog.Logger
 	now    func() time.Time
 
@@ -123,6 +126,9 @@ func (a *credAudit) Flush() {
 		}
 		if k.session != "" {
 			f[audit.FieldSession] = k.session
+		}
+		if a.host != "" {
+			f[audit.FieldHost] = a.host
 		}
 		if err := a.record(audit.Event{Time: c.last, Kind: kind, Box: a.box, Fields: f}); err != nil {
 			a.logger.Warn("recording credential use in the audit log", "box", a.box, "err", err)

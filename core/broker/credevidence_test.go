@@ -224,3 +224,28 @@ func poolOf(s *httptest.Server) *x509.CertPool {
 }
 
 func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
+
+// A laptop's relay names its remote host on every audit line it writes,
+// uses and refusals alike (issue 35); a box's broker names none.
+func TestCredentialAuditNamesTheHost(t *testing.T) {
+	for _, host := range []string{"gpu", ""} {
+		var got []audit.Event
+		ca := newCredAudit(nil, func(e audit.Event) error { got = append(got, e); return nil }, "web", discard())
+		ca.host = host
+		ca.LogCredential(egress.CredentialEvent{Name: "anthropic", Session: "relay-1", Upstream: "api.example.test", Method: "POST", Class: "/v1/messages", Status: 200})
+		ca.LogCredential(egress.CredentialEvent{Name: "github", Session: "relay-1", Refusal: egress.RefusedNotGranted, Status: 403})
+		ca.Flush()
+		if len(got) != 2 {
+			t.Fatalf("host %q: %d events", host, len(got))
+		}
+		for _, e := range got {
+			h, ok := e.Fields[audit.FieldHost]
+			if host != "" && h != host || host == "" && ok {
+				t.Errorf("host %q: %s event has host %v", host, e.Kind, h)
+			}
+		}
+		if got[1].Fields[audit.FieldReason] != string(egress.RefusedNotGranted) {
+			t.Errorf("refusal %+v", got[1].Fields)
+		}
+	}
+}

@@ -17,13 +17,15 @@ import (
 // LaptopRelay starts this machine's credential relay for one session it
 // runs on a remote host (docs/REMOTE.md, "Secrets"): the credentials this
 // machine's config for the project (cfg, box boxName: core/box
-// RelayConfig) names and this machine can
-// read (its keychain, its environment), served on a private socket that
-// the session's ssh forwards. Each use and refusal is counted in this
-// machine's audit log as the broker counts its own (credential-use,
-// credential-refused). It returns nil and a no-op stop when there is
-// nothing to relay; stop ends the relay and writes the counts.
-func LaptopRelay(l paths.Layout, cfg config.Settings, boxName string, store secret.Store, getenv func(string) (string, bool), logger *slog.Logger) (*credential.Relay, func(), error) {
+// RelayConfig) names, this machine can read (its keychain, its
+// environment), and the host was granted (g: its hosts.toml credentials;
+// none by default), served on a private socket that the session's ssh
+// forwards; one held but not granted is refused with how to grant it.
+// Each use and refusal is counted in this machine's audit log as the
+// broker counts its own (credential-use, credential-refused), each line
+// naming the host. It returns nil and a no-op stop when there is nothing
+// to relay; stop ends the relay and writes the counts.
+func LaptopRelay(l paths.Layout, cfg config.Settings, boxName string, g credential.Grant, store secret.Store, getenv func(string) (string, bool), logger *slog.Logger) (*credential.Relay, func(), error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -32,6 +34,7 @@ func LaptopRelay(l paths.Layout, cfg config.Settings, boxName string, store secr
 		return nil, func() {}, fmt.Errorf("the credential relay: %w", err)
 	}
 	counts := newCredAudit(nil, alog.Record, boxName, logger)
+	counts.host = g.Host
 	counts.start(credFlushInterval)
 	if store != nil {
 		// As the broker's: no dialog while a remote session waits; the
@@ -40,7 +43,7 @@ func LaptopRelay(l paths.Layout, cfg config.Settings, boxName string, store secr
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	r, err := credential.StartRelay(l.RunDir(), "relay-"+hex.EncodeToString(rnd[:]), cfg, credential.HolderConfig{
+	r, err := credential.StartRelay(l.RunDir(), "relay-"+hex.EncodeToString(rnd[:]), cfg, g, credential.HolderConfig{
 		Store: store, Getenv: getenv, Logger: logger,
 		Egress: egress.CredentialConfig{Log: counts, Logger: logger},
 	})

@@ -8,9 +8,11 @@ import (
 )
 
 // Rules are the credential's rules as the broker applies them, or nil
-// when it has none.
+// when it has none. header = "basic" (the git hosts' header) declares the
+// credential a git host's: only then does read_only admit git's fetch.
 func (cr Credential) Rules() *egress.CredentialRules {
-	r := &egress.CredentialRules{Methods: slices.Clone(cr.Methods), Paths: slices.Clone(cr.Paths), ReadOnly: cr.ReadOnly}
+	r := &egress.CredentialRules{Methods: slices.Clone(cr.Methods), Paths: slices.Clone(cr.Paths), ReadOnly: cr.ReadOnly,
+		Git: CredentialHeader(cr.Header) == HeaderBasic}
 	if r.IsZero() {
 		return nil
 	}

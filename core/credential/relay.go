@@ -11,10 +11,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/secret"
 )
@@ -41,6 +44,9 @@ type Relay struct {
 	// Keychain are the keychain items the relay reads, for the terminal
 	// to settle before ssh starts (secret.Decide).
 	Keychain []secret.Ref
+	// Withheld are the credentials this machine holds for the project but
+	// the host was not granted: refused when asked for.
+	Withheld []string
 
 	dir    string
 	srv    *http.Server
@@ -61,21 +67,52 @@ const (
 	relayIdleTimeout   = 2 * time.Minute
 )
 
+// Grant is what a remote host may use of the credentials this machine
+// holds: the names its hosts.toml table grants it (core/remote
+// Host.Credentials). The default is none: a host uses a credential held
+// here only once the user has named it for that host.
+type Grant struct {
+	// Host names the remote host (for refusals and the audit).
+	Host string
+	// Credentials are the names the host may use.
+	Credentials []string
+	// Hint is what a refusal of a credential held here but not granted
+	// tells the box and the user: how to grant it (name: the credential).
+	Hint func(name string) string
+	// Asked, when set, is called once per credential of this session the
+	// host asked for but may not use (the laptop prints the hint).
+	Asked func(name string)
+}
+
 // StartRelay serves, for session, the credentials this machine's config c
-// names and this machine can read itself (its keychain, its environment:
-// cfg.Store and cfg.Getenv), on a new socket under runDir. It returns nil
-// and no error when there is none to serve. Close it when the session
-// ends.
+// names, that this machine can read itself (its keychain, its
+// environment: cfg.Store and cfg.Getenv), and that g grants the remote
+// host, on a new socket under runDir. A credential it holds but g does not
+// grant is refused with g.Hint when the host asks for it (and g.Asked
+// called once). It returns nil and no error when it holds none. Close it
+// when the session ends.
 //
 // It plans c as the box's broker plans its own (Plan): the relay is the
 // planner of what the laptop holds, the remote broker of what the remote
 // host holds; a credential neither can read is served by neither.
-func StartRelay(runDir, session string, c config.Settings, cfg HolderConfig) (*Relay, error) {
+func StartRelay(runDir, session string, c config.Settings, g Grant, cfg HolderConfig) (*Relay, error) {
 	// The box's network is the remote host's to decide; what is planned
 	// here is what this machine would hold if the box brokers its
 	// credentials, the only mode in which it asks for them.
 	c.Network = config.NetworkBroker
-	h, err := NewHolder(Plan(c), cfg)
+	var granted []Spec
+	withheld := map[string]bool{}
+	for _, s := range Plan(c) {
+		switch {
+		case slices.Contains(g.Credentials, s.Name):
+			granted = append(granted, s)
+		default:
+			if _, _, ok := source(s, cfg); ok {
+				withheld[s.Name] = true // held here, not granted: refused with the hint
+			}
+		}
+	}
+	h, err := NewHolder(granted, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the credential relay: %w", err)
 	}
@@ -83,9 +120,36 @@ func StartRelay(runDir, session string, c config.Settings, cfg HolderConfig) (*R
 	if err != nil {
 		return nil, fmt.Errorf("the credential relay: %w", err)
 	}
-	if len(served.Routes) == 0 {
+	if len(served.Routes) == 0 && len(withheld) == 0 {
 		return nil, nil
 	}
+	if served.Token == "" {
+		// Nothing granted, something held: the relay still answers, so
+		// that a request for a withheld credential is refused with how
+		// to grant it (after the token, as every request).
+		if served.Token, err = h.Broker().NewToken(session); err != nil {
+			return nil, fmt.Errorf("the credential relay: %w", err)
+		}
+	}
+	var askedMu sync.Mutex
+	asked := map[string]bool{}
+	opts := egress.RelayOptions{Withheld: func(name string) (string, bool) {
+		if !withheld[name] {
+			return "", false
+		}
+		askedMu.Lock()
+		first := !asked[name]
+		asked[name] = true
+		askedMu.Unlock()
+		if first && g.Asked != nil {
+			g.Asked(name)
+		}
+		hint := "grant it on the laptop"
+		if g.Hint != nil {
+			hint = g.Hint(name)
+		}
+		return hint, true
+	}}
 	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return nil, fmt.Errorf("the credential relay: %w", err)
 	}
@@ -104,9 +168,9 @@ func StartRelay(runDir, session string, c config.Settings, cfg HolderConfig) (*R
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &Relay{Socket: sock, Token: served.Token, Routes: served.Routes, Keychain: served.Keychain, dir: dir, done: make(chan struct{}),
+	r := &Relay{Socket: sock, Token: served.Token, Routes: served.Routes, Keychain: served.Keychain, Withheld: sortedKeys(withheld), dir: dir, done: make(chan struct{}),
 		srv: &http.Server{
-			Handler:           h.Broker().RelayHandler(0),
+			Handler:           h.Broker().RelayHandler(opts),
 			ReadHeaderTimeout: relayHeaderTimeout,
 			IdleTimeout:       relayIdleTimeout,
 			MaxHeaderBytes:    1 << 20,
@@ -172,4 +236,13 @@ func (c *releaseConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -38,7 +38,7 @@ func TestStartRelay(t *testing.T) {
 	defer os.RemoveAll(run)
 	store := &secret.Memory{}
 	store.Set(context.Background(), "corral", "git", "ghp_laptop")
-	r, err := StartRelay(filepath.Join(run, "run"), "sess-1", settings(c), HolderConfig{Store: store, Getenv: env("OPENAI_API_KEY", "sk-laptop"),
+	r, err := StartRelay(filepath.Join(run, "run"), "sess-1", settings(c), Grant{Host: "gpu", Credentials: []string{"git", "openai", "absent"}}, HolderConfig{Store: store, Getenv: env("OPENAI_API_KEY", "sk-laptop"),
 		Upstreams: map[string]string{"git": up.URL}, RootCAs: map[string]*x509Pool{"git": pool},
 		Egress: egress.CredentialConfig{Resolver: loopbackResolver{}}})
 	if err != nil {
@@ -84,9 +84,97 @@ func TestStartRelay(t *testing.T) {
 
 	// Nothing this machine can read: no relay.
 	none, err := StartRelay(filepath.Join(run, "run"), "sess-2", settings(config.Config{Network: ptr(config.NetworkBroker), Agent: ptr("codex")}),
-		HolderConfig{Getenv: env(), Store: &secret.Memory{}})
+		Grant{Host: "gpu", Credentials: []string{"openai"}}, HolderConfig{Getenv: env(), Store: &secret.Memory{}})
 	if err != nil || none != nil {
 		t.Errorf("StartRelay with nothing to serve = %v, %v", none, err)
+	}
+}
+
+// The relay names its hosts (issue 35): a host uses only the credentials
+// its grant names. One it was not granted that this machine holds is
+// refused (403, not-granted) with the command that grants it, and Asked
+// is called once; one this machine does not hold is unknown (404). With
+// no grant the relay still answers, refusing each with its command.
+func TestRelayGrantsPerHost(t *testing.T) {
+	var got []string
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Path)
+	}))
+	defer up.Close()
+	pool := up.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	c := settings(config.Config{Network: ptr(config.NetworkBroker), Agent: ptr("codex"), Credentials: map[string]config.Credential{
+		"git": {Upstream: "https://git.example.test", Header: "basic", EnvFromHost: "GIT_TOK"},
+	}})
+	run, err := os.MkdirTemp("", "rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(run)
+	start := func(grant []string, asked *[]string) *Relay {
+		t.Helper()
+		r, err := StartRelay(filepath.Join(run, "run"), "sess", c, Grant{Host: "gpu", Credentials: grant,
+			Hint:  func(name string) string { return "corral host grant gpu " + name },
+			Asked: func(name string) { *asked = append(*asked, name) }},
+			HolderConfig{Getenv: env("GIT_TOK", "ghp_x", "OPENAI_API_KEY", "sk-laptop"),
+				Upstreams: map[string]string{"git": up.URL, OpenAI: up.URL + "/v1"}, RootCAs: map[string]*x509Pool{"git": pool, OpenAI: pool},
+				Egress: egress.CredentialConfig{Resolver: loopbackResolver{}}})
+		if err != nil || r == nil {
+			t.Fatal(r, err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	do := func(r *Relay, tok, name string) (int, string) {
+		t.Helper()
+		cl := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", r.Socket)
+		}}}
+		resp, err := cl.Get("http://" + egress.RelayHost + egress.CredentialPrefix + tok + "/" + name + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	var asked []string
+	r := start([]string{"git"}, &asked)
+	if names := (Served{Routes: r.Routes}).Names(); strings.Join(names, ",") != "git" || strings.Join(r.Withheld, ",") != "openai" {
+		t.Errorf("serves %v, withholds %v; want git, and openai withheld", names, r.Withheld)
+	}
+	if s, _ := do(r, r.Token, "git"); s != 200 {
+		t.Errorf("granted git: %d", s)
+	}
+	for range 2 {
+		if s, body := do(r, r.Token, OpenAI); s != 403 || !strings.Contains(body, "corral host grant gpu openai") {
+			t.Errorf("openai, not granted: %d %q", s, body)
+		}
+	}
+	if s, _ := do(r, strings.Repeat("0", 64), OpenAI); s != 403 {
+		t.Errorf("another token: %d", s)
+	}
+	if s, _ := do(r, r.Token, "gemini"); s != 404 {
+		t.Errorf("a credential not held here: %d", s)
+	}
+	if strings.Join(asked, ",") != "openai" {
+		t.Errorf("asked %v, want openai once", asked)
+	}
+	if strings.Join(got, ",") != "/x" {
+		t.Errorf("the upstream got %v, want the one granted request", got)
+	}
+
+	// No grant (the default): the relay answers, and refuses each.
+	asked = nil
+	none := start(nil, &asked)
+	if len(none.Routes) != 0 || strings.Join(none.Withheld, ",") != "git,openai" {
+		t.Errorf("no grant: serves %v, withholds %v", none.Routes, none.Withheld)
+	}
+	if s, body := do(none, none.Token, "git"); s != 403 || !strings.Contains(body, "corral host grant gpu git") {
+		t.Errorf("git, not granted: %d %q", s, body)
+	}
+	if len(got) != 1 {
+		t.Errorf("the upstream got %v", got)
 	}
 }
 
@@ -138,7 +226,7 @@ func TestRelayedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	laptop, err := StartRelay(filepath.Join(tmp, "l"), "lap-1", settings(codex), HolderConfig{Getenv: env("OPENAI_API_KEY", "sk-laptop"),
+	laptop, err := StartRelay(filepath.Join(tmp, "l"), "lap-1", settings(codex), Grant{Host: "gpu", Credentials: []string{OpenAI}}, HolderConfig{Getenv: env("OPENAI_API_KEY", "sk-laptop"),
 		Upstreams: map[string]string{OpenAI: up.URL + "/v1"}, RootCAs: map[string]*x509Pool{OpenAI: pool},
 		Egress: egress.CredentialConfig{Resolver: loopbackResolver{}}})
 	if err != nil || laptop == nil {

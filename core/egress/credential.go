@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,7 +19,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -450,33 +450,24 @@ func (b *CredentialBroker) dial(ctx context.Context, d *net.Dialer, a Authority)
 }
 
 // credentialPath splits "/corral/credential/TOKEN/NAME/REST" into the
-// token, the credential and the upstream path REST (with its leading "/").
-// REST must be clean: no "." or ".." segments, no "//", no encoded "/" or
-// "." tricks, so a request cannot climb out of the upstream's base path.
-func credentialPath(escaped string) (token, name, rest string, err error) {
-	tail, ok := strings.CutPrefix(escaped, CredentialPrefix)
+// token, the credential and REST (with its leading "/") in its canonical
+// reading (canonicalPath): decoded once (dec) and as the broker forwards
+// it (escaped). A path that could climb out of the upstream's base path,
+// or that another server could read otherwise, is an error.
+func credentialPath(raw string) (token, name, dec, escaped string, err error) {
+	tail, ok := strings.CutPrefix(raw, CredentialPrefix)
 	if !ok {
-		return "", "", "", errors.New("not a credential path")
+		return "", "", "", "", errors.New("not a credential path")
 	}
 	token, tail, _ = strings.Cut(tail, "/")
-	name, rest, err = credentialRest(tail)
-	return token, name, rest, err
+	name, dec, escaped, err = credentialRest(tail)
+	return token, name, dec, escaped, err
 }
 
-func credentialRest(tail string) (name, rest string, err error) {
-	name, rest, _ = strings.Cut(tail, "/")
-	rest = "/" + rest
-	if strings.Contains(strings.ToLower(rest), "%2f") || strings.Contains(strings.ToLower(rest), "%2e") || strings.Contains(rest, "\\") {
-		return name, "", errors.New("encoded path separators are not allowed")
-	}
-	clean := path.Clean(rest)
-	if strings.HasSuffix(rest, "/") && clean != "/" {
-		clean += "/"
-	}
-	if clean != rest {
-		return name, "", errors.New("the path must be clean (no ., .. or //)")
-	}
-	return name, rest, nil
+func credentialRest(tail string) (name, dec, escaped string, err error) {
+	name, rest, _ := strings.Cut(tail, "/")
+	dec, escaped, err = canonicalPath("/" + rest)
+	return name, dec, escaped, err
 }
 
 // isCredentialRequest reports whether req is addressed to the broker's
@@ -545,7 +536,11 @@ func (s *Server) handleCredential(nc net.Conn, br *bufio.Reader, req *http.Reque
 	case req.URL.Host == "" && !s.selfHost(req.Host):
 		return refuse(RefusedHost, http.StatusForbidden, "credential request: the Host header does not name this broker")
 	}
-	c, rest, relay, rf := b.admit(&ev, req)
+	cont := func() error {
+		_, err := io.WriteString(nc, "HTTP/1.1 100 Continue\r\n\r\n")
+		return err
+	}
+	c, rest, relay, rf := b.admit(&ev, req, cont)
 	if rf.status != 0 {
 		if rf.refusal != "" {
 			return refuse(rf.refusal, rf.status, rf.msg)
@@ -572,13 +567,16 @@ type refusal struct {
 
 // admit runs the checks every credential request passes, in this order,
 // for the broker's own routes and for the laptop's relay alike: the
-// route token (which names the session), the path (clean, below the
-// upstream's base), the credential, and its rules. It fills ev as far as
-// it got; the request's text never reaches ev. On success it returns the
-// credential, the upstream path REST and the session's relay (nil when
-// the session has none).
-func (b *CredentialBroker) admit(ev *CredentialEvent, req *http.Request) (*credential, string, *sessionRelay, refusal) {
-	tok, name, rest, err := credentialPath(req.URL.EscapedPath())
+// route token (which names the session), the path's canonical reading
+// (canonicalPath: below the upstream's base, no form another server reads
+// otherwise), the credential, and its rules on the canonical request
+// (readCanonical), with the body read whole and judged when the rules
+// must see it (cont: see readJudgedBody). It fills ev as far as it got;
+// the request's text never reaches ev. On success it returns the
+// credential, the upstream path REST as it is forwarded (the canonical
+// path, escaped) and the session's relay (nil when the session has none).
+func (b *CredentialBroker) admit(ev *CredentialEvent, req *http.Request, cont func() error) (*credential, string, *sessionRelay, refusal) {
+	tok, name, dec, rest, err := credentialPath(req.URL.EscapedPath())
 	entry, ok := b.session(tok)
 	if !ok {
 		return nil, "", nil, refusal{RefusedToken, http.StatusForbidden, "credential request: no valid route token (a session gets its base URLs from corral; start a new session)"}
@@ -598,10 +596,60 @@ func (b *CredentialBroker) admit(ev *CredentialEvent, req *http.Request) (*crede
 	}
 	ev.Name = name
 	ev.Upstream = c.auth.String()
-	if why := c.Rules.permit(req.Method, req.Header, rest, req.URL.RawQuery); why != "" {
-		return nil, "", nil, refusal{RefusedRule, http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name)}
+	why, check := c.Rules.permit(readCanonical(req, dec, rest))
+	if why != "" {
+		return nil, "", nil, ruleRefusal(name, why)
+	}
+	if check != bodyAsIs {
+		if rf := readJudgedBody(req, check, cont); rf.status != 0 {
+			if rf.refusal == RefusedRule {
+				rf.msg = ruleRefusal(name, rf.msg).msg // its status stays: 413 for a body too large to judge
+			}
+			return nil, "", nil, rf
+		}
 	}
 	return c, rest, entry.relay, refusal{}
+}
+
+func ruleRefusal(name, why string) refusal {
+	return refusal{RefusedRule, http.StatusForbidden, fmt.Sprintf("credential %q refuses this request: %s (its rules are in the trusted config, [credentials.%s])", name, why, name)}
+}
+
+// readJudgedBody reads a body the rules must see (MaxJudgedBody at most),
+// judges it, and on success puts the bytes judged back as the request's
+// body with their length, so that what is forwarded is what was judged.
+// cont, when set, is called first: a client that sent "Expect:
+// 100-continue" sends the body only after it.
+func readJudgedBody(req *http.Request, check bodyCheck, cont func() error) refusal {
+	if req.ContentLength > MaxJudgedBody {
+		return refusal{RefusedRule, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body the rules must read is larger than %d bytes and cannot be judged", MaxJudgedBody)}
+	}
+	if cont != nil && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		if err := cont(); err != nil {
+			return refusal{status: http.StatusBadRequest, msg: "credential request: the client went away"}
+		}
+	}
+	req.Header.Del("Expect")
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(req.Body, MaxJudgedBody+1))
+		if err != nil {
+			return refusal{status: http.StatusBadRequest, msg: "credential request: reading the body: the client went away or sent a bad body"}
+		}
+	}
+	if len(body) > MaxJudgedBody {
+		return refusal{RefusedRule, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body the rules must read is larger than %d bytes and cannot be judged", MaxJudgedBody)}
+	}
+	if why := judgeBody(check, req.Header, body); why != "" {
+		return refusal{RefusedRule, http.StatusForbidden, why}
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.TransferEncoding = nil
+	req.Header.Del("Transfer-Encoding")
+	req.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return refusal{}
 }
 
 // outbound turns an admitted request into the upstream one, in place: the
@@ -638,8 +686,8 @@ func (b *CredentialBroker) outbound(c *credential, relay *sessionRelay, req *htt
 		}
 		u := *c.upstream
 		u.Path, u.RawPath = "", ""
-		// rest was checked clean; it is joined escaped, so the upstream
-		// sees the bytes the box sent.
+		// rest is the canonical path as forwarded: one decoding of it by
+		// the upstream is the path the rules judged.
 		target, host, secret = u.String()+c.upstream.EscapedPath()+rest, c.upstream.Host, v
 	}
 	if req.URL.RawQuery != "" {
@@ -653,6 +701,10 @@ func (b *CredentialBroker) outbound(c *credential, relay *sessionRelay, req *htt
 	out.RequestURI = ""
 	out.URL = tu
 	out.Host = host
+	// No trailer reaches the upstream: a server that merges trailers into
+	// headers would read ones the rules never saw (an override, a
+	// credential header).
+	out.Trailer = nil
 	for _, h := range strippedHeaders {
 		out.Header.Del(h)
 	}

@@ -280,7 +280,7 @@ func FuzzCredentialPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		_, _, rest, err := credentialPath(p)
+		_, _, _, rest, err := credentialPath(p)
 		if err != nil {
 			return
 		}

@@ -45,6 +45,11 @@ const RelayHost = "corral-relay"
 // takes.
 const RefusedSize CredentialRefusal = "size"
 
+// RefusedNotGranted: a relay request for a credential this machine holds
+// but the remote host was not granted (hosts.toml credentials; see
+// [RelayOptions].Withheld).
+const RefusedNotGranted CredentialRefusal = "not-granted"
+
 // RefusedFrame: a relay request that is not a plain HTTP/1.1 origin-form
 // credential request addressed to the relay (another Host, an absolute
 // URI, an upgrade, HTTP/2).
@@ -137,22 +142,36 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
+// RelayOptions configure [CredentialBroker.RelayHandler].
+type RelayOptions struct {
+	// MaxBody caps a relayed request's body; 0 is DefaultRelayMaxBody.
+	MaxBody int64
+	// Withheld reports whether this machine holds credential name but
+	// the remote host may not use it (the broker does not serve it), and
+	// then what the refusal says: how to grant it. It is asked only for
+	// a request whose token was valid. nil: none withheld.
+	Withheld func(name string) (hint string, ok bool)
+}
+
 // RelayHandler is the laptop's side of the relay (see above): one
 // credential request per HTTP request, checked by admit exactly as the
 // broker's own routes are, the key injected here, the answer streamed
-// back as it comes. A body beyond maxBody (0: DefaultRelayMaxBody) is
-// refused (413) before the upstream is reached when it is declared, and
-// cut off when it is not. Every request is logged as a credential event.
-func (b *CredentialBroker) RelayHandler(maxBody int64) http.Handler {
-	if maxBody <= 0 {
-		maxBody = DefaultRelayMaxBody
+// back as it comes. A body beyond o.MaxBody is refused (413) before the
+// upstream is reached when it is declared, and cut off when it is not. A
+// credential the remote host was not granted is refused (403,
+// [RefusedNotGranted]) with o.Withheld's hint. Every request is logged as
+// a credential event.
+func (b *CredentialBroker) RelayHandler(o RelayOptions) http.Handler {
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultRelayMaxBody
 	}
-	return &relayHandler{b: b, maxBody: maxBody}
+	return &relayHandler{b: b, maxBody: o.MaxBody, withheld: o.Withheld}
 }
 
 type relayHandler struct {
-	b       *CredentialBroker
-	maxBody int64
+	b        *CredentialBroker
+	maxBody  int64
+	withheld func(string) (string, bool)
 }
 
 func (h *relayHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -170,7 +189,12 @@ func (h *relayHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fail(rf)
 		return
 	}
-	c, rest, _, rf := b.admit(&ev, req)
+	c, rest, _, rf := b.admit(&ev, req, nil)
+	if rf.refusal == RefusedUnknown && ev.Name != "" && h.withheld != nil {
+		if hint, ok := h.withheld(ev.Name); ok {
+			rf = refusal{RefusedNotGranted, http.StatusForbidden, fmt.Sprintf("credential %q is held by the laptop, which does not let this host use it: %s", ev.Name, hint)}
+		}
+	}
 	if rf.status == 0 && c.Relayed {
 		rf = refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is relayed here too; a relay never relays", c.Name)}
 	}

@@ -24,7 +24,7 @@ func FuzzRelayRequest(f *testing.F) {
 		{Name: "api", Upstream: "https://up.test/base", Header: HeaderAPIKey, Secret: staticSecret(realKey),
 			Rules: &CredentialRules{Methods: []string{"GET", "POST"}, Paths: []string{"/v1"}}},
 		{Name: "git", Upstream: "https://git.test", Header: HeaderAPIKey, Secret: staticSecret(realKey),
-			Rules: &CredentialRules{ReadOnly: true}},
+			Rules: &CredentialRules{ReadOnly: true, Git: true}},
 	}})
 	if err != nil {
 		f.Fatal(err)
@@ -49,7 +49,7 @@ func FuzzRelayRequest(f *testing.F) {
 		if rf := relayFrame(req, 1<<20); rf.status != 0 {
 			return
 		}
-		c, rest, relay, rf := b.admit(&ev, req)
+		c, rest, relay, rf := b.admit(&ev, req, nil)
 		if rf.status != 0 {
 			if strings.Contains(fmt.Sprint(ev), tok) {
 				t.Fatalf("the event holds the token: %+v", ev)

@@ -27,7 +27,7 @@ func startRelay(t *testing.T, b *CredentialBroker, maxBody int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: b.RelayHandler(maxBody), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: b.RelayHandler(RelayOptions{MaxBody: maxBody}), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return sock
@@ -64,7 +64,7 @@ func newRelayBroker(t *testing.T, up *upstreamRecorder) (*CredentialBroker, *mem
 		{Name: "api", Upstream: up.srv.URL + "/base", Header: HeaderAPIKey, Secret: staticSecret(realKey), RootCAs: up.pool(),
 			Rules: &CredentialRules{Methods: []string{"GET", "POST"}, Paths: []string{"/v1"}}},
 		{Name: "git", Upstream: up.srv.URL, Header: HeaderBasic, Secret: staticSecret(realKey), RootCAs: up.pool(),
-			Rules: &CredentialRules{ReadOnly: true}},
+			Rules: &CredentialRules{ReadOnly: true, Git: true}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +155,10 @@ func TestRelayChecksAndInjects(t *testing.T) {
 		t.Errorf("refused requests reached the upstream: %d more", n-seen)
 	}
 
-	// A fetch passes read_only, with the git host's Basic header.
-	status, text := rawUnix(t, sock, "POST "+CredentialPrefix+tok+"/git/o/r.git/git-upload-pack HTTP/1.1\r\nHost: corral-relay\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+	// A fetch passes read_only, with the git host's Basic header: git's
+	// content type and a pkt-line body (issue 35: a fetch is known by its
+	// protocol, not by its path's suffix).
+	status, text := rawUnix(t, sock, "POST "+CredentialPrefix+tok+"/git/o/r.git/git-upload-pack HTTP/1.1\r\nHost: corral-relay\r\nContent-Type: "+UploadPackType+"\r\nContent-Length: 4\r\nConnection: close\r\n\r\n0000")
 	if status != 200 {
 		t.Errorf("fetch: %d %q", status, text)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/untrusted"
@@ -29,6 +30,10 @@ type Host struct {
 	// SSHConfig is an ssh client config file on this machine (ssh -F),
 	// absolute; "" uses ssh's defaults (~/.ssh/config).
 	SSHConfig string `json:"ssh_config,omitempty"`
+	// Credentials are the credentials this machine holds that sessions on
+	// the host may use through its relay (core/credential Grant), sorted;
+	// none by default (corral host grant names them).
+	Credentials []string `json:"credentials"`
 }
 
 // Limits of the hosts file.
@@ -36,6 +41,8 @@ const (
 	MaxFileSize = 64 << 10
 	MaxHosts    = 64
 	maxPathLen  = 1024
+	// MaxHostCredentials caps the credentials granted to one host.
+	MaxHostCredentials = 64
 )
 
 // ErrUnknownHost is a name that hosts.toml does not list.
@@ -60,6 +67,38 @@ func NewHost(name, url, corral, sshConfig string) (Host, error) {
 	}
 	return Host{Name: name, URL: t.String(), Target: t, Corral: corral, SSHConfig: sshConfig}, nil
 }
+
+// CheckCredentials checks the credential names granted to a host: each a
+// credential name (core/egress ValidCredentialName), none twice, at most
+// MaxHostCredentials. It returns them sorted.
+func CheckCredentials(names []string) ([]string, error) {
+	if len(names) > MaxHostCredentials {
+		return nil, fmt.Errorf("credentials: more than %d", MaxHostCredentials)
+	}
+	var errs []error
+	for i, n := range names {
+		switch {
+		case !egress.ValidCredentialName(n):
+			errs = append(errs, fmt.Errorf("credential %s: not a credential name (lowercase letters, digits, - and _)", strconv.QuoteToASCII(cut(n, 64))))
+		case slices.Contains(names[:i], n):
+			errs = append(errs, fmt.Errorf("credential %s: named twice", n))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out, nil
+}
+
+// Grants reports whether the host may use credential name through this
+// machine's relay.
+func (h Host) Grants(name string) bool { return slices.Contains(h.Credentials, name) }
+
+// GrantCommand is the command that lets host use credential name through
+// this machine's relay: what a refusal prints.
+func GrantCommand(host, name string) string { return "corral host grant " + host + " " + name }
 
 // checkPath: absolute, clean, no control characters, bounded. The remote
 // binary's path is quoted for the remote shell and the ssh config's is one
@@ -106,7 +145,7 @@ func Load(path string) ([]Host, error) {
 }
 
 // hostKeys are the keys of a [hosts.NAME] table.
-var hostKeys = []string{"url", "corral", "ssh_config"}
+var hostKeys = []string{"url", "corral", "ssh_config", "credentials"}
 
 // Parse decodes a hosts file. Tables are decoded into maps, never structs,
 // so a key is known only when it is exactly one of the format's names.
@@ -140,9 +179,29 @@ func Parse(data []byte) ([]Host, error) {
 			continue
 		}
 		vals := map[string]string{}
+		var creds []string
+		credsOK := true
 		for k, v := range m {
 			if !slices.Contains(hostKeys, k) {
 				errs = append(errs, fmt.Errorf("hosts.%s: unknown key %s (keys: %s)", quoted, strconv.QuoteToASCII(cut(k, 64)), strings.Join(hostKeys, ", ")))
+				continue
+			}
+			if k == "credentials" {
+				list, ok := v.([]any)
+				if !ok {
+					errs = append(errs, fmt.Errorf("hosts.%s.credentials: want a list of strings", quoted))
+					credsOK = false
+					continue
+				}
+				for _, e := range list {
+					s, ok := e.(string)
+					if !ok {
+						errs = append(errs, fmt.Errorf("hosts.%s.credentials: want a list of strings", quoted))
+						credsOK = false
+						break
+					}
+					creds = append(creds, s)
+				}
 				continue
 			}
 			s, ok := v.(string)
@@ -161,6 +220,13 @@ func Parse(data []byte) ([]Host, error) {
 			errs = append(errs, fmt.Errorf("hosts.%s: %w", quoted, err))
 			continue
 		}
+		if !credsOK {
+			continue
+		}
+		if h.Credentials, err = CheckCredentials(creds); err != nil {
+			errs = append(errs, fmt.Errorf("hosts.%s.credentials: %w", quoted, err))
+			continue
+		}
 		hosts = append(hosts, h)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -175,6 +241,7 @@ func Encode(hosts []Host) []byte {
 	var b bytes.Buffer
 	b.WriteString("# corral's remote hosts, written by `corral host add` and `corral host rm`.\n")
 	b.WriteString("# A project runs on one with host = \"NAME\" in ~/.corral/projects/<box>.toml.\n")
+	b.WriteString("# credentials: what this machine's keys a host's sessions may use (corral host grant|revoke).\n")
 	for _, h := range hosts {
 		fmt.Fprintf(&b, "\n[hosts.%s]\nurl = %s\n", h.Name, tomlString(h.URL))
 		if h.Corral != "" {
@@ -182,6 +249,13 @@ func Encode(hosts []Host) []byte {
 		}
 		if h.SSHConfig != "" {
 			fmt.Fprintf(&b, "ssh_config = %s\n", tomlString(h.SSHConfig))
+		}
+		if len(h.Credentials) > 0 {
+			q := make([]string, len(h.Credentials))
+			for i, c := range h.Credentials {
+				q[i] = tomlString(c)
+			}
+			fmt.Fprintf(&b, "credentials = [%s]\n", strings.Join(q, ", "))
 		}
 	}
 	return b.Bytes()
@@ -220,12 +294,20 @@ func Find(l paths.Layout, name string) (Host, error) {
 // when replace is set. The audit record is written first (when it cannot
 // be, nothing is written); the read, change and write happen under the
 // file's lock.
+//
+// A replaced host keeps no grant: its credentials are h's (none unless
+// given), so a host that now points elsewhere uses no key until the user
+// grants it again.
 func Add(l paths.Layout, h Host, replace bool, actor audit.Actor) error {
+	creds := h.Credentials
 	h, err := NewHost(h.Name, h.URL, h.Corral, h.SSHConfig)
 	if err != nil {
 		return fmt.Errorf("adding host: %w", err)
 	}
-	return update(l, "add", h.Name, h.URL, actor, func(hosts []Host) ([]Host, error) {
+	if h.Credentials, err = CheckCredentials(creds); err != nil {
+		return fmt.Errorf("adding host: %w", err)
+	}
+	return update(l, "add", h.Name, map[string]any{"url": h.URL}, actor, func(hosts []Host) ([]Host, error) {
 		i := slices.IndexFunc(hosts, func(x Host) bool { return x.Name == h.Name })
 		switch {
 		case i >= 0 && !replace:
@@ -249,7 +331,7 @@ func Remove(l paths.Layout, name string, actor audit.Actor) error {
 	if err := CheckName(name); err != nil {
 		return fmt.Errorf("removing host: %w", err)
 	}
-	return update(l, "rm", name, "", actor, func(hosts []Host) ([]Host, error) {
+	return update(l, "rm", name, nil, actor, func(hosts []Host) ([]Host, error) {
 		i := slices.IndexFunc(hosts, func(x Host) bool { return x.Name == name })
 		if i < 0 {
 			return nil, hint.New(fmt.Errorf("removing host %s: %w", name, ErrUnknownHost), "corral host ls lists the hosts")
@@ -258,8 +340,48 @@ func Remove(l paths.Layout, name string, actor audit.Actor) error {
 	})
 }
 
+// Grant lets sessions on host name use credentials (names of this
+// machine's credentials) through its relay, besides those it may use
+// already; Revoke (revoke set) takes them away. Written as Add writes.
+func Grant(l paths.Layout, name string, creds []string, revoke bool, actor audit.Actor) error {
+	op := "grant"
+	if revoke {
+		op = "revoke"
+	}
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	creds, err := CheckCredentials(creds)
+	if err != nil {
+		return fmt.Errorf("%s for host %s: %w", op, name, err)
+	}
+	if len(creds) == 0 {
+		return fmt.Errorf("%s for host %s: name at least one credential", op, name)
+	}
+	return update(l, op, name, map[string]any{"credentials": creds}, actor, func(hosts []Host) ([]Host, error) {
+		i := slices.IndexFunc(hosts, func(x Host) bool { return x.Name == name })
+		if i < 0 {
+			return nil, hint.New(fmt.Errorf("%s for host %s: %w", op, name, ErrUnknownHost), "corral host ls lists the hosts")
+		}
+		next := slices.Clone(hosts[i].Credentials)
+		for _, c := range creds {
+			switch j := slices.Index(next, c); {
+			case revoke && j >= 0:
+				next = slices.Delete(next, j, j+1)
+			case !revoke && j < 0:
+				next = append(next, c)
+			}
+		}
+		var err error
+		if hosts[i].Credentials, err = CheckCredentials(next); err != nil {
+			return nil, fmt.Errorf("%s for host %s: %w", op, name, err)
+		}
+		return hosts, nil
+	})
+}
+
 // update changes the hosts file under its lock: load, change, audit, write.
-func update(l paths.Layout, op, name, url string, actor audit.Actor, change func([]Host) ([]Host, error)) error {
+func update(l paths.Layout, op, name string, extra map[string]any, actor audit.Actor, change func([]Host) ([]Host, error)) error {
 	path := l.HostsFile()
 	unlock, err := atomicfile.Lock(path + atomicfile.LockSuffix)
 	if err != nil {
@@ -279,8 +401,8 @@ func update(l paths.Layout, op, name, url string, actor audit.Actor, change func
 		return fmt.Errorf("%s host %s (nothing was written): %w", op, name, err)
 	}
 	fields := map[string]any{"op": op, "host": name}
-	if url != "" {
-		fields["url"] = url
+	for k, v := range extra {
+		fields[k] = v
 	}
 	alog, err := audit.Open(l.AuditLog())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func FuzzParseHosts(f *testing.F) {
 			t.Fatalf("%q: encoded %q: %v", data, Encode(hosts), err)
 		}
 		for i := range hosts {
-			if again[i] != hosts[i] {
+			if !reflect.DeepEqual(again[i], hosts[i]) {
 				t.Fatalf("%+v became %+v", hosts[i], again[i])
 			}
 		}
@@ -91,10 +92,10 @@ func TestAddRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	hosts, err := Load(l.HostsFile())
-	if err != nil || len(hosts) != 2 || hosts[0] != big || hosts[1].URL != "ssh://you@gpu" {
+	if err != nil || len(hosts) != 2 || !reflect.DeepEqual(hosts[0], big) || hosts[1].URL != "ssh://you@gpu" {
 		t.Fatalf("%+v, %v", hosts, err)
 	}
-	if h, err := Find(l, "big"); err != nil || h != big {
+	if h, err := Find(l, "big"); err != nil || !reflect.DeepEqual(h, big) {
 		t.Errorf("find: %+v, %v", h, err)
 	}
 	if err := Remove(l, "gpu", audit.ActorCLI); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
+	"github.com/corral-dev/corral/core/credential"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostgit"
 	"github.com/corral-dev/corral/core/paths"
@@ -112,7 +113,22 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					if err != nil {
 						return fmt.Errorf("the credential relay: %w", err)
 					}
-					relay, stop, err := broker.LaptopRelay(l, cfg, boxName, store, f.lookupEnv, f.Logger)
+					// The host uses only what hosts.toml grants it (none
+					// by default); asking for another credential held here
+					// prints the command that grants it, once per session.
+					eol := "\n"
+					if inv.TTY {
+						eol = "\r\n" // the terminal is ssh's, in raw mode
+					}
+					grant := credential.Grant{Host: h.Name, Credentials: h.Credentials,
+						Hint: func(name string) string {
+							return "to grant it, run on the laptop: " + remote.GrantCommand(h.Name, name)
+						},
+						Asked: func(name string) {
+							fmt.Fprintf(errOut, "corral: host %s asked for credential %s, which this machine holds but has not granted to it; to grant it: %s%s",
+								h.Name, name, remote.GrantCommand(h.Name, name), eol)
+						}}
+					relay, stop, err := broker.LaptopRelay(l, cfg, boxName, grant, store, f.lookupEnv, f.Logger)
 					if err != nil {
 						return err
 					}

@@ -15,9 +15,11 @@ the broker and the funnel all work there. corral host writes only this
 machine's ~/.corral/hosts.toml (recording each change in the audit log
 first). Then corral --host NAME COMMAND runs a box command there, and
 host = "NAME" in a project's ~/.corral/projects/<box>.toml runs all of its
-box commands there. See docs/REMOTE.md.`,
+box commands there. A host's sessions use none of the credentials this
+machine holds until corral host grant names them. See docs/REMOTE.md.`,
 		Example: `  corral host add gpu ssh://me@gpu.internal
   corral --host gpu version
+  corral host grant gpu anthropic
   corral host ls
   corral host rm gpu`,
 	}
@@ -25,6 +27,8 @@ box commands there. See docs/REMOTE.md.`,
 		NewCmdHostAdd(f, nil),
 		NewCmdHostLs(f, nil),
 		NewCmdHostRm(f, nil),
+		NewCmdHostGrant(f, nil),
+		NewCmdHostRevoke(f, nil),
 	)
 	return cmd
 }

@@ -17,7 +17,7 @@ func NewCmdHostLs(f *Factory, runF func(*HostLsOptions) error) *cobra.Command {
 	opts := &HostLsOptions{IO: f.IO, Factory: f}
 	cmd := &cobra.Command{
 		Use:     "ls",
-		Short:   "List the remote hosts",
+		Short:   "List the remote hosts and the credentials each may use",
 		Example: "  corral host ls\n  corral host ls --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,14 +44,19 @@ func hostLsRun(opts *HostLsOptions) error {
 		if hosts == nil {
 			hosts = []remote.Host{}
 		}
+		for i := range hosts {
+			if hosts[i].Credentials == nil {
+				hosts[i].Credentials = []string{}
+			}
+		}
 		return printJSONList(opts.IO.Out, SchemaHosts, "hosts", hosts)
 	}
 	t := newTable(opts.IO.Out, opts.IO.OutTTY)
 	if opts.IO.OutTTY {
-		t.Row("NAME", "URL", "CORRAL", "SSH CONFIG")
+		t.Row("NAME", "URL", "CORRAL", "SSH CONFIG", "CREDENTIALS")
 	}
 	for _, h := range hosts {
-		t.Row(h.Name, h.URL, orDefault(h.Corral, "corral"), orDefault(h.SSHConfig, "-"))
+		t.Row(h.Name, h.URL, orDefault(h.Corral, "corral"), orDefault(h.SSHConfig, "-"), credentialList(h.Credentials))
 	}
 	return t.Flush()
 }

@@ -55,12 +55,12 @@ func TestHostAddLsRm(t *testing.T) {
 	f, _, out = hostFactory(t, home, false)
 	code = Run(f, []string{"host", "ls"})
 	o, e = out()
-	check(t, code, o, e, 0, "gpu\tssh://me@gpu.internal:2222\t/opt/corral/bin/corral\t-\n", "")
+	check(t, code, o, e, 0, "gpu\tssh://me@gpu.internal:2222\t/opt/corral/bin/corral\t-\tnone\n", "")
 
 	f, _, out = hostFactory(t, home, true)
 	code = Run(f, []string{"host", "ls"})
 	o, e = out()
-	check(t, code, o, e, 0, "NAME  URL                         CORRAL                  SSH CONFIG\ngpu   ssh://me@gpu.internal:2222  /opt/corral/bin/corral  -\n", "")
+	check(t, code, o, e, 0, "NAME  URL                         CORRAL                  SSH CONFIG  CREDENTIALS\ngpu   ssh://me@gpu.internal:2222  /opt/corral/bin/corral  -           none\n", "")
 
 	for _, bad := range [][]string{
 		{"host", "add", "-x", "ssh://h"},
@@ -81,6 +81,55 @@ func TestHostAddLsRm(t *testing.T) {
 	code = Run(f, []string{"host", "rm", "gpu"})
 	o, e = out()
 	check(t, code, o, e, 0, "host gpu removed from "+filepath.Join(home, "hosts.toml")+"\n", "")
+}
+
+// TestHostGrantRevoke (issue 35): a host may use none of this machine's
+// credentials until corral host grant names them; host ls (and --json)
+// shows what each may use; revoke takes a grant back; each change is in
+// the audit log; bad names and unknown hosts are refused.
+func TestHostGrantRevoke(t *testing.T) {
+	home := t.TempDir()
+	addHost(t, home, "gpu", "ssh://me@gpu")
+	run := func(args ...string) (int, string, string) {
+		f, _, out := hostFactory(t, home, false)
+		code := Run(f, args)
+		o, e := out()
+		return code, o, e
+	}
+	code, o, e := run("host", "grant", "gpu", "openai", "anthropic")
+	check(t, code, o, e, 0, "host gpu may use: anthropic,openai\n", "")
+	code, o, e = run("host", "grant", "gpu", "github")
+	check(t, code, o, e, 0, "host gpu may use: anthropic,github,openai\n", "")
+	code, o, e = run("host", "ls")
+	check(t, code, o, e, 0, "gpu\tssh://me@gpu\tcorral\t-\tanthropic,github,openai\n", "")
+	code, o, e = run("host", "revoke", "gpu", "openai", "github")
+	check(t, code, o, e, 0, "host gpu may use: anthropic\n", "")
+	code, o, e = run("host", "ls", "--json")
+	if code != 0 || !strings.Contains(o, `"schema": "corral.hosts/v1"`) || !strings.Contains(o, `"credentials": [`) || !strings.Contains(o, `"anthropic"`) {
+		t.Errorf("ls --json: %d %q %q", code, o, e)
+	}
+	for _, bad := range [][]string{
+		{"host", "grant", "gpu", "Bad/Name"},
+		{"host", "grant", "gpu", "a", "a"},
+		{"host", "grant", "nope", "anthropic"},
+		{"host", "grant", "gpu"},
+	} {
+		if code, o, e := run(bad...); code == 0 {
+			t.Errorf("%q: exit 0, %q %q", bad, o, e)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(home, "logs", "audit.jsonl"))
+	if err != nil || !strings.Contains(string(b), `"op":"grant"`) || !strings.Contains(string(b), `"op":"revoke"`) {
+		t.Errorf("audit log: %v\n%s", err, b)
+	}
+	// Replacing the host drops its grants: a host that now points
+	// elsewhere uses no key until granted again.
+	code, o, e = run("host", "add", "--force", "gpu", "ssh://me@other")
+	if code != 0 {
+		t.Fatal(o, e)
+	}
+	code, o, e = run("host", "ls")
+	check(t, code, o, e, 0, "gpu\tssh://me@other\tcorral\t-\tnone\n", "")
 }
 
 func addHost(t *testing.T, home, name, url string) {

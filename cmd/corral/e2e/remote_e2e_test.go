@@ -135,6 +135,9 @@ LogLevel ERROR
 	r.env = append(r.env, "CORRAL_HOME="+r.laptop)
 	r.ok(t, nil, "", "host", "add", r.name, fmt.Sprintf("ssh://%s@127.0.0.1:%d", u.Username, port),
 		"--corral", wrapper, "--ssh-config", filepath.Join(dir, "ssh_config"))
+	// A host uses none of the laptop's credentials until granted (issue
+	// 35): this one may use Claude's key through the laptop's relay.
+	r.ok(t, nil, "", "host", "grant", r.name, "anthropic")
 	return r
 }
 
