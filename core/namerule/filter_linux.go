@@ -16,7 +16,7 @@ type followRule uint8
 
 const (
 	followNever    followRule = iota
-	followAlways              // chmod, chown, truncate, setxattr, creat
+	followAlways              // chmod, truncate, setxattr, creat
 	followOpen                // unless O_NOFOLLOW, or O_CREAT|O_EXCL
 	followUnlessAt            // unless AT_SYMLINK_NOFOLLOW
 	followIfAt                // only with AT_SYMLINK_FOLLOW (linkat's source)
@@ -44,7 +44,10 @@ type call struct {
 	targets []target
 }
 
-// commonCalls are the trapped calls every supported ABI has. A call that
+// commonCalls are the trapped calls every supported ABI has. chown is not
+// among them: qemu holds no capability, so it can only give a file another
+// of the user's groups, which makes git run nothing (and 9p's passthrough
+// calls it for every file it creates). A call that
 // changes an entry by path or by descriptor and is not here would pass
 // untouched: the table was checked against the kernel's syscall list up to
 // maxReviewed, and every number above it is refused (ENOSYS, so a caller
@@ -60,7 +63,6 @@ var commonCalls = map[uint32]call{
 	unix.SYS_UNLINKAT:      {"unlinkat", []target{{dirfd: 0, path: 1, flags: none}}},
 	unix.SYS_FCHMODAT:      {"fchmodat", []target{{dirfd: 0, path: 1, follow: followAlways, flags: none}}}, // the system call has no flags
 	unix.SYS_FCHMODAT2:     {"fchmodat2", []target{{dirfd: 0, path: 1, follow: followUnlessAt, flags: 3}}},
-	unix.SYS_FCHOWNAT:      {"fchownat", []target{{dirfd: 0, path: 1, follow: followUnlessAt, flags: 4}}},
 	unix.SYS_TRUNCATE:      {"truncate", []target{{dirfd: cwd, path: 0, follow: followAlways, flags: none}}},
 	unix.SYS_SETXATTR:      {"setxattr", []target{{dirfd: cwd, path: 0, follow: followAlways, flags: none}}},
 	unix.SYS_REMOVEXATTR:   {"removexattr", []target{{dirfd: cwd, path: 0, follow: followAlways, flags: none}}},
@@ -70,7 +72,6 @@ var commonCalls = map[uint32]call{
 	unix.SYS_REMOVEXATTRAT: {"removexattrat", []target{{dirfd: 0, path: 1, follow: followUnlessAt, flags: 2}}},
 	unix.SYS_FILE_SETATTR:  {"file_setattr", []target{{dirfd: 0, path: 1, follow: followUnlessAt, flags: 4}}},
 	unix.SYS_FCHMOD:        {"fchmod", []target{{dirfd: 0, path: fdOf, flags: none}}},
-	unix.SYS_FCHOWN:        {"fchown", []target{{dirfd: 0, path: fdOf, flags: none}}},
 	unix.SYS_FSETXATTR:     {"fsetxattr", []target{{dirfd: 0, path: fdOf, flags: none}}},
 	unix.SYS_FREMOVEXATTR:  {"fremovexattr", []target{{dirfd: 0, path: fdOf, flags: none}}},
 }

@@ -9,7 +9,7 @@
 //
 // The mechanism is seccomp user notification on qemu's creating and
 // changing system calls (open for writing, mkdir, mknod, symlink, link,
-// rename, unlink, chmod, chown, truncate, the xattr calls): the qemu
+// rename, unlink, chmod, truncate, the xattr calls): the qemu
 // wrapper's stage starts a supervisor (this binary, `corral
 // qemu-name-rule`), installs the filter on the thread that then execs qemu,
 // and hands the filter's listener to the supervisor, which is not in the

@@ -267,6 +267,9 @@ func TestAttacks(t *testing.T) {
 				// A repository moves whole, with what is in it: allowed.
 				// (Only the repository fixture has one.)
 				"exchange vendor.old/nested": map[bool]string{true: "ok", false: "ENOENT"}[kind == 0],
+				// chown is not trapped: without a capability it changes
+				// nothing git acts on.
+				"chown .git/config": map[bool]string{true: "ok", false: "ENOENT"}[kind == 0],
 			}
 			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 				if strings.HasPrefix(line, "corral qemu:") {
@@ -359,8 +362,8 @@ func FuzzNameRule(f *testing.F) {
 }
 
 // BenchmarkUnpack: 10,000 files made as qemu's 9p server makes them for
-// an unpack in the box (per file: create, write, chown, chmod: three
-// trapped calls), through the real chain, with the rule and without it;
+// an unpack in the box (per file: create, write, chown, chmod; the
+// create and the chmod are trapped), through the real chain, with the rule and without it;
 // reports the time per file and per trapped call of the rule's share.
 // go test -run '^$' -bench Unpack -benchtime 5x ./core/namerule
 func BenchmarkUnpack(b *testing.B) {
@@ -390,9 +393,9 @@ func BenchmarkUnpack(b *testing.B) {
 	b.Run("with", func(b *testing.B) {
 		with = run(b)
 		b.ReportMetric(with/files, "ns/file")
-		b.ReportMetric((with-without)/files/3, "ns/trapped-call")
+		b.ReportMetric((with-without)/files/2, "ns/trapped-call")
 	})
 	fmt.Printf("\n| 10,000 files as 9p makes them (create, write, chown, chmod) | total | per file |\n| --- | ---: | ---: |\n")
 	fmt.Printf("| without the name rule | %.1f ms | %.1f µs |\n| with the name rule | %.1f ms | %.1f µs |\n", without/1e6, without/files/1e3, with/1e6, with/files/1e3)
-	fmt.Printf("| the rule's cost per trapped call (3 per file) | | %.1f µs |\n\n", (with-without)/files/3/1e3)
+	fmt.Printf("| the rule's cost per trapped call (2 per file: create, chmod) | | %.1f µs |\n\n", (with-without)/files/2/1e3)
 }

@@ -42,6 +42,10 @@ const (
 	ioctlRecv    = 0xc0502100
 	ioctlSend    = 0xc0182101
 	ioctlIDValid = 0x40082102
+	// ioctlSetFlags is SECCOMP_IOCTL_NOTIF_SET_FLAGS (Linux 6.6):
+	// with SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP the kernel switches straight
+	// to the supervisor and back, as a call into a co-process should.
+	ioctlSetFlags = 0x40082104
 )
 
 // pathMax is the kernel's PATH_MAX: a longer path fails the call anyway.
@@ -83,6 +87,9 @@ const workers = 4
 // exited (the listener reports POLLHUP), then returns nil. Workers left
 // blocked in a receive then are the process's to end.
 func (s *Supervisor) Run() error {
+	// Best effort: an older kernel answers EINVAL and wakes as usual.
+	flags := uint64(unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), ioctlSetFlags, uintptr(unsafe.Pointer(&flags)))
 	failed := make(chan error, workers)
 	for range workers {
 		go func() {

@@ -22,6 +22,4 @@ var legacyCalls = map[uint32]call{
 	unix.SYS_UNLINK:  {"unlink", []target{{dirfd: cwd, path: 0, flags: none}}},
 	unix.SYS_RMDIR:   {"rmdir", []target{{dirfd: cwd, path: 0, flags: none}}},
 	unix.SYS_CHMOD:   {"chmod", []target{{dirfd: cwd, path: 0, follow: followAlways, flags: none}}},
-	unix.SYS_CHOWN:   {"chown", []target{{dirfd: cwd, path: 0, follow: followAlways, flags: none}}},
-	unix.SYS_LCHOWN:  {"lchown", []target{{dirfd: cwd, path: 0, flags: none}}},
 }
