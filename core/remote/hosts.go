@@ -38,6 +38,13 @@ const (
 	maxPathLen  = 1024
 )
 
+// shape bounds the hosts file before the TOML parser runs (size, nesting,
+// items): [hosts.NAME] tables of three string keys nest 3 deep and hold
+// 4 items a host, so 8 and 16 items a host leave room for comments'
+// sake and none for a file built to exhaust the parser (10,000 nested
+// inline tables in 60 KB took it 4.2 GB).
+var shape = untrusted.Limits{Size: MaxFileSize, Depth: 8, Items: 16 * MaxHosts}
+
 // ErrUnknownHost is a name that hosts.toml does not list.
 var ErrUnknownHost = errors.New("unknown host")
 
@@ -87,15 +94,18 @@ func checkPath(key, p string) error {
 // exactly the keys of the format, every value checked as NewHost checks
 // it; any problem fails the whole file, naming it.
 func Load(path string) ([]Host, error) {
-	data, err := untrusted.ReadFile(path, MaxFileSize)
+	data, err := untrusted.ReadTOML(path, shape)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	var fe *untrusted.FileError
-	if errors.As(err, &fe) {
+	var se *untrusted.ShapeError
+	switch {
+	case errors.As(err, &fe):
 		return nil, fmt.Errorf("reading hosts %s: %s", path, fe.What)
-	}
-	if err != nil {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("reading hosts %s: line %d: %s", path, se.Line, se.What)
+	case err != nil:
 		return nil, fmt.Errorf("reading hosts %s: %w", path, err)
 	}
 	hosts, err := Parse(data)
@@ -111,8 +121,8 @@ var hostKeys = []string{"url", "corral", "ssh_config"}
 // Parse decodes a hosts file. Tables are decoded into maps, never structs,
 // so a key is known only when it is exactly one of the format's names.
 func Parse(data []byte) ([]Host, error) {
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	if err := untrusted.CheckTOML(data, shape); err != nil {
+		return nil, err
 	}
 	var top map[string]any
 	if _, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&top); err != nil {
