@@ -204,7 +204,7 @@ const MaxFile = 1 << 20
 // regular file of at most MaxFile bytes, without blocking (core/untrusted):
 // a FIFO or a device in its place is an error naming it.
 func (s *Store) All() ([]Approval, error) {
-	b, err := untrusted.ReadFile(s.path, MaxFile)
+	b, err := untrusted.ReadJSON(s.path, untrusted.State(MaxFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -414,7 +414,7 @@ func (s *Store) update(fn func([]Approval) ([]Approval, error)) error {
 // updateFile is update with the whole file (approvals and denials): fn
 // changes f in place.
 func (s *Store) updateFile(fn func(f *file) error) error {
-	err := atomicfile.Update(s.path, MaxFile, func(b []byte) ([]byte, error) {
+	err := atomicfile.UpdateJSON(s.path, untrusted.State(MaxFile), func(b []byte) ([]byte, error) {
 		var old file
 		if b != nil {
 			var err error

@@ -75,12 +75,32 @@ func lock(path string, wait time.Duration) (func(), error) {
 // new content with the same decoder its readers use. Content equal to the
 // old one is not written (a no-op does not wake a file watcher).
 func Update(path string, limit int64, fn func(old []byte) ([]byte, error)) error {
+	return update(path, untrusted.Limits{Size: limit}, nil, fn)
+}
+
+// UpdateJSON is Update for a JSON file: the old content is read with
+// untrusted.ReadJSON (size, nesting and item caps checked before fn's
+// parser sees it) and the new content must pass the same check before it
+// is written, so corral never writes a file its reader would refuse.
+func UpdateJSON(path string, lim untrusted.Limits, fn func(old []byte) ([]byte, error)) error {
+	return update(path, lim, untrusted.CheckJSON, fn)
+}
+
+func update(path string, lim untrusted.Limits, check func([]byte, untrusted.Limits) error, fn func(old []byte) ([]byte, error)) error {
+	limit := lim.Size
 	unlock, err := Lock(path + LockSuffix)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	old, err := untrusted.ReadFile(path, limit)
+	if err == nil && check != nil {
+		err = check(old, lim)
+		var se *untrusted.ShapeError
+		if errors.As(err, &se) {
+			se.Path = path
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		old, err = nil, nil
 	}
@@ -96,6 +116,11 @@ func Update(path string, limit int64, fn func(old []byte) ([]byte, error)) error
 	}
 	if int64(len(next)) > limit {
 		return fmt.Errorf("writing %s: %d bytes, more than the %d allowed: %w", path, len(next), limit, untrusted.ErrTooLarge)
+	}
+	if check != nil {
+		if err := check(next, lim); err != nil {
+			return fmt.Errorf("writing %s: refusing content its reader would refuse: %w", path, err)
+		}
 	}
 	return WriteFile(path, next, FileMode)
 }

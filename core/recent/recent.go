@@ -51,7 +51,7 @@ type file struct {
 // as a regular file only, without blocking (core/untrusted): a FIFO in its
 // place cannot hang a command.
 func Read(l paths.Layout) []Entry {
-	b, err := untrusted.ReadFile(l.RecentProjects(), maxFile)
+	b, err := untrusted.ReadJSON(l.RecentProjects(), untrusted.State(maxFile))
 	if err != nil {
 		return nil
 	}
@@ -100,7 +100,7 @@ func Record(l paths.Layout, dir string, now time.Time) error {
 	if list := Read(l); len(list) > 0 && list[0].Dir == dir && now.Sub(list[0].Used) < refreshAfter && !now.Before(list[0].Used) {
 		return nil
 	}
-	err := atomicfile.Update(l.RecentProjects(), maxFile, func(old []byte) ([]byte, error) {
+	err := atomicfile.UpdateJSON(l.RecentProjects(), untrusted.State(maxFile), func(old []byte) ([]byte, error) {
 		list := slices.DeleteFunc(parse(old), func(e Entry) bool { return e.Dir == dir })
 		list = clean(append([]Entry{{Dir: dir, Used: now}}, list...))
 		b, err := json.MarshalIndent(file{Projects: list}, "", "  ")

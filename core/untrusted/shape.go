@@ -298,3 +298,15 @@ func SkipTOMLString(data []byte, i int, line *int) int {
 	}
 	return i
 }
+
+// StateDepth caps the nesting of corral's own JSON state files (box
+// metadata, approvals, learning windows, caches): they nest 4 deep at
+// most, so 16 is room to grow and far from what costs a parser anything.
+const StateDepth = 16
+
+// State are the limits of one of corral's own JSON state files of at most
+// size bytes: StateDepth, and an item per 8 bytes (a key and its value
+// take more than that in every file corral writes).
+func State(size int64) Limits {
+	return Limits{Size: size, Depth: StateDepth, Items: int(size / 8)}
+}
