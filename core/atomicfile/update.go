@@ -36,28 +36,15 @@ func lock(path string, wait time.Duration) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
 	}
-	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	f, err := untrusted.OpenLock(path, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(wait)
-	delay := 100 * time.Microsecond
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing the descriptor releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w (%s)", path, ErrLockTimeout, wait)
-		}
-		time.Sleep(delay)
-		delay = min(2*delay, 20*time.Millisecond)
+	if err := Flock(f, path, syscall.LOCK_EX, wait); err != nil {
+		f.Close()
+		return nil, err
 	}
+	return func() { f.Close() }, nil // closing the descriptor releases the lock
 }
 
 // Update is a read-modify-write of the file at path under an exclusive

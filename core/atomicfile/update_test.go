@@ -150,3 +150,49 @@ func TestLockTimesOut(t *testing.T) {
 	}
 	unlock2()
 }
+
+// TestLockRefusesSymlink: a symbolic link at a lock path, dangling or not,
+// is refused and never followed: corral created the file a dangling one
+// pointed to. UpdateJSON refuses it before reading or writing anything.
+func TestLockRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	path := filepath.Join(dir, "x.json")
+	if err := os.Symlink(target, path+LockSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(path + LockSuffix); !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Errorf("Lock through a dangling link = %v", err)
+	}
+	err := UpdateJSON(path, untrusted.State(1<<10), func([]byte) ([]byte, error) { return []byte("{}"), nil })
+	if !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Errorf("UpdateJSON = %v", err)
+	}
+	for _, p := range []string{target, path} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was created: %v", p, err)
+		}
+	}
+}
+
+// TestUpdateJSONShape: UpdateJSON refuses old content its reader would
+// refuse (too deep) and never writes new content that is.
+func TestUpdateJSONShape(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	lim := untrusted.Limits{Size: 1 << 10, Depth: 4, Items: 100}
+	deep := strings.Repeat("[", 5) + strings.Repeat("]", 5)
+	if err := UpdateJSON(path, lim, func([]byte) ([]byte, error) { return []byte(deep), nil }); !errors.Is(err, untrusted.ErrTooDeep) {
+		t.Errorf("writing too deep: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("written: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(deep), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	err := UpdateJSON(path, lim, func([]byte) ([]byte, error) { called = true; return []byte("[]"), nil })
+	if !errors.Is(err, untrusted.ErrTooDeep) || called || !strings.Contains(err.Error(), path) {
+		t.Errorf("reading too deep: %v (fn called: %v)", err, called)
+	}
+}

@@ -78,6 +78,8 @@ var rawReaders = map[string]string{
 	"core/box/provision.go:provisionFailure":    "a console log's tail, shown escaped",
 	"core/box/lock.go:LockBox":                  "a pid in a lock file, 64 bytes, parsed with strconv",
 	"core/box/gitlinks.go:GitlinkDrift":         "a pid file and /proc mountinfo: fields",
+	"core/atomicfile/flock.go:LockHolder":       "/proc/locks: kernel-made, fields",
+	"core/atomicfile/flock.go:commandOf":        "/proc/PID/cmdline: kernel-made, split on NUL",
 	"core/project/project.go:readNames":         "a directory, opened to read its entries",
 }
 
