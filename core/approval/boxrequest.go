@@ -119,7 +119,7 @@ func (s *Store) Deny(req string, actor audit.Actor) (Denial, error) {
 			f.Denials = f.Denials[n:]
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return Denial{}, fmt.Errorf("denying %s for box %s: %w", key, s.box, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -268,8 +269,37 @@ func Remove(l paths.Layout, name string, actor audit.Actor) error {
 	})
 }
 
-// update changes the hosts file under its lock: load, change, audit, write.
+// update changes the hosts file under its lock: load, change, check the
+// whole new file, audit, write once. The audit record names the SHA-256 of
+// the file it is about to write; a change refused by a check (a cap, a
+// broken file) or whose write fails after its record is recorded as a
+// refusal (audit.KindRefused), so the log says which changes happened.
 func update(l paths.Layout, op, name, url string, actor audit.Actor, change func([]Host) ([]Host, error)) error {
+	fields := map[string]any{"op": op, "host": name}
+	if url != "" {
+		fields["url"] = url
+	}
+	recorded := ""
+	err := updateLocked(l, op, name, func(out []byte) error {
+		f := map[string]any{audit.FieldSHA256: audit.Written(out)}
+		maps.Copy(f, fields)
+		if err := audit.Append(l.AuditLog(), audit.Event{Kind: audit.KindHost, Actor: actor, Fields: f}); err != nil {
+			return fmt.Errorf("%s host %s: recording it in the audit log (nothing was written): %w", op, name, err)
+		}
+		recorded = audit.Written(out)
+		return nil
+	}, change)
+	if err != nil {
+		f := maps.Clone(fields)
+		if recorded != "" {
+			f[audit.FieldSHA256] = recorded
+		}
+		_ = audit.Append(l.AuditLog(), audit.Refusal(audit.KindHost, "", actor, f, err)) // best effort: err is the answer
+	}
+	return err
+}
+
+func updateLocked(l paths.Layout, op, name string, record func([]byte) error, change func([]Host) ([]Host, error)) error {
 	path := l.HostsFile()
 	unlock, err := atomicfile.Lock(path + atomicfile.LockSuffix)
 	if err != nil {
@@ -288,17 +318,8 @@ func update(l paths.Layout, op, name, url string, actor audit.Actor, change func
 	if _, err := Parse(out); err != nil { // what is written must load again
 		return fmt.Errorf("%s host %s (nothing was written): %w", op, name, err)
 	}
-	fields := map[string]any{"op": op, "host": name}
-	if url != "" {
-		fields["url"] = url
-	}
-	alog, err := audit.Open(l.AuditLog())
-	if err != nil {
+	if err := record(out); err != nil {
 		return err
-	}
-	err = alog.Record(audit.Event{Kind: audit.KindHost, Actor: actor, Fields: fields})
-	if err = errors.Join(err, alog.Close()); err != nil {
-		return fmt.Errorf("%s host %s: recording it in the audit log (nothing was written): %w", op, name, err)
 	}
 	return atomicfile.WriteFile(path, out, atomicfile.FileMode)
 }
