@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -220,5 +221,107 @@ func TestGrantsAllOrNothing(t *testing.T) {
 	t.Logf("%d commands succeeded, %d failed (%d with a full disk)", okN, failN, fullN)
 	if failN == 0 || okN == 0 {
 		t.Errorf("the sequence never failed or never succeeded: no property was tested")
+	}
+}
+
+// killEnv makes TestKillHelper run grants in a loop until it is killed:
+// "HOME|DIR" (the layout's home and the project).
+const killEnv = "CORRAL_BOX_TEST_KILL"
+
+// TestKillHelper is the process TestGrantsSurviveKill kills; it does
+// nothing unless killEnv is set.
+func TestKillHelper(t *testing.T) {
+	spec := os.Getenv(killEnv)
+	if spec == "" {
+		t.Skip("a helper of TestGrantsSurviveKill")
+	}
+	home, dir, _ := strings.Cut(spec, "|")
+	l := paths.Layout{Home: home}
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i := 0; ; i++ {
+		p := strconv.Itoa(3000 + (os.Getpid()*7+i)%20000)
+		h := fmt.Sprintf("k%d-%d.example.test", os.Getpid(), i)
+		_ = WriteTrusted(l, r, Grant{Entries: map[string][]string{"egress": {h}, "ports": {p}}, Why: "w", Who: "corral approve", Op: "approve", Done: "approved"}, now)
+		_, _ = approval.Allow(l, r.Project.Box, h, approval.ScopeAlways, audit.ActorCLI)
+		if hh, err := remote.NewHost(fmt.Sprintf("k%d", i%40), "ssh://"+h, "", ""); err == nil {
+			_ = remote.Add(l, hh, true, audit.ActorCLI)
+		}
+	}
+}
+
+// TestGrantsSurviveKill: a command killed (SIGKILL) at any point of a
+// grant leaves each file as it was or as one whole grant left it, and a
+// file that changed has the record of exactly its content in the audit
+// log (its "allow"/"host" line's SHA-256).
+func TestGrantsSurviveKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: dir, Platform: config.Platform{OS: "linux", Arch: "amd64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := r.Project.Box
+	files := []string{l.ProjectConfig(box), approval.Path(l, box), l.HostsFile()}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for i := range 25 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$")
+		cmd.Env = append(os.Environ(), killEnv+"="+l.Home+"|"+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		cmd.Process.Kill() //nolint:errcheck
+		cmd.Wait()         //nolint:errcheck
+		evs, err := audit.Read(l.AuditLog(), audit.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := map[any]bool{}
+		for _, ev := range evs {
+			if ev.Kind == audit.KindAllow || ev.Kind == audit.KindHost {
+				recorded[ev.Fields[audit.FieldSHA256]] = true
+			}
+		}
+		for _, p := range files {
+			b, err := os.ReadFile(p)
+			if os.IsNotExist(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !recorded[audit.Written(b)] {
+				t.Fatalf("kill %d: %s holds content no audit line records:\n%s", i, p, b)
+			}
+		}
+		if _, err := config.LoadFile(config.KindTrusted, files[0]); err != nil {
+			t.Fatalf("kill %d: trusted layer: %v", i, err)
+		}
+		s, err := approval.Open(l, box)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.All(); err != nil {
+			t.Fatalf("kill %d: approvals: %v", i, err)
+		}
+		if _, err := remote.Load(files[2]); err != nil {
+			t.Fatalf("kill %d: hosts: %v", i, err)
+		}
+		if i == 24 {
+			t.Logf("%d grants recorded in all", len(recorded))
+			if len(recorded) < 10 {
+				t.Errorf("only %d grants: the helper did not get far enough to test anything", len(recorded))
+			}
+		}
 	}
 }
