@@ -130,3 +130,16 @@ func TryFlock(f *os.File, path string, how int) (bool, error) {
 		return false, fmt.Errorf("locking %s: %w", path, err)
 	}
 }
+
+// StillAt reports whether f, a lock file just locked, is still the file at
+// path: `corral gc` removes a lock file nobody holds (while holding it),
+// so a locker that opened it before the removal holds a lock on a file no
+// one else will open, and must open the path again.
+func StillAt(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
+}

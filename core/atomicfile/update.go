@@ -36,15 +36,21 @@ func lock(path string, wait time.Duration) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
 	}
-	f, err := untrusted.OpenLock(path, FileMode)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	deadline := time.Now().Add(wait)
+	for {
+		f, err := untrusted.OpenLock(path, FileMode)
+		if err != nil {
+			return nil, fmt.Errorf("opening lock %s: %w", path, err)
+		}
+		if err := Flock(f, path, syscall.LOCK_EX, max(time.Until(deadline), 0)); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if StillAt(f, path) {
+			return func() { f.Close() }, nil // closing the descriptor releases the lock
+		}
+		f.Close() // removed by gc while we waited: lock the new file
 	}
-	if err := Flock(f, path, syscall.LOCK_EX, wait); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil // closing the descriptor releases the lock
 }
 
 // Update is a read-modify-write of the file at path under an exclusive

@@ -48,6 +48,13 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 			f.Close()
 			return nil, err
 		}
+		if ok && !atomicfile.StillAt(f, path) { // removed by gc meanwhile: lock the new file
+			f.Close()
+			if f, err = untrusted.OpenLock(path, 0o600); err != nil {
+				return nil, hint.New(fmt.Errorf("opening lock %s: %w", path, err), "corral writes this file: move it away or delete it")
+			}
+			continue
+		}
 		if ok {
 			break
 		}

@@ -206,6 +206,13 @@ func flockFile(ctx context.Context, path string, wait time.Duration) (func(), er
 			f.Close()
 			return nil, err
 		}
+		if ok && !atomicfile.StillAt(f, path) { // removed by gc meanwhile: lock the new file
+			f.Close()
+			if f, err = untrusted.OpenLock(path, 0o600); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if ok {
 			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); _ = f.Close() }, nil
 		}
