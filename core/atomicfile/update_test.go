@@ -196,3 +196,35 @@ func TestUpdateJSONShape(t *testing.T) {
 		t.Errorf("reading too deep: %v (fn called: %v)", err, called)
 	}
 }
+
+// TestLockAfterRemoval: a locker that opened the lock file before `corral
+// gc` removed it (gc removes a lock nobody holds, while holding it) takes
+// the lock again on the file now at the path, so it never holds a lock
+// on a file no one else opens.
+func TestLockAfterRemoval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	unlock, err := Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		u, err := Lock(path)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	time.Sleep(100 * time.Millisecond) // the second locker waits on the old file
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	u := <-got
+	defer u()
+	// The lock it holds is the one on the file at path: a third locker
+	// waits for it.
+	if _, err := lock(path, 50*time.Millisecond); !errors.Is(err, ErrLockTimeout) {
+		t.Errorf("third locker: %v, want a timeout (the second holds the lock at path)", err)
+	}
+}

@@ -51,7 +51,7 @@ var rawReaders = map[string]string{
 	"core/procinfo/procinfo_linux.go:Argv":      "/proc: kernel-made, split on NUL",
 	"core/procinfo/procinfo_linux.go:Read":      "/proc: kernel-made, fields",
 	"core/procinfo/procinfo_linux.go:Environ":   "/proc: kernel-made, split on NUL",
-	"core/limayaml/mounts.go:ReadInstance":      "lima.yaml, 1 MiB; YAML nesting is bounded by the YAML parser's own depth limit",
+	"core/limayaml/mounts.go:ReadInstance":      "lima.yaml (Lima writes it), 1 MiB; go.yaml.in/yaml/v3 refuses nesting past 10,000 itself",
 	"core/config/layer.go:readLayerFile":        "a config layer, 256 KiB; Parse runs CheckTOML (checkNesting) before the parser",
 	"core/atomicfile/update.go:update":          "raw for Update, shaped by UpdateJSON's check before fn sees it",
 	"core/atomicfile/atomicfile.go:WriteFile":   "the directory, opened to fsync it",
