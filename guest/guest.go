@@ -30,6 +30,9 @@ var repo string
 //go:embed corral-request.sh
 var request string
 
+//go:embed corral-git.sh
+var gitWrapper string
+
 //go:embed corral-git-shadow.sh
 var gitShadow string
 
@@ -118,6 +121,11 @@ const RepoPath = "/usr/local/bin/corral-repo"
 // (core/egress RequestPath): a program in the box asks its user for a host
 // or a port, with a reason.
 func Request() string { return request }
+
+// GitPath is where corral's git wrapper is installed in the guest: ahead
+// of /usr/bin/git on every PATH, it adds one line of why when git fails to
+// make a repository in the project (the host's name rule refuses it).
+const GitPath = "/usr/local/bin/git"
 
 // RequestPath is where corral-request is installed in the guest.
 const RequestPath = "/usr/local/bin/corral-request"

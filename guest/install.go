@@ -25,6 +25,7 @@ func Programs() []Program {
 		{GitCredentialPath, gitCredential},
 		{RepoPath, repo},
 		{RequestPath, request},
+		{GitPath, gitWrapper},
 		{GitShadowPath, gitShadow},
 		{UnitPath, unit},
 		{ApplyNetworkPath, applyNetwork},

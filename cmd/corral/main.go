@@ -1,8 +1,10 @@
 // Command corral gives each project its own Lima VM to run coding agents in.
-// One binary, four modes, chosen here and nowhere else: under the name
+// One binary, five modes, chosen here and nowhere else: under the name
 // qemu-system-<arch> it is the qemu wrapper Lima runs for corral's boxes
 // (core/qemuwrap); `corral guest-conn BOX` is what that qemu runs per guest
-// connection (core/guestconn, with no command tree); everything else is the
+// connection (core/guestconn, with no command tree); `corral
+// qemu-name-rule` is the supervisor that wrapper starts beside qemu
+// (core/namerule); everything else is the
 // CLI (cmd/corral/cli), whose `corral app` is the menu-bar app and whose
 // `corral broker` is a box's egress broker (core/broker).
 package main
@@ -13,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/cmd/corral/cli"
 	"github.com/corral-dev/corral/core/guestconn"
+	"github.com/corral-dev/corral/core/namerule"
 	"github.com/corral-dev/corral/core/qemuwrap"
 )
 
@@ -25,6 +28,8 @@ func run(argv []string) int {
 		return qemuwrap.Main(argv)
 	case len(argv) > 1 && argv[1] == guestconn.Command:
 		return guestconn.Main(argv[1:])
+	case len(argv) > 1 && argv[1] == namerule.Command:
+		return qemuwrap.NameRuleMain(argv[2:])
 	}
 	return cli.Main(argv, app.Main)
 }

@@ -56,7 +56,12 @@ const (
 	// own that are not submodules (gitshadow.FindNested): host git run in
 	// one would use the config the box wrote.
 	KindNestedGit Kind = "nested-git"
-	KindPull      Kind = "pull"
+	// KindGitNameRefused: qemu's name rule (core/namerule) refused a
+	// box's call that would have made a .git entry in the work tree, or
+	// changed one; fields "call", "path", "why" (box-made text: escape
+	// it before display). The first few per boot, then a count.
+	KindGitNameRefused Kind = "git-name-refused"
+	KindPull           Kind = "pull"
 	// KindLearn: a box's learning window started or ended (core/approval).
 	KindLearn Kind = "learn"
 	// KindCredentialUse: a box's broker used a brokered credential, one

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 
@@ -226,6 +227,9 @@ func runBox(ctx context.Context, o Options) error {
 		}
 	})
 	wg.Go(func() { bp.expireLoop(ctx, reload) })
+	if watchesGitNames(m, runtime.GOOS) {
+		wg.Go(func() { watchGitNames(ctx, m, auditLog.Record, logger) })
+	}
 	// Guest connections under the host funnel arrive as fds passed by
 	// `corral guest-conn` on the box's Unix socket (core/funnel).
 	fdln, err := funnel.Listen(l.BrokerSocket(o.Box), logger)

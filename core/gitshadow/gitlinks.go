@@ -3,6 +3,7 @@ package gitshadow
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -186,7 +187,9 @@ func classifyGitlink(workTree, rel string) Gitlink {
 // SHA-256 object names, told apart by the entry layout: each entry's
 // flags carry its name's length) and returns the paths of its gitlink
 // entries (mode 160000), slash-separated and relative to the work tree,
-// each once. A missing file is no gitlinks. The file is read through
+// each once. A split index (core.splitIndex: a "link" extension naming
+// sharedindex.<hash> beside it) is merged with its shared index as git
+// does. A missing file is no gitlinks. Files are read through
 // core/untrusted (regular, capped, non-blocking).
 func IndexGitlinks(index string) ([]string, error) {
 	b, err := untrusted.ReadFile(index, MaxIndexSize)
@@ -196,10 +199,14 @@ func IndexGitlinks(index string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the index: %w", err)
 	}
-	links, err := ParseIndexGitlinks(b, false)
+	links, err := indexGitlinks(b, false, filepath.Dir(index))
 	if err != nil {
 		var err32 error
-		if links, err32 = ParseIndexGitlinks(b, true); err32 != nil {
+		if links, err32 = indexGitlinks(b, true, filepath.Dir(index)); err32 != nil {
+			// The format whose entries parsed is the one to report.
+			if errors.Is(err32, errSplitIndex) && !errors.Is(err, errSplitIndex) {
+				err = err32
+			}
 			return nil, fmt.Errorf("reading the index %s: %w", index, err)
 		}
 	}
@@ -214,39 +221,234 @@ const gitlinkMode = 0o160000
 // path that is not a clean relative path (absolute, "..", ".git", empty
 // components) is an error: git itself refuses such entries.
 func ParseIndexGitlinks(b []byte, sha256 bool) ([]string, error) {
+	entries, _, err := parseIndex(b, sha256, false)
+	if err != nil {
+		return nil, err
+	}
+	return gitlinksOf(entries)
+}
+
+// indexEntry is what the gitlink walk needs of an index entry.
+type indexEntry struct {
+	name string
+	mode uint32
+}
+
+func gitlinksOf(entries []indexEntry) ([]string, error) {
+	var out []string
+	for i, e := range entries {
+		if e.mode&0o170000 != gitlinkMode {
+			continue
+		}
+		if !cleanIndexPath(e.name) {
+			return nil, fmt.Errorf("entry %d: gitlink path %q is not a clean relative path", i, e.name)
+		}
+		if len(out) == 0 || out[len(out)-1] != e.name { // stages of one path are adjacent
+			out = append(out, e.name)
+		}
+	}
+	return out, nil
+}
+
+// indexGitlinks is ParseIndexGitlinks for a file that may be a split
+// index: its "link" extension names the shared index in dir.
+func indexGitlinks(b []byte, sha256 bool, dir string) ([]string, error) {
+	entries, rest, err := parseIndex(b, sha256, true)
+	if err != nil {
+		return nil, err
+	}
+	hashLen := 20
+	if sha256 {
+		hashLen = 32
+	}
+	link, err := indexExtension(rest, hashLen, "link")
+	if err != nil {
+		return nil, err
+	}
+	if link == nil {
+		for i, e := range entries {
+			if e.name == "" {
+				return nil, fmt.Errorf("entry %d has no name", i)
+			}
+		}
+		return gitlinksOf(entries)
+	}
+	merged, err := mergeSplitIndex(entries, link, hashLen, sha256, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errSplitIndex, err)
+	}
+	links, err := gitlinksOf(merged)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(links)
+	return slices.Compact(links), nil
+}
+
+// errSplitIndex marks a split index corral could not merge.
+var errSplitIndex = errors.New("the index is split (core.splitIndex)")
+
+// indexExtension finds extension sig among those after the entries (each
+// a 4-byte signature, a 4-byte size and the data; the file's checksum of
+// hashLen bytes ends it) and returns its data, or nil.
+func indexExtension(rest []byte, hashLen int, sig string) ([]byte, error) {
+	for len(rest) > hashLen {
+		if len(rest) < 8+hashLen {
+			return nil, errors.New("a truncated index extension")
+		}
+		size := binary.BigEndian.Uint32(rest[4:8])
+		if uint64(size) > uint64(len(rest)-8-hashLen) {
+			return nil, fmt.Errorf("index extension %q is truncated", rest[:4])
+		}
+		if string(rest[:4]) == sig {
+			return rest[8 : 8+size], nil
+		}
+		rest = rest[8+size:]
+	}
+	return nil, nil
+}
+
+// mergeSplitIndex applies a split index's entries to its shared index as
+// git's merge_base_index does: the link extension holds the shared
+// index's object name, then two EWAH bitmaps over the shared entries:
+// deleted, and replaced (each replaced in order by the next nameless entry
+// of the split index, which keeps the shared entry's name); the split
+// index's other entries are added.
+func mergeSplitIndex(entries []indexEntry, link []byte, hashLen int, sha256 bool, dir string) ([]indexEntry, error) {
+	if len(link) < hashLen {
+		return nil, errors.New("its link extension is truncated")
+	}
+	shared := filepath.Join(dir, "sharedindex."+hex.EncodeToString(link[:hashLen]))
+	b, err := untrusted.ReadFile(shared, MaxIndexSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading its shared index: %w", err)
+	}
+	base, _, err := parseIndex(b, sha256, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading its shared index %s: %w", shared, err)
+	}
+	var deleted, replaced []int
+	if rest := link[hashLen:]; len(rest) > 0 {
+		var n int
+		if deleted, n, err = ewahBits(rest, len(base)); err != nil {
+			return nil, fmt.Errorf("its delete bitmap: %w", err)
+		}
+		if replaced, _, err = ewahBits(rest[n:], len(base)); err != nil {
+			return nil, fmt.Errorf("its replace bitmap: %w", err)
+		}
+	}
+	r := 0
+	for _, p := range replaced {
+		if r >= len(entries) || entries[r].name != "" {
+			return nil, errors.New("a replaced entry has no nameless entry in the split index")
+		}
+		base[p].mode = entries[r].mode
+		r++
+	}
+	gone := make(map[int]bool, len(deleted))
+	for _, p := range deleted {
+		gone[p] = true
+	}
+	out := make([]indexEntry, 0, len(base)+len(entries)-r)
+	for i, e := range base {
+		if !gone[i] {
+			out = append(out, e)
+		}
+	}
+	for _, e := range entries[r:] {
+		if e.name == "" {
+			return nil, errors.New("an added entry has no name")
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// ewahBits decodes one of git's EWAH bitmaps (ewah/ewah_io.c: the bit
+// count, the number of 64-bit words, the words, the position of the last
+// run-length word) and returns the set bits, each below limit, and the
+// bytes read.
+func ewahBits(b []byte, limit int) ([]int, int, error) {
+	if len(b) < 8 {
+		return nil, 0, errors.New("truncated")
+	}
+	words := binary.BigEndian.Uint32(b[4:8])
+	need := 8 + 8*uint64(words) + 4
+	if uint64(len(b)) < need {
+		return nil, 0, errors.New("truncated")
+	}
+	word := func(i uint32) uint64 { return binary.BigEndian.Uint64(b[8+8*i:]) }
+	var out []int
+	pos := uint64(0)
+	for i := uint32(0); i < words; {
+		rlw := word(i)
+		i++
+		run, lits := (rlw>>1)&0xffffffff, rlw>>33
+		if rlw&1 != 0 {
+			if pos+run*64 > uint64(limit)+64 {
+				return nil, 0, fmt.Errorf("a run of set bits past the %d entries", limit)
+			}
+			for k := uint64(0); k < run*64; k++ {
+				out = append(out, int(pos+k))
+			}
+		}
+		pos += run * 64
+		for j := uint64(0); j < lits && i < words; j++ {
+			w := word(i)
+			i++
+			for bit := uint64(0); bit < 64; bit++ {
+				if w>>bit&1 != 0 {
+					out = append(out, int(pos+bit))
+				}
+			}
+			pos += 64
+		}
+	}
+	for _, p := range out {
+		if p >= limit {
+			return nil, 0, fmt.Errorf("bit %d past the %d entries", p, limit)
+		}
+	}
+	return out, int(need), nil
+}
+
+// parseIndex reads the entries of an index file and returns them with
+// the bytes after them (the extensions and the checksum). allowEmpty
+// admits the nameless entries of a split index.
+func parseIndex(b []byte, sha256, allowEmpty bool) ([]indexEntry, []byte, error) {
 	hashLen := 20
 	if sha256 {
 		hashLen = 32
 	}
 	if len(b) < 12 || string(b[:4]) != "DIRC" {
-		return nil, errors.New("not an index file (no DIRC signature)")
+		return nil, nil, errors.New("not an index file (no DIRC signature)")
 	}
 	version := binary.BigEndian.Uint32(b[4:8])
 	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("index version %d is not supported", version)
+		return nil, nil, fmt.Errorf("index version %d is not supported", version)
 	}
 	n := binary.BigEndian.Uint32(b[8:12])
 	if n > maxIndexEntries {
-		return nil, fmt.Errorf("index declares %d entries", n)
+		return nil, nil, fmt.Errorf("index declares %d entries", n)
 	}
-	var out []string
+	var out []indexEntry
 	off := 12
 	prev := ""
 	for i := uint32(0); i < n; i++ {
 		start := off
 		fixed := 40 + hashLen + 2
 		if len(b)-off < fixed {
-			return nil, fmt.Errorf("entry %d is truncated", i)
+			return nil, nil, fmt.Errorf("entry %d is truncated", i)
 		}
 		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
 		flags := binary.BigEndian.Uint16(b[off+40+hashLen : off+fixed])
 		off += fixed
 		if flags&0x4000 != 0 {
 			if version < 3 {
-				return nil, fmt.Errorf("entry %d has extended flags in a version %d index", i, version)
+				return nil, nil, fmt.Errorf("entry %d has extended flags in a version %d index", i, version)
 			}
 			if len(b)-off < 2 {
-				return nil, fmt.Errorf("entry %d is truncated", i)
+				return nil, nil, fmt.Errorf("entry %d is truncated", i)
 			}
 			off += 2
 		}
@@ -254,43 +456,35 @@ func ParseIndexGitlinks(b []byte, sha256 bool) ([]string, error) {
 		if version == 4 {
 			strip, k := indexVarint(b[off:])
 			if k <= 0 || strip > uint64(len(prev)) {
-				return nil, fmt.Errorf("entry %d has a bad path prefix", i)
+				return nil, nil, fmt.Errorf("entry %d has a bad path prefix", i)
 			}
 			off += k
 			end := bytes.IndexByte(b[off:], 0)
 			if end < 0 {
-				return nil, fmt.Errorf("entry %d has an unterminated path", i)
+				return nil, nil, fmt.Errorf("entry %d has an unterminated path", i)
 			}
 			name = prev[:len(prev)-int(strip)] + string(b[off:off+end])
 			off += end + 1
 		} else {
 			end := bytes.IndexByte(b[off:], 0)
 			if end < 0 {
-				return nil, fmt.Errorf("entry %d has an unterminated path", i)
+				return nil, nil, fmt.Errorf("entry %d has an unterminated path", i)
 			}
 			name = string(b[off : off+end])
 			// Entries are padded with 1-8 NULs to a multiple of 8 bytes.
 			size := (off - start + end + 8) &^ 7
 			if start+size > len(b) {
-				return nil, fmt.Errorf("entry %d is truncated", i)
+				return nil, nil, fmt.Errorf("entry %d is truncated", i)
 			}
 			off = start + size
 		}
-		if name == "" || (flags&0xfff != 0xfff && int(flags&0xfff) != len(name)) {
-			return nil, fmt.Errorf("entry %d: its name does not match its recorded length", i)
+		if (name == "" && !allowEmpty) || (flags&0xfff != 0xfff && int(flags&0xfff) != len(name)) {
+			return nil, nil, fmt.Errorf("entry %d: its name does not match its recorded length", i)
 		}
 		prev = name
-		if mode&0o170000 != gitlinkMode {
-			continue
-		}
-		if !cleanIndexPath(name) {
-			return nil, fmt.Errorf("entry %d: gitlink path %q is not a clean relative path", i, name)
-		}
-		if len(out) == 0 || out[len(out)-1] != name { // stages of one path are adjacent
-			out = append(out, name)
-		}
+		out = append(out, indexEntry{name: name, mode: mode})
 	}
-	return out, nil
+	return out, b[off:], nil
 }
 
 // Outermost sorts paths, drops duplicates and every path inside another

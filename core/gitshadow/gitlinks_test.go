@@ -223,3 +223,73 @@ func FuzzParseIndexGitlinks(f *testing.F) {
 		}
 	})
 }
+
+// TestSplitIndex: a repository with core.splitIndex, whose split index
+// replaces, deletes and adds entries of its shared index (a gitlink made a
+// file, a gitlink removed, gitlinks added, a file made a gitlink), for
+// both object formats and every index version: the gitlinks are git's.
+func TestSplitIndex(t *testing.T) {
+	for _, format := range []string{"sha1", "sha256"} {
+		for _, version := range []string{"2", "4"} {
+			t.Run(format+"/v"+version, func(t *testing.T) {
+				proj, child := superproject(t, format)
+				head := gitT(t, child, "rev-parse", "HEAD")
+				gitT(t, proj, "update-index", "--index-version", version)
+				gitT(t, proj, "config", "core.splitIndex", "true")
+				gitT(t, proj, "config", "splitIndex.maxPercentChange", "100")
+				gitT(t, proj, "update-index", "--split-index")
+				if _, err := os.Stat(filepath.Join(proj, ".git", "index")); err != nil {
+					t.Fatal(err)
+				}
+				// Changes that stay in the split index.
+				gitT(t, proj, "update-index", "--force-remove", "gone")
+				gitT(t, proj, "update-index", "--add", "--cacheinfo", "160000,"+head+",added/one")
+				gitT(t, proj, "update-index", "--cacheinfo", "160000,"+head+",a.txt")
+				gitT(t, proj, "update-index", "--add", "--cacheinfo", "160000,"+head+",zz")
+				shared, _ := filepath.Glob(filepath.Join(proj, ".git", "sharedindex.*"))
+				if len(shared) == 0 {
+					t.Fatal("git wrote no shared index")
+				}
+				want := lsGitlinks(t, proj)
+				slices.Sort(want)
+				got, err := IndexGitlinks(filepath.Join(proj, ".git", "index"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("gitlinks = %q, git says %q", got, want)
+				}
+				// A missing shared index names the setting.
+				for _, s := range shared {
+					mustGL(t, os.Rename(s, s+".away"))
+				}
+				if _, err := IndexGitlinks(filepath.Join(proj, ".git", "index")); err == nil || !strings.Contains(err.Error(), "core.splitIndex") {
+					t.Errorf("without its shared index: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// FuzzEWAH: any bitmap bytes decode or fail, never panic, and every bit
+// returned is below the limit.
+func FuzzEWAH(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 64, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0}, 100)
+	f.Fuzz(func(t *testing.T, b []byte, limit int) {
+		if limit < 0 || limit > 1<<16 {
+			return
+		}
+		bits, n, err := ewahBits(b, limit)
+		if err != nil {
+			return
+		}
+		if n > len(b) {
+			t.Fatalf("read %d of %d bytes", n, len(b))
+		}
+		for _, p := range bits {
+			if p < 0 || p >= limit {
+				t.Fatalf("bit %d with limit %d", p, limit)
+			}
+		}
+	})
+}

@@ -46,6 +46,15 @@ type Plan struct {
 	// Unhidden are hide paths left to the guest's own cover, with why
 	// (missing at the start, a symbolic link): the wrapper prints them.
 	Unhidden []string
+	// NameRule, when set, is enforced for qemu on Linux (core/namerule):
+	// no .git name can be made anywhere under its roots (every directory
+	// qemu exports), nothing inside an existing one changed. Every box
+	// with a project gets it unless its trusted layer says git_shadow =
+	// false; golden images (no project) do not.
+	NameRule bool
+	// Exports are the directories qemu exports to the guest (-virtfs
+	// path=), the name rule's roots, with no symbolic link in them.
+	Exports []string
 }
 
 // Describe is the one line the wrapper prints (Lima keeps it in the
@@ -100,6 +109,12 @@ func NewPlan(args []string, l paths.Layout, exe string) (Plan, error) {
 	case err == nil:
 		p.Network = m.Network
 		if !m.GitShadowOff && m.Project != "" {
+			p.NameRule = true
+			if p.Exports, err = exports(args); err != nil {
+				return Plan{}, fmt.Errorf("box %s: %w", name, err)
+			}
+		}
+		if !m.GitShadowOff && m.Project != "" {
 			d, err := gitshadow.Find(m.Project)
 			if err != nil {
 				// Fail closed: a git directory corral cannot resolve is one it
@@ -146,6 +161,56 @@ func NewPlan(args []string, l paths.Layout, exe string) (Plan, error) {
 		return Plan{}, fmt.Errorf("box %s: unknown network %q", name, p.Network)
 	}
 	return p, nil
+}
+
+// exports reads the directories qemu will export (-virtfs local,…,path=P;
+// qemu doubles a comma inside a value), each with its symbolic links
+// resolved: the name rule compares them with paths the kernel resolved.
+func exports(args []string) ([]string, error) {
+	var out []string
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] != "-virtfs" && args[i] != "--virtfs" {
+			continue
+		}
+		for _, opt := range splitQemuOpts(args[i+1]) {
+			v, ok := strings.CutPrefix(opt, "path=")
+			if !ok {
+				continue
+			}
+			if !filepath.IsAbs(v) {
+				return nil, fmt.Errorf("the exported directory %q is not an absolute path", v)
+			}
+			// A directory that does not exist (yet) is kept as named: qemu
+			// fails to export it anyway.
+			real, err := filepath.EvalSymlinks(v)
+			if err != nil {
+				real = filepath.Clean(v)
+			}
+			out = append(out, real)
+		}
+	}
+	return out, nil
+}
+
+// splitQemuOpts splits a qemu option string at single commas (",," is a
+// comma inside a value).
+func splitQemuOpts(s string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			if i+1 < len(s) && s[i+1] == ',' {
+				cur.WriteByte(',')
+				i++
+				continue
+			}
+			out = append(out, cur.String())
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(s[i])
+	}
+	return append(out, cur.String())
 }
 
 // planGitlinks adds the project's submodule paths to a plan (see

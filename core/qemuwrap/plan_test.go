@@ -252,3 +252,33 @@ func TestPlanQemuHide(t *testing.T) {
 		t.Errorf("../x: %v", err)
 	}
 }
+
+func TestExports(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	a, b := filepath.Join(dir, "a,b"), filepath.Join(dir, "real")
+	if err := os.MkdirAll(a, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-m", "1G", "-virtfs", "local,mount_tag=m0,path=" + strings.ReplaceAll(a, ",", ",,") + ",security_model=none",
+		"-virtfs", "local,path=" + link + ",mount_tag=m1,readonly=on", "-device", "virtio-net-pci"}
+	got, err := exports(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{a, b}; !slices.Equal(got, want) {
+		t.Errorf("exports = %q, want %q (a doubled comma is a comma, links resolved)", got, want)
+	}
+	if got, err := exports([]string{"-virtfs", "local,path=" + filepath.Join(dir, "missing", "..", "m")}); err != nil || !slices.Equal(got, []string{filepath.Join(dir, "m")}) {
+		t.Errorf("a missing export: %q, %v; want it kept, cleaned", got, err)
+	}
+	if _, err := exports([]string{"-virtfs", "local,path=rel"}); err == nil {
+		t.Error("a relative export is not an error")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/corral-dev/corral/core/namerule"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 )
@@ -73,7 +74,8 @@ func Main(argv []string) int {
 		if staged, err = qemu.InStage(); err != nil {
 			return fail("%v", err)
 		}
-		if runtime.GOOS == "linux" && (len(plan.ReadOnly) > 0 || len(plan.Private) > 0) {
+		nameRule := runtime.GOOS == "linux" && plan.NameRule && len(plan.Exports) > 0
+		if runtime.GOOS == "linux" && (len(plan.ReadOnly) > 0 || len(plan.Private) > 0 || nameRule) {
 			if !staged {
 				err := qemu.EnterNamespace(argv, env)
 				return fail("box %s: cannot make its git directory read-only or cover its hidden paths for qemu: %v\nhint: corral doctor checks user namespaces; git_shadow = false in ~/.corral/projects/%s.toml lets the box write .git (the guard then reverts changes)", plan.Box, err, plan.Box)
@@ -122,6 +124,18 @@ func Main(argv []string) int {
 		// guest-conn (run by qemu per guest connection) finds the broker
 		// socket in the same state directory.
 		env = append(withoutEnv(env, paths.EnvHome), paths.EnvHome+"="+l.Home)
+		if nameRule {
+			// Last before the exec: the filter is on this thread only, and
+			// qemu inherits it (core/namerule).
+			rule, err := nameRuleFor(plan)
+			if err != nil {
+				return fail("box %s: %v", plan.Box, err)
+			}
+			if err := namerule.Start(exe, rule, os.Stderr); err != nil {
+				return fail("box %s: %v", plan.Box, err)
+			}
+			fmt.Fprintf(os.Stderr, "corral qemu: box %s: no .git can be made in %s (name rule)\n", plan.Box, strings.Join(rule.Roots, " "))
+		}
 	}
 	if staged {
 		err = qemu.ExecWithoutCaps(real, append([]string{real}, out...), env)
@@ -130,6 +144,23 @@ func Main(argv []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "corral qemu: exec %s: %v\n", real, err)
 	return 1
+}
+
+// nameRuleFor is the rule qemu runs under: the exports as roots, and the
+// box's private submodule directories (mounted by now) exempt by mount ID.
+func nameRuleFor(plan Plan) (namerule.Rule, error) {
+	rule := namerule.Rule{Box: plan.Box, Roots: plan.Exports}
+	for _, m := range plan.Private {
+		if m.Kind != qemu.PrivateBoxDir {
+			continue
+		}
+		id, err := namerule.MountID(m.Target)
+		if err != nil {
+			return namerule.Rule{}, err
+		}
+		rule.Exempt = append(rule.Exempt, id)
+	}
+	return rule, nil
 }
 
 func withoutEnv(env []string, name string) []string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/boxmeta"
+	"github.com/corral-dev/corral/core/namerule"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/qemu"
 )
@@ -20,6 +21,11 @@ import (
 func TestMain(m *testing.M) {
 	if Is(os.Args[0]) {
 		os.Exit(Main(os.Args))
+	}
+	// The name rule's supervisor, which Main's stage starts from this
+	// binary (cmd/corral/main.go dispatches it the same way).
+	if len(os.Args) > 1 && os.Args[1] == namerule.Command {
+		os.Exit(NameRuleMain(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
@@ -65,7 +71,9 @@ func TestQemuShimNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	pidFile := filepath.Join(inst, "qemu.pid")
-	cmd := exec.Command(shim, "-machine", "none", "-nographic", "-monitor", "none", "-serial", "none", "-S", "-pidfile", pidFile)
+	// The project exported as Lima exports it (9p): the name rule's root.
+	cmd := exec.Command(shim, "-machine", "q35", "-nographic", "-monitor", "none", "-serial", "none", "-S", "-pidfile", pidFile,
+		"-virtfs", "local,mount_tag=m0,path="+proj+",security_model=none")
 	cmd.Env = append(os.Environ(), paths.EnvHome+"="+l.Home)
 	// os/exec copies stderr in a goroutine of its own: a locked buffer,
 	// read by polling (the line may arrive after qemu's pid file).
@@ -114,14 +122,59 @@ func TestQemuShimNamespace(t *testing.T) {
 			t.Errorf("qemu has capabilities:\n%s", st)
 		}
 	}
-	want := "read-only for qemu: " + filepath.Join(proj, ".git")
-	for !strings.Contains(stderr.String(), want) {
+	// The name rule: qemu runs under the filter (one, with a listener),
+	// and the supervisor beside it is its child, outside the filter.
+	st, _ := os.ReadFile("/proc/" + pid + "/status")
+	if !strings.Contains(string(st), "Seccomp:\t2") || !strings.Contains(string(st), "NoNewPrivs:\t1") {
+		t.Errorf("qemu is not under the name rule's filter:\n%s", st)
+	}
+	sup := supervisorOf(t, pid)
+	if sup == "" {
+		t.Errorf("no name rule supervisor beside qemu; stderr:\n%s", stderr.String())
+	} else if sst, _ := os.ReadFile("/proc/" + sup + "/status"); !strings.Contains(string(sst), "Seccomp:\t0") {
+		t.Errorf("the supervisor is under a filter:\n%s", sst)
+	}
+	for _, want := range []string{"read-only for qemu: " + filepath.Join(proj, ".git"), "no .git can be made in " + proj} {
+		for !strings.Contains(stderr.String(), want) {
+			if time.Now().After(deadline) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// qemu gone, the supervisor goes too (the listener reports POLLHUP).
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for sup != "" {
+		if _, err := os.Stat("/proc/" + sup); err != nil {
+			break
+		}
+		if b, _ := os.ReadFile("/proc/" + sup + "/stat"); strings.Contains(string(b), ") Z ") {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Errorf("stderr does not say what is read-only:\n%s", stderr.String())
+			t.Errorf("the supervisor %s outlived qemu", sup)
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// supervisorOf finds the name rule supervisor among pid's children.
+func supervisorOf(t *testing.T, pid string) string {
+	t.Helper()
+	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/" + pid + "/task/" + task.Name() + "/children")
+		for _, c := range strings.Fields(string(b)) {
+			cl, _ := os.ReadFile("/proc/" + c + "/cmdline")
+			if strings.Contains(string(cl), namerule.Command) {
+				return c
+			}
+		}
+	}
+	return ""
 }
 
 // lockedBuffer is a strings.Builder safe for one writer goroutine and a

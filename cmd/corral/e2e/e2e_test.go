@@ -197,6 +197,10 @@ func TestBoxLifecycle(t *testing.T) {
 		x.t = t
 		hiddenAndBoxDirs(t, x)
 	})
+	t.Run("no repository can be made in a project without git", func(t *testing.T) {
+		x.t = t
+		noRepositoryInProject(t, x)
+	})
 	t.Run("arguments arrive as given", func(t *testing.T) {
 		x.t = t
 		got := x.ok("run", "--", "printf", "[%s]", "two words", "it's", "$HOME", "*")

@@ -3,13 +3,18 @@
 package e2e
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/core/dotgit"
 )
 
 // hostGit runs the host's git in dir with no user or system config, as
@@ -150,6 +155,25 @@ findmnt -n -o FSTYPE --mountpoint "$1/.git" || echo "no mount at .git"`
 	gitlinkSubtests(t, x, hostile, marker)
 }
 
+// noGitNamesMadeByTheBox fails if any entry under proj other than the
+// allowed ones (relative paths) is a name git takes for .git, or HEAD.
+func noGitNamesMadeByTheBox(t *testing.T, proj string, allowed ...string) {
+	t.Helper()
+	filepath.WalkDir(proj, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == proj {
+			return nil
+		}
+		rel, _ := filepath.Rel(proj, p)
+		if dotgit.Is(d.Name()) || d.Name() == "HEAD" {
+			if !slices.Contains(allowed, rel) {
+				t.Errorf("the work tree has %s, which the box made", rel)
+			}
+			return fs.SkipDir
+		}
+		return nil
+	})
+}
+
 // gitGuardOptOut runs on TestHostFunnel's box, whose git project has the
 // opt-out (git_shadow = false) from the start: no shadow, no read-only
 // .git, so guest root writes the host's .git, and the host guard must
@@ -186,6 +210,22 @@ func gitGuardOptOut(t *testing.T, x *h) {
 	if out, _, _ := x.corral("doctor", x.box); !strings.Contains(out, "host repository: git_shadow = false") {
 		t.Errorf("doctor does not show the opt-out:\n%s", out)
 	}
+	// The event-driven guard (core/gitwatch, in the broker): a repository
+	// the box makes anywhere in the tree is in the audit log within 2 s.
+	x.ok("run", "--", "sh", "-c", `mkdir -p "$1/deep/er" && git init -q "$1/deep/er"`, "sh", proj)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl"))
+		if strings.Contains(string(b), `"kind":"nested-git"`) && strings.Contains(string(b), filepath.Join(proj, "deep", "er", ".git")) && strings.Contains(string(b), `"source":"watch"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no nested-git event from the watch within 2 s of the box's git init:\n%s", b)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	x.ok("run", "--", "rm", "-rf", "deep")
 }
 
 // withSubmodules gives the project (a committed git repository) an
@@ -218,12 +258,17 @@ func gitlinkSubtests(t *testing.T, x *h, hostile, marker string) {
 git -C sub config core.fsmonitor "$2" || true
 (printf '#!/bin/sh\n%s\n' "$2" > sub/.git) 2>/dev/null && echo "WROTE sub/.git"
 git init -q vendor/lib && git -C vendor/lib config core.fsmonitor "$2" && echo "initialized vendor/lib"
-git init -q nested && git -C nested config core.fsmonitor "$2" && echo "made nested"
+git init -q nested 2>&1 && git -C nested config core.fsmonitor "$2" && echo "made nested"
+true
 `
 	t.Run("the box plants git config in submodule paths and a nested repository", func(t *testing.T) {
 		x.t = t
 		out := x.ok("run", "--", "sh", "-c", plant, "sh", proj, hostile)
-		if strings.Contains(out, "WROTE") || !strings.Contains(out, "initialized vendor/lib") || !strings.Contains(out, "made nested") {
+		// vendor/lib is the box's own directory (a submodule may be
+		// initialized there); a nested repository anywhere else in the
+		// work tree is refused by the host's name rule, with corral's line.
+		if strings.Contains(out, "WROTE") || !strings.Contains(out, "initialized vendor/lib") || strings.Contains(out, "made nested") ||
+			!strings.Contains(out, "corral: this box cannot make a git repository inside the project") {
 			t.Errorf("box user:\n%s", out)
 		}
 		// Guest root takes its own mounts off and tries again.
@@ -232,9 +277,22 @@ umount -l vendor/lib 2>/dev/null; umount -l sub/.git 2>/dev/null
 (echo "gitdir: /tmp" > sub/.git) 2>/dev/null && echo "WROTE sub/.git"
 rm -rf vendor/lib/.git; git init -q vendor/lib && git -C vendor/lib config core.fsmonitor "$2" && echo "root initialized vendor/lib"
 rmdir vendor/lib 2>/dev/null && echo "REMOVED vendor/lib"
+# The parent rename: the private mount moves with vendor; vendor/lib is
+# made again in the host's tree, where the host's index has its gitlink.
+mv vendor vendor.old && echo "renamed vendor"
+mkdir -p vendor/lib && git init -q vendor/lib 2>/dev/null && echo "MADE vendor/lib/.git"
+for n in .GIT git~1 .git. ; do mkdir "vendor/lib/$n" 2>/dev/null && echo "MADE $n"; done
+ln -s /tmp vendor/lib/.git 2>/dev/null && echo "MADE a .git symlink"
+(echo "gitdir: /tmp" > vendor/lib/.git) 2>/dev/null && echo "MADE a gitdir file"
+mkdir vendor/lib/x && mv vendor/lib/x vendor/lib/.git 2>/dev/null && echo "MOVED x to .git"
+(echo "ref: refs/heads/main" > vendor/lib/HEAD) 2>/dev/null && echo "MADE HEAD"
+mv sub/.git sub/moved 2>/dev/null && echo "MOVED sub/.git"
+# Put the tree back as it was (the host-side checks below read it).
+rm -rf vendor && mv vendor.old vendor && echo "restored vendor"
 true`
 		out = x.ok("run", "--", "sudo", "sh", "-c", root, "sh", proj, hostile)
-		if strings.Contains(out, "WROTE") || strings.Contains(out, "REMOVED") {
+		if strings.Contains(out, "WROTE") || strings.Contains(out, "REMOVED") || strings.Contains(out, "MADE") || strings.Contains(out, "MOVED") ||
+			!strings.Contains(out, "renamed vendor") || !strings.Contains(out, "restored vendor") {
 			t.Errorf("guest root:\n%s", out)
 		}
 		t.Logf("guest root: %s", strings.TrimSpace(out))
@@ -243,6 +301,10 @@ true`
 		x.t = t
 		if ents, err := os.ReadDir(filepath.Join(proj, "vendor", "lib")); err != nil || len(ents) != 0 {
 			t.Errorf("host vendor/lib holds %v (%v): the box's repository reached the host", ents, err)
+		}
+		noGitNamesMadeByTheBox(t, proj, "sub/.git", ".git")
+		if b, _ := os.ReadFile(filepath.Join(x.home, "logs", "audit.jsonl")); !strings.Contains(string(b), `"kind":"git-name-refused"`) {
+			t.Error("no git-name-refused event in the audit log")
 		}
 		if b, _ := os.ReadFile(filepath.Join(proj, "sub", ".git")); string(b) != string(subGit) {
 			t.Errorf("host sub/.git changed: %q", b)

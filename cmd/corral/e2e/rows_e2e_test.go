@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -442,4 +443,50 @@ func (x *h) audited(kind string) bool {
 		}
 	}
 	return false
+}
+
+// noRepositoryInProject, on TestBoxLifecycle's box (a project with no git,
+// the shape that had no protection at all): the agent's git init and git
+// clone into the project fail with corral's line and work outside it;
+// guest root's every spelling of .git, a symlink, a gitdir: file, a rename
+// onto .git and a HEAD are refused by the host's name rule; host git run
+// in every directory of the project runs nothing. About 10 s.
+func noRepositoryInProject(t *testing.T, x *h) {
+	marker := filepath.Join(t.TempDir(), "marker")
+	hostile := "echo ran >> " + marker
+	user := x.ok("run", "--", "sh", "-c", `git init -q . 2>&1; echo "init: $?"
+git init -q --bare /tmp/src.git && git clone -q /tmp/src.git cloned 2>&1; echo "clone: $?"
+git init -q /tmp/outside && echo "outside ok"`)
+	for _, want := range []string{"init: 1", "clone: 1", "outside ok", "corral: this box cannot make a git repository inside the project"} {
+		if !strings.Contains(user, want) {
+			t.Errorf("box user: no %q:\n%s", want, user)
+		}
+	}
+	root := x.ok("run", "--", "sudo", "sh", "-c", `mkdir -p deep/er
+for n in .git .GIT git~1 .git. deep/er/.git; do mkdir "$n" 2>/dev/null && echo "MADE $n"; done
+ln -s /tmp .git 2>/dev/null && echo "MADE a .git symlink"
+(printf 'gitdir: /tmp
+' > .git) 2>/dev/null && echo "MADE a gitdir file"
+mkdir x && mv x .git 2>/dev/null && echo "MOVED x to .git"
+mv deep deep2 && mkdir -p deep/er && (mkdir deep/er/.git 2>/dev/null && echo "MADE after the rename")
+(echo "ref: refs/heads/main" > HEAD) 2>/dev/null && echo "MADE HEAD"
+mkdir -p bare/objects bare/refs && (printf '[core]
+	fsmonitor = %s
+' "$1" > bare/config) && echo "wrote bare/config"
+(echo "ref: refs/heads/main" > bare/HEAD) 2>/dev/null && echo "MADE bare/HEAD"
+true`, "sh", hostile)
+	if strings.Contains(root, "MADE") || strings.Contains(root, "MOVED") || !strings.Contains(root, "wrote bare/config") {
+		t.Errorf("guest root:\n%s", root)
+	}
+	noGitNamesMadeByTheBox(t, x.project)
+	filepath.WalkDir(x.project, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			hostGit(t, p, "status")
+		}
+		return nil
+	})
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("host git ran a command the box planted")
+	}
+	x.ok("run", "--", "rm", "-rf", "deep", "deep2", "x", "bare", "cloned")
 }
