@@ -243,7 +243,7 @@ func (w *Writer) appendLine(b []byte) error {
 			return fmt.Errorf("appending to %s: %w", w.path, err)
 		}
 	}
-	defer flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+	defer unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
 
 	size, err := w.current()
 	if err != nil {
@@ -406,9 +406,11 @@ func (w *Writer) Close() error {
 // Path returns the file's path.
 func (w *Writer) Path() string { return w.path }
 
-func flock(f *os.File, how int) error {
+// unflock drops the lock held on f. Locks are taken with a deadline
+// (atomicfile.Flock), never with a blocking flock.
+func unflock(f *os.File) error {
 	for {
-		err := unix.Flock(int(f.Fd()), how)
+		err := unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		if err != unix.EINTR {
 			return err
 		}
@@ -459,7 +461,7 @@ func openGenerations(path string) ([]*os.File, error) {
 		if err := atomicfile.Flock(lock, path+lockSuffix, unix.LOCK_SH, LockWait); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		defer flock(lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+		defer unflock(lock) //nolint:errcheck // closing the fd also unlocks
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -612,7 +614,7 @@ func (w *Writer) beginLeaseLocked() bool {
 	ok := false
 	defer func() {
 		if !ok {
-			flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+			unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
 		}
 	}()
 	now, err := os.Stat(w.path)
@@ -665,5 +667,5 @@ func (w *Writer) endLeaseLocked() {
 	if w.leaseTimer != nil {
 		w.leaseTimer.Stop()
 	}
-	flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+	unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
 }
