@@ -304,7 +304,7 @@ func (s *Service) GCState(goldens bool) (GCState, error) {
 	for _, dir := range []string{s.Layout.Home, s.Layout.BoxesDir(), s.Layout.ProjectsDir(), s.Layout.LogsDir(), s.Layout.RunDir(),
 		s.Layout.SSHDir(), s.Layout.CacheDir(), s.Layout.GoldensDir()} {
 		for _, f := range listFiles(dir) {
-			if atomicfile.IsTemp(filepath.Base(f.Path)) {
+			if isLeftoverTemp(filepath.Base(f.Path)) {
 				st.Temps = append(st.Temps, f)
 			}
 		}
@@ -405,10 +405,7 @@ func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 		return s.Goldens().Remove(ctx, it.Box, false)
 	case GCTemp:
 		// Rechecked: a temp that is younger now is another write's.
-		if !atomicfile.RemoveOrphan(it.Path, s.now()) {
-			return errGCSkip
-		}
-		return nil
+		return removeLeftoverTemp(it.Path, s.now())
 	case GCRelay:
 		return removeRelay(it.Path, s.now())
 	case GCLock:

@@ -191,3 +191,34 @@ func removeLock(path string, gone func() bool) error {
 	}
 	return nil
 }
+
+// isLeftoverTemp reports whether name is a temp file some corral process
+// writes and removes when it is done: atomicfile's temps, a pulled or
+// received bundle being checked (hostgit.ReceiveBundle, in the run
+// directory), and the kept lines of a log being rewritten (core/jsonl).
+// One left behind is a crashed process's once it is older than
+// atomicfile.OrphanAge.
+func isLeftoverTemp(name string) bool {
+	switch {
+	case atomicfile.IsTemp(name):
+		return true
+	case strings.HasPrefix(name, "pull-") && strings.HasSuffix(name, ".bundle"):
+		return true
+	}
+	i := strings.Index(name, jsonl.KeptSuffix+".tmp")
+	return i > 0 && i+len(jsonl.KeptSuffix+".tmp") < len(name)
+}
+
+// removeLeftoverTemp removes path if it is a regular leftover temp file
+// older than atomicfile.OrphanAge at now (checked again: a younger one is
+// a write in progress).
+func removeLeftoverTemp(path string, now time.Time) error {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || !ownedByMe(fi) || !isLeftoverTemp(filepath.Base(path)) || now.Sub(fi.ModTime()) < atomicfile.OrphanAge {
+		return errGCSkip
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}

@@ -92,6 +92,12 @@ func TestGCLeftovers(t *testing.T) {
 	plantFile(t, goneLogLock, old)
 	temp := filepath.Join(l.SSHDir(), ".x.tmp-123")
 	plantFile(t, temp, old)
+	bundle := filepath.Join(run, "pull-123456.bundle")
+	plantFile(t, bundle, old)
+	keptTemp := l.AuditLog() + ".kept.tmp123456"
+	plantFile(t, keptTemp, old)
+	freshBundle := filepath.Join(run, "pull-654321.bundle")
+	plantFile(t, freshBundle, time.Now())
 	// Kept.
 	liveRelay := filepath.Join(run, "relay-00000000000000cc")
 	plantSocket(t, filepath.Join(liveRelay, "s"), true, old)
@@ -111,7 +117,7 @@ func TestGCLeftovers(t *testing.T) {
 	}
 	auditLock := l.AuditLog() + ".lock"
 	os.Chtimes(auditLock, old, old) //nolint:errcheck
-	kept := []string{liveRelay, freshSock, liveBoxLock, heldLock}
+	kept := []string{liveRelay, freshSock, liveBoxLock, heldLock, freshBundle}
 	if _, err := os.Stat(auditLock); err == nil {
 		kept = append(kept, auditLock)
 	}
@@ -135,7 +141,7 @@ func TestGCLeftovers(t *testing.T) {
 	for _, it := range done {
 		said = append(said, it.String())
 	}
-	removed := []string{deadRelayDir, deadRelaySock, emptyRelayDir, goneBoxLock, goneSSHLock, goneLogLock, temp}
+	removed := []string{deadRelayDir, deadRelaySock, emptyRelayDir, goneBoxLock, goneSSHLock, goneLogLock, temp, bundle, keptTemp}
 	for _, p := range removed {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left: %v", p, err)
