@@ -18,12 +18,20 @@ const MaxFileSize = 256 << 10
 // seconds, of 16,000 minutes).
 const MaxNesting = 32
 
-// checkNesting fails when TOML text nests deeper than max, before a
+// MaxItems caps the keys, values and array elements of a config file
+// (untrusted.Limits.Items), checked with the nesting before the parser
+// runs: a real config holds hundreds; a file at the size cap built of
+// tiny items (an array of 29,000 hosts, 21,000 env keys) made the parser
+// and the strict decoder work for a second or more.
+const MaxItems = 16 << 10
+
+// checkNesting fails when TOML text nests deeper than max (or holds more
+// than MaxItems items), before a
 // parser sees it: the scan is core/untrusted's CheckTOML (the one home of
 // the shape check of every TOML and JSON file corral reads), with the line
 // it stopped at.
 func checkNesting(data []byte, max int) *ParseError {
-	err := untrusted.CheckTOML(data, untrusted.Limits{Depth: max})
+	err := untrusted.CheckTOML(data, untrusted.Limits{Depth: max, Items: MaxItems})
 	var se *untrusted.ShapeError
 	if errors.As(err, &se) {
 		return &ParseError{Line: se.Line, Err: errors.New(se.What)}

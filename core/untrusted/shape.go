@@ -17,7 +17,8 @@ type Limits struct {
 	// also the segments of a dotted key or table header.
 	Depth int
 	// Items caps the number of keys, values and elements (each '=', ':'
-	// or ',' and each opening bracket counts once).
+	// or ',' and each opening bracket counts once; in TOML also each
+	// segment of a dotted key or table header, each a table).
 	Items int
 }
 
@@ -201,8 +202,10 @@ func CheckTOML(data []byte, lim Limits) error {
 				if e := c.deep(base + 1); e != nil {
 					return e
 				}
-				if e := c.item(); e != nil {
-					return e
+				for range levels { // each segment of the header is a table
+					if e := c.item(); e != nil {
+						return e
+					}
 				}
 				continue
 			}
@@ -229,6 +232,9 @@ func CheckTOML(data []byte, lim Limits) error {
 		case '.':
 			dots++
 			if e := c.deep(base + len(saved) + dots + 1); e != nil {
+				return e
+			}
+			if e := c.item(); e != nil { // a dotted key's segment is a table
 				return e
 			}
 		}
