@@ -470,7 +470,8 @@ func (s *Store) updateFile(fn func(f *file) error, commit func(out []byte) error
 		return out, nil
 	})
 	var fe *untrusted.FileError
-	if errors.As(err, &fe) {
+	var se *untrusted.ShapeError
+	if errors.As(err, &fe) || errors.As(err, &se) {
 		return hint.New(fmt.Errorf("approvals of box %s: %w", s.box, err), s.remedy())
 	}
 	return err

@@ -103,18 +103,24 @@ func Load(path string) ([]Host, error) {
 	var se *untrusted.ShapeError
 	switch {
 	case errors.As(err, &fe):
-		return nil, fmt.Errorf("reading hosts %s: %s", path, fe.What)
+		err = fmt.Errorf("reading hosts %s: %s", path, fe.What)
 	case errors.As(err, &se):
-		return nil, fmt.Errorf("reading hosts %s: line %d: %s", path, se.Line, se.What)
+		err = fmt.Errorf("reading hosts %s: line %d: %s", path, se.Line, se.What)
 	case err != nil:
-		return nil, fmt.Errorf("reading hosts %s: %w", path, err)
+		err = fmt.Errorf("reading hosts %s: %w", path, err)
+	}
+	if err != nil {
+		return nil, hint.New(err, brokenHint)
 	}
 	hosts, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, hint.New(fmt.Errorf("%s: %w", path, err), brokenHint)
 	}
 	return hosts, nil
 }
+
+// brokenHint is the hint of a hosts file that cannot be read.
+const brokenHint = "corral host add and rm write this file: fix it by hand, or move it away"
 
 // hostKeys are the keys of a [hosts.NAME] table.
 var hostKeys = []string{"url", "corral", "ssh_config"}
@@ -308,7 +314,7 @@ func updateLocked(l paths.Layout, op, name string, record func([]byte) error, ch
 	defer unlock()
 	hosts, err := Load(path)
 	if err != nil {
-		return hint.New(fmt.Errorf("%s host %s (nothing was written): %w", op, name, err), "fix the file by hand, or move it away")
+		return fmt.Errorf("%s host %s (nothing was written): %w", op, name, err) // Load's hint: brokenHint
 	}
 	hosts, err = change(hosts)
 	if err != nil {
