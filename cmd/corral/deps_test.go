@@ -48,7 +48,7 @@ var floors = []struct {
 	{"libraries", []string{
 		"core/atomicfile", "core/display", "core/hint", "core/hostbin", "core/hostinfo", "core/jsonl",
 		"core/procinfo", "core/secret", "core/untrusted", "core/version", "core/paths", "core/project",
-		"core/lima", "core/qmp", "core/qemu", "core/hostmem", "core/pins", "core/audit",
+		"core/lima", "core/qmp", "core/qemu", "core/hostmem", "core/pins", "core/audit", "core/dotgit",
 	}},
 	// Rules: each owns one rule of corral's (a box's states, the egress
 	// decision, trust classes, credential injection, ...).
@@ -56,6 +56,7 @@ var floors = []struct {
 		"core/agent", "core/agentstate", "core/boxstate", "core/boxmeta", "core/gitshadow", "core/egress", "core/guestconn",
 		"core/config", "core/approval", "core/funnel", "core/limayaml", "core/recent", "core/toolreg",
 		"core/hostgit", "core/credential", "core/launchenv", "core/remote", "core/golden",
+		"core/namerule", "core/gitwatch",
 	}},
 	// Services: the lifecycle, and the program modes started by corral or
 	// Lima (the broker, the qemu wrapper).

@@ -63,6 +63,7 @@ type Supervisor struct {
 	// nil reports nothing.
 	Report  func(Refusal)
 	refused atomic.Int64
+	mem     memFiles
 }
 
 // NewSupervisor answers the notifications of listener by rule.
@@ -73,50 +74,48 @@ func NewSupervisor(listener int, rule Rule) *Supervisor {
 // Refused is how many calls were refused so far.
 func (s *Supervisor) Refused() int64 { return s.refused.Load() }
 
-// workers answer notifications side by side: qemu's 9p server runs its
-// calls in a thread pool, and one slow answer (a /proc read) must not hold
-// the others.
+// workers answer notifications side by side, each blocked in its own
+// receive: qemu's 9p server runs its calls in a thread pool, and one slow
+// answer (a /proc read) must not hold the others.
 const workers = 4
 
 // Run answers notifications until every process under the filter has
-// exited (the listener reports POLLHUP), then returns nil.
+// exited (the listener reports POLLHUP), then returns nil. Workers left
+// blocked in a receive then are the process's to end.
 func (s *Supervisor) Run() error {
-	work := make(chan notif, 2*workers)
-	var wg sync.WaitGroup
+	failed := make(chan error, workers)
 	for range workers {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for n := range work {
-				s.respond(n)
+			for {
+				var n notif
+				_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), ioctlRecv, uintptr(unsafe.Pointer(&n)))
+				switch errno {
+				case 0:
+					s.respond(n)
+				case unix.ENOENT, unix.EINTR:
+					// The caller died or was interrupted before we read it.
+				default:
+					failed <- fmt.Errorf("reading a seccomp notification: %w", errno)
+					return
+				}
 			}
 		}()
 	}
-	defer func() { close(work); wg.Wait() }()
-	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	// Asking for no events, poll still reports the hang-up.
+	fds := []unix.PollFd{{Fd: int32(s.fd)}}
 	for {
+		select {
+		case err := <-failed:
+			return err
+		default:
+		}
 		fds[0].Revents = 0
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
+		if _, err := unix.Poll(fds, 1000); err != nil && !errors.Is(err, unix.EINTR) {
 			return fmt.Errorf("waiting for the seccomp listener: %w", err)
 		}
-		if fds[0].Revents&unix.POLLIN == 0 {
-			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-				return nil
-			}
-			continue
+		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return nil
 		}
-		var n notif
-		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), ioctlRecv, uintptr(unsafe.Pointer(&n))); errno != 0 {
-			// ENOENT: the caller died or was interrupted before we read it.
-			if errno == unix.ENOENT || errno == unix.EINTR {
-				continue
-			}
-			return fmt.Errorf("reading a seccomp notification: %w", errno)
-		}
-		work <- n
 	}
 }
 
@@ -203,7 +202,7 @@ func (s *Supervisor) check(n notif, pid int, t target) (unix.Errno, string, stri
 		follows = flags&unix.AT_SYMLINK_FOLLOW != 0
 	}
 	emptyPathOK := t.follow != followOpen && t.flags >= 0 && flags&unix.AT_EMPTY_PATH != 0
-	path, errno := readString(pid, n.Args[t.path])
+	path, errno := s.readString(pid, n.Args[t.path])
 	if errno != 0 {
 		return errno, "", ""
 	}
@@ -379,17 +378,64 @@ func procSelfFD(path string) (fd int, rest string, ok bool) {
 	return n, rest, true
 }
 
-// readString reads a NUL-terminated path at addr in pid's memory, a page
-// at a time (a read across an unmapped page fails).
-func readString(pid int, addr uint64) (string, unix.Errno) {
-	if addr == 0 {
-		return "", unix.EFAULT
+// memFiles keeps /proc/TID/mem open per calling thread: qemu's 9p
+// threads are a pool, and an open per call would double the cost. A read
+// that fails drops the file and opens it again once (the thread may have
+// gone and its id been reused); ID_VALID guards every refusal all the same.
+type memFiles struct {
+	mu    sync.Mutex
+	files map[int]*os.File
+}
+
+const maxMemFiles = 256
+
+func (m *memFiles) get(pid int, fresh bool) (*os.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files == nil {
+		m.files = map[int]*os.File{}
+	}
+	if f := m.files[pid]; f != nil {
+		if !fresh {
+			return f, nil
+		}
+		f.Close()
+		delete(m.files, pid)
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
-		return "", unix.ESRCH
+		return nil, err
 	}
-	defer f.Close()
+	if len(m.files) >= maxMemFiles {
+		for k, old := range m.files {
+			old.Close()
+			delete(m.files, k)
+		}
+	}
+	m.files[pid] = f
+	return f, nil
+}
+
+// readString reads a NUL-terminated path at addr in pid's memory.
+func (s *Supervisor) readString(pid int, addr uint64) (string, unix.Errno) {
+	if addr == 0 {
+		return "", unix.EFAULT
+	}
+	for _, fresh := range []bool{false, true} {
+		f, err := s.mem.get(pid, fresh)
+		if err != nil {
+			return "", unix.ESRCH
+		}
+		if p, errno := readStringFrom(f, addr); errno != unix.EFAULT || fresh {
+			return p, errno
+		}
+	}
+	return "", unix.EFAULT
+}
+
+// readStringFrom reads a NUL-terminated string at addr, a page at a time
+// (a read across an unmapped page fails).
+func readStringFrom(f *os.File, addr uint64) (string, unix.Errno) {
 	var out []byte
 	buf := make([]byte, 4096)
 	for len(out) < pathMax {

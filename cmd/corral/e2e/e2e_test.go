@@ -311,6 +311,11 @@ echo "value=$E2E_SECRET"`
 		benchOnly(t)
 		runOverhead(t, x, 10)
 	})
+	t.Run("benchmark: the name rule on an unpack of 10,000 files", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		nameRuleUnpack(t, x)
+	})
 	t.Run("a failed guest unit refuses the session", func(t *testing.T) {
 		x.t = t
 		x.ok("run", "--", "sudo", "systemctl", "stop", "corral-project.service")
