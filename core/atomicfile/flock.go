@@ -58,9 +58,33 @@ func (e *LockError) Unwrap() error { return ErrLockTimeout }
 const maxProcLocks = 4 << 20
 
 // LockHolder names the processes that hold a lock on f's file, from
-// /proc/locks (Linux), as "pid 123 (corral allow ...)"; "" where the
-// system does not say (macOS) or no holder is found.
+// /proc/locks (Linux), as "pid 123 (corral allow ...)"; where the system
+// does not say (macOS), the pid an exclusive holder wrote into the file
+// (MarkHolder), as "pid 123, by its own account"; "" when neither knows.
 func LockHolder(f *os.File) string {
+	if s := procLockHolder(f); s != "" {
+		return s
+	}
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return ""
+	}
+	return "pid " + strconv.Itoa(pid) + ", by its own account"
+}
+
+// MarkHolder writes this process's pid into f, the lock file it has just
+// locked exclusive, for LockHolder where the system does not name holders.
+// Best effort: the lock, not the content, is what counts.
+func MarkHolder(f *os.File) {
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+}
+
+// procLockHolder is LockHolder from /proc/locks.
+func procLockHolder(f *os.File) string {
 	fi, err := f.Stat()
 	if err != nil {
 		return ""

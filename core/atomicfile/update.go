@@ -47,6 +47,7 @@ func lock(path string, wait time.Duration) (func(), error) {
 			return nil, err
 		}
 		if StillAt(f, path) {
+			MarkHolder(f)
 			return func() { f.Close() }, nil // closing the descriptor releases the lock
 		}
 		f.Close() // removed by gc while we waited: lock the new file

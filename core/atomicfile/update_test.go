@@ -228,3 +228,45 @@ func TestLockAfterRemoval(t *testing.T) {
 		t.Errorf("third locker: %v, want a timeout (the second holds the lock at path)", err)
 	}
 }
+
+// TestLockHolderNamed: a lock timeout names the holder: from /proc/locks
+// where the system says (here, another process holding it), else by the
+// pid the holder wrote into the file (macOS).
+func TestLockHolderNamed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.lock")
+	if err := os.WriteFile(path, []byte("4242\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := LockHolder(f); got != "pid 4242, by its own account" {
+		t.Errorf("from the file: %q", got)
+	}
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		t.Skip("no /proc/locks")
+	}
+	cmd := exec.Command("flock", path, "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no flock(1):", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }() //nolint:errcheck
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		unlock, err := lock(path, 10*time.Millisecond)
+		if err == nil {
+			unlock() // flock(1) has not taken it yet
+		}
+		var le *LockError
+		if errors.As(err, &le) && strings.Contains(le.Holder, "(flock ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holder not named: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/untrusted"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -76,8 +75,7 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 		}
 		delay = min(2*delay, 200*time.Millisecond)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	atomicfile.MarkHolder(f)
 	return &Lock{f: f}, nil
 }
 
