@@ -9,9 +9,11 @@
 // notify) whose "Allow" actions call Backend.Allow.
 //
 // Remote hosts (corral host add) are read through a RemoteBackend: each
-// host on its own goroutine, every RemoteInterval and when the menu opens,
-// its result posted back to the loop like any other; a host that is slow
-// or unreachable delays nothing but its own line. Actions on a remote box
+// host on its own goroutine, over one ssh connection per host, when its
+// read schedule (readSchedule: every RemoteInterval, less often for a
+// host that fails or needs a touch) or the menu's opening says so, its
+// result posted back to the loop like any other; a host that is slow or
+// unreachable delays nothing but its own line. Actions on a remote box
 // run there (corral --host), never here.
 //
 // Threading: one event loop goroutine owns all app state and is the only
@@ -152,9 +154,10 @@ type Options struct {
 	Login LoginItem
 
 	RefreshInterval time.Duration // default 3s
-	// RemoteInterval is how often remote hosts are read again (ssh, a few
-	// connections per host); they are also read when the menu opens, at
-	// most every remoteOpenAge. Default 30s.
+	// RemoteInterval is how often a healthy remote host is read again
+	// (over its one shared ssh connection); a host that fails or is slow
+	// is read less often (readSchedule), and a healthy one also when the
+	// menu opens, at most every remoteOpenAge. Default 30s.
 	RemoteInterval time.Duration
 	// SweepInterval is how often the app stops idle boxes
 	// (Backend.StopIdle), so that idle_stop holds for a user who only runs

@@ -299,7 +299,7 @@ func Main(ctx context.Context, l paths.Layout, exe string, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	b := &coreBackend{svc: svc, remote: remotebox.Client{Runner: remote.Runner{Batch: true}}}
+	b := &coreBackend{svc: svc, remote: remotebox.Client{Runner: remote.Runner{Batch: true, ControlDir: svc.Layout.RemoteControlDir()}}}
 	return Run(ctx, Options{
 		Backend:    b,
 		Remote:     b,
@@ -349,7 +349,8 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 		v.Asked = b.askedRequests(s.Name, asked)
 		v.Credentials = b.credentialUses(s.Name, now)
 		v.NewCommits = b.newCommits(s, now)
-		v.Requests = len(boxmeta.PendingRequests(b.svc.Layout, s.Name, s.Project))
+		open, _ := boxmeta.OpenRequestsErr(b.svc.Layout, s.Name, s.Project) // unknown: none shown (corral ls says why)
+		v.Requests, v.Refused = len(open.Pending), len(open.Refused)
 		v.Detached = b.detached(s, now)
 		st.Boxes = append(st.Boxes, v)
 		st.Projects = append(st.Projects, Project{Dir: s.Project, Name: filepath.Base(s.Project), Box: s.Name, LastUsed: s.LastActivity})
@@ -488,21 +489,38 @@ func isNewDenial(e egress.Entry, since time.Time) bool {
 	return e.IsDecision() && !e.Allowed && e.HeldMS == 0 && !e.Time.Before(since)
 }
 
+// The app follows every box's egress log on one ticker (denialPoll), not
+// a goroutine and a ticker per box: a box whose broker runs is read at
+// every tick (a denial reaches the menu within about half a second); one
+// whose broker does not (a stopped box: its log grows only when it starts
+// again) every stoppedEvery ticks; the box list is read again every
+// boxesPoll.
+const (
+	denialPoll   = 500 * time.Millisecond
+	stoppedEvery = 10 // ticks: a stopped box's log every 5 s
+)
+
+// pollDue reports whether a box's log is read at tick n (counted from 0):
+// every tick while its broker runs, every stoppedEvery ticks otherwise.
+func pollDue(n uint64, live bool) bool {
+	return live || n%stoppedEvery == 0
+}
+
 // WatchDenials follows the egress log of every box, including boxes created
 // after it started, and reports new denials.
 func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d DeniedHost)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	type follower struct {
-		cancel  context.CancelFunc
+		tail    *egress.LogTail
 		created time.Time
+		live    bool // its broker runs (BrokerPID in its metadata)
 	}
-	following := map[string]follower{}
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	follow := func(name string, since time.Time, fromStart bool) context.CancelFunc {
-		fctx, fcancel := context.WithCancel(ctx)
+	following := map[string]*follower{}
+	defer func() {
+		for _, f := range following {
+			f.tail.Close()
+		}
+	}()
+	follow := func(name string, since time.Time, fromStart bool) *egress.LogTail {
 		report := func(e egress.Entry) {
 			if isNewDenial(e, since) {
 				d := DeniedHost{Host: e.Host, Port: e.Port, Count: e.N(), Last: e.Time, Malformed: malformed(e.Reason)}
@@ -516,19 +534,7 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 				fn(name, DeniedHost{Host: e.Host, Port: e.Port, Count: 1, Last: e.Time, Asked: &r})
 			}
 		}
-		wg.Go(func() {
-			f := egress.Follow
-			if fromStart {
-				f = egress.FollowAll
-			}
-			if err := f(fctx, b.svc.Layout.EgressLog(name), report); err != nil {
-				select {
-				case errc <- err:
-				default:
-				}
-			}
-		})
-		return fcancel
+		return egress.NewLogTail(b.svc.Layout.EgressLog(name), fromStart, report)
 	}
 	first := true
 	rescan := func() error {
@@ -537,15 +543,16 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 		case err != nil && first && len(metas) == 0:
 			return err
 		case err != nil && !first:
-			return nil // a box's metadata half-read or unreadable: keep what is followed, retry next tick
+			return nil // a box's metadata half-read or unreadable: keep what is followed, retry next time
 		}
 		seen := map[string]bool{}
 		for _, m := range metas {
 			seen[m.Name] = true
 			if f, ok := following[m.Name]; ok && f.created.Equal(m.Created) {
+				f.live = m.BrokerPID != 0
 				continue
 			} else if ok {
-				f.cancel() // removed and created again under the same name
+				f.tail.Close() // removed and created again under the same name
 			}
 			// Boxes there at the start are followed from now on; a box
 			// that appeared later from its creation, as its broker may
@@ -555,11 +562,11 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 			if !first {
 				since = m.Created
 			}
-			following[m.Name] = follower{cancel: follow(m.Name, since, !first), created: m.Created}
+			following[m.Name] = &follower{tail: follow(m.Name, since, !first), created: m.Created, live: m.BrokerPID != 0}
 		}
 		for name, f := range following {
 			if !seen[name] {
-				f.cancel()
+				f.tail.Close()
 				delete(following, name)
 			}
 		}
@@ -569,15 +576,21 @@ func (b *coreBackend) WatchDenials(ctx context.Context, fn func(box string, d De
 	if err := rescan(); err != nil {
 		return err
 	}
-	tick := time.NewTicker(boxesPoll)
+	tick := time.NewTicker(denialPoll)
 	defer tick.Stop()
-	for {
+	rescanEvery := uint64(max(boxesPoll/denialPoll, 1))
+	for n := uint64(0); ; n++ {
+		for _, f := range following {
+			if pollDue(n, f.live) {
+				f.tail.Poll()
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-errc:
-			return err
 		case <-tick.C:
+		}
+		if (n+1)%rescanEvery == 0 {
 			if err := rescan(); err != nil {
 				return err
 			}

@@ -35,9 +35,9 @@ func (f *fakeHost) exec(_ context.Context, _ string, argv []string, _ io.Reader,
 	case strings.HasSuffix(cmd, `'version' '--json'`):
 		io.WriteString(stdout, `{"version":"`+version.Version+`","commit":"`+version.Commit+`"}`)
 	case strings.HasSuffix(cmd, `'ls' '--json'`):
-		io.WriteString(stdout, `[{"name":"web-1","project":"/home/me/web","state":"Running","network":"broker","mem_bytes":1024,"memory_cap":4096,"live_sessions":1}]`)
+		io.WriteString(stdout, `{"schema":"corral.boxes/v1","boxes":[{"name":"web-1","project":"/home/me/web","state":"Running","network":"broker","mem_bytes":1024,"memory_cap":4096,"live_sessions":1}]}`)
 	case strings.Contains(cmd, `'egress'`):
-		io.WriteString(stdout, `{"box":"web-1","destinations":[{"host":"api.example.test","port":443,"allowed":false,"count":2,"last_seen":"2026-05-06T11:58:00Z","reason":"host-not-allowed"}]}`)
+		io.WriteString(stdout, `{"schema":"corral.egress/v1","box":"web-1","destinations":[{"host":"api.example.test","port":443,"allowed":false,"count":2,"last_seen":"2026-05-06T11:58:00Z","reason":"host-not-allowed"}]}`)
 	}
 	return 0, nil
 }

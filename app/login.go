@@ -33,10 +33,14 @@ const (
 	smNotFound         = 3
 )
 
-// loginStateOf maps an SMAppService status to the menu's state. NotFound
-// (a binary outside an app bundle, e.g. `corral app` from a build tree)
-// and anything unknown show no menu entry.
-func loginStateOf(status int) menu.LoginState {
+// loginStateOf maps an SMAppService status to the menu's state. bundled
+// says whether the running program has a bundle identifier (it runs from
+// Corral.app). macOS reports NotFound for the main app of a fresh install
+// until it is first registered, so NotFound with a bundle id is "off"
+// (the user can tick it); without one (`corral app` from a build tree,
+// which cannot be a login item) it shows no entry, as does anything
+// unknown (-1: macOS before 13).
+func loginStateOf(status int, bundled bool) menu.LoginState {
 	switch status {
 	case smNotRegistered:
 		return menu.LoginOff
@@ -44,8 +48,49 @@ func loginStateOf(status int) menu.LoginState {
 		return menu.LoginOn
 	case smRequiresApproval:
 		return menu.LoginNeedsApproval
+	case smNotFound:
+		if bundled {
+			return menu.LoginOff
+		}
 	}
 	return menu.LoginUnsupported
+}
+
+// loginOutcome is what a click on "Open at login" reports: the error of
+// registering (or unregistering) itself, which names what macOS said;
+// else, when macOS answered without error but the state read afterwards
+// is not what was asked for, an error saying so, with where to look.
+// nil when the state is as asked (NeedsApproval counts as on: macOS shows
+// its own notice and the menu says where to allow it).
+func loginOutcome(want bool, setErr error, st menu.LoginState, stErr error) error {
+	verb := "registering Corral as a login item"
+	if !want {
+		verb = "removing Corral from the login items"
+	}
+	switch {
+	case setErr != nil:
+		return fmt.Errorf("%s: %w", verb, setErr)
+	case stErr != nil:
+		return fmt.Errorf("%s: reading the state afterwards: %w", verb, stErr)
+	case want && st != menu.LoginOn && st != menu.LoginNeedsApproval:
+		return fmt.Errorf("%s: macOS reported no error but does not list it (%s); check System Settings › General › Login Items", verb, loginStateName(st))
+	case !want && (st == menu.LoginOn || st == menu.LoginNeedsApproval):
+		return fmt.Errorf("%s: macOS reported no error but still lists it (%s); check System Settings › General › Login Items", verb, loginStateName(st))
+	}
+	return nil
+}
+
+// loginStateName names a state in an error line.
+func loginStateName(st menu.LoginState) string {
+	switch st {
+	case menu.LoginOff:
+		return "not registered"
+	case menu.LoginOn:
+		return "enabled"
+	case menu.LoginNeedsApproval:
+		return "waiting for approval"
+	}
+	return "not found"
 }
 
 // wantLogin is what a click on "Open at login" asks for: off when it is

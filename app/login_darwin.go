@@ -20,6 +20,14 @@ static int corral_login_status(void) {
 	return -1;
 }
 
+// Whether the running program has a bundle identifier (runs from
+// Corral.app): only then is SMAppService's NotFound a fresh install.
+static int corral_login_bundled(void) {
+	@autoreleasepool {
+		return [[NSBundle mainBundle] bundleIdentifier] != nil ? 1 : 0;
+	}
+}
+
 // Returns NULL on success, else a malloc'd message.
 static char *corral_login_set(int on) {
 	if (@available(macOS 13.0, *)) {
@@ -55,7 +63,7 @@ var _ LoginItem = smLogin{}
 func newLoginItem() LoginItem { return smLogin{} }
 
 func (smLogin) State() (menu.LoginState, error) {
-	return loginStateOf(int(C.corral_login_status())), nil
+	return loginStateOf(int(C.corral_login_status()), C.corral_login_bundled() != 0), nil
 }
 
 func (smLogin) SetEnabled(on bool) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,18 +16,113 @@ import (
 )
 
 func TestLoginStateOf(t *testing.T) {
-	for status, want := range map[int]menu.LoginState{
-		-1: menu.LoginUnsupported, smNotRegistered: menu.LoginOff, smEnabled: menu.LoginOn,
-		smRequiresApproval: menu.LoginNeedsApproval, smNotFound: menu.LoginUnsupported, 9: menu.LoginUnsupported,
+	for _, tc := range []struct {
+		status  int
+		bundled bool
+		want    menu.LoginState
+	}{
+		{-1, true, menu.LoginUnsupported}, {smNotRegistered, true, menu.LoginOff}, {smEnabled, true, menu.LoginOn},
+		{smRequiresApproval, true, menu.LoginNeedsApproval},
+		// A fresh install: NotFound until the first registration.
+		{smNotFound, true, menu.LoginOff},
+		// A binary outside Corral.app cannot be a login item.
+		{smNotFound, false, menu.LoginUnsupported},
+		{9, true, menu.LoginUnsupported},
 	} {
-		if got := loginStateOf(status); got != want {
-			t.Errorf("loginStateOf(%d) = %v, want %v", status, got, want)
+		if got := loginStateOf(tc.status, tc.bundled); got != tc.want {
+			t.Errorf("loginStateOf(%d, bundled %v) = %v, want %v", tc.status, tc.bundled, got, tc.want)
 		}
 	}
 	for s, want := range map[menu.LoginState]bool{menu.LoginOff: true, menu.LoginOn: false, menu.LoginNeedsApproval: false} {
 		if wantLogin(s) != want {
 			t.Errorf("wantLogin(%v) = %v", s, !want)
 		}
+	}
+}
+
+// A click reports registering's own error, else a state that is not what
+// was asked for; nothing when macOS did as asked.
+func TestLoginOutcome(t *testing.T) {
+	denied := errors.New("Operation not permitted")
+	for _, tc := range []struct {
+		want   bool
+		setErr error
+		st     menu.LoginState
+		stErr  error
+		says   string // "" = no error
+	}{
+		{true, nil, menu.LoginOn, nil, ""},
+		{true, nil, menu.LoginNeedsApproval, nil, ""},
+		{false, nil, menu.LoginOff, nil, ""},
+		{true, denied, menu.LoginOff, nil, "registering Corral as a login item: Operation not permitted"},
+		{false, denied, menu.LoginOn, nil, "removing Corral from the login items: Operation not permitted"},
+		{true, nil, menu.LoginOff, nil, "macOS reported no error but does not list it (not registered)"},
+		{true, nil, menu.LoginUnsupported, nil, "does not list it (not found)"},
+		{false, nil, menu.LoginNeedsApproval, nil, "still lists it (waiting for approval)"},
+		{true, nil, menu.LoginOff, errors.New("boom"), "reading the state afterwards: boom"},
+	} {
+		err := loginOutcome(tc.want, tc.setErr, tc.st, tc.stErr)
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%+v: %v", tc, err)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
+			t.Errorf("%+v: %v, want %q", tc, err, tc.says)
+		case tc.setErr != nil && !errors.Is(err, tc.setErr):
+			t.Errorf("%+v: %v does not wrap registering's error", tc, err)
+		}
+	}
+}
+
+// fakeLogin is a LoginItem whose state the test sets, counting reads.
+type fakeLogin struct {
+	mu    sync.Mutex
+	st    menu.LoginState
+	reads int
+}
+
+func (f *fakeLogin) State() (menu.LoginState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	return f.st, nil
+}
+
+func (f *fakeLogin) SetEnabled(bool) error { return nil }
+
+func (f *fakeLogin) set(st menu.LoginState) {
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+}
+
+// Opening the menu reads the login item again: a change made in System
+// Settings shows at the next opening.
+func TestMenuOpeningRereadsLogin(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fl := &fakeLogin{st: menu.LoginOff}
+	l := newLoop(Options{Login: fl, Notifier: notify.NewNop()}, cancel)
+	l.ui.Login = menu.LoginOff
+	l.quitting.Store(true) // render is a no-op: there is no tray here
+	opened := func() {
+		t.Helper()
+		l.onMenuOpened(ctx)
+		select {
+		case f := <-l.results:
+			f(ctx)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the login state was not read")
+		}
+	}
+	fl.set(menu.LoginOn) // ticked in System Settings
+	opened()
+	if l.ui.Login != menu.LoginOn || fl.reads != 1 {
+		t.Errorf("after opening: state %v, %d reads", l.ui.Login, fl.reads)
+	}
+	fl.set(menu.LoginNeedsApproval)
+	opened()
+	if l.ui.Login != menu.LoginNeedsApproval || fl.reads != 2 {
+		t.Errorf("after opening again: state %v, %d reads", l.ui.Login, fl.reads)
 	}
 }
 

@@ -56,17 +56,19 @@ type loop struct {
 	refreshAgain bool
 	sweeping     bool // a timer's StopIdle runs
 	picking      bool // the folder chooser is open
+	readingLogin bool // a read of the login item's state is under way
 
 	// Remote hosts, owned by the run goroutine like the rest: the last
 	// read of each host (in hosts.toml order), why the list could not be
 	// read, which hosts a read is under way for (and which need one more
-	// after it), and when the last read of each started.
+	// after it), and each host's read schedule (readSchedule).
 	remote        []menu.RemoteHost
 	remoteErr     string
 	listingHosts  bool
 	remoteReading map[string]bool
 	remoteAgain   map[string]bool
-	remoteStarted map[string]time.Time
+	remoteSched   readSchedule
+	remoteReads   map[string]hostReads
 }
 
 func newLoop(opts Options, cancel context.CancelFunc) *loop {
@@ -82,7 +84,8 @@ func newLoop(opts Options, cancel context.CancelFunc) *loop {
 		ui:            menu.UI{Busy: map[string]string{}},
 		remoteReading: map[string]bool{},
 		remoteAgain:   map[string]bool{},
-		remoteStarted: map[string]time.Time{},
+		remoteSched:   defaultSchedule(opts.RemoteInterval),
+		remoteReads:   map[string]hostReads{},
 	}
 }
 
@@ -140,7 +143,7 @@ func (l *loop) run(ctx context.Context) {
 		remoteTick = t.C
 	}
 	l.refresh(ctx)
-	l.refreshRemote(ctx, 0)
+	l.refreshRemote(ctx, false)
 	actions := l.opts.Notifier.Actions()
 	// A notifier that learns later it will not be shown (macOS refused
 	// authorization) says so once, on the menu's error line.
@@ -162,9 +165,9 @@ func (l *loop) run(ctx context.Context) {
 		case <-sweep.C:
 			l.stopIdle(ctx, false)
 		case <-remoteTick:
-			l.refreshRemote(ctx, 0)
+			l.refreshRemote(ctx, false)
 		case <-l.opened:
-			l.refreshRemote(ctx, remoteOpenAge)
+			l.onMenuOpened(ctx)
 		case c := <-l.clicks:
 			l.click(ctx, c)
 		case f := <-l.results:
@@ -324,13 +327,41 @@ func (l *loop) toggleLogin(ctx context.Context) {
 		err := l.opts.Login.SetEnabled(want)
 		st, serr := l.opts.Login.State()
 		return func() {
-			if err != nil {
+			if err := loginOutcome(want, err, st, serr); err != nil {
 				l.fail("open at login", err)
 			}
 			if serr == nil {
 				l.ui.Login = st
 			}
 			l.render()
+		}
+	})
+}
+
+// onMenuOpened reads again what may have changed outside corral while
+// the menu was closed: the login item (System Settings) and the remote
+// hosts read long enough ago.
+func (l *loop) onMenuOpened(ctx context.Context) {
+	l.refreshLogin(ctx)
+	l.refreshRemote(ctx, true)
+}
+
+// refreshLogin reads the login item's state again off the loop (the user
+// may have changed it in System Settings since) and redraws when it
+// changed. One read at a time.
+func (l *loop) refreshLogin(ctx context.Context) {
+	if l.readingLogin {
+		return
+	}
+	l.readingLogin = true
+	l.goDo(ctx, func(context.Context) func() {
+		st, err := l.opts.Login.State()
+		return func() {
+			l.readingLogin = false
+			if err == nil && st != l.ui.Login {
+				l.ui.Login = st
+				l.render()
+			}
 		}
 	})
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/corral-dev/corral/core/egress"
 )
 
-// remoteOpenAge: opening the menu reads a host again only when its last
-// read started at least this long ago (a read is a few ssh connections).
+// remoteOpenAge: opening the menu reads a healthy host again only when its
+// last read started at least this long ago (readSchedule).
 const remoteOpenAge = 10 * time.Second
 
 // menuOpened tells the loop the menu opened, without waiting: one
@@ -25,10 +25,11 @@ func (l *loop) menuOpened() {
 }
 
 // refreshRemote lists the hosts off the loop, then starts a read of each
-// host that no read is under way for and whose last read started at least
-// minAge ago, each on its own goroutine. Nothing here waits: a slow or
-// unreachable host holds only its own read.
-func (l *loop) refreshRemote(ctx context.Context, minAge time.Duration) {
+// host that no read is under way for and that its schedule says is due
+// (readSchedule: by the timer, or opened when the menu opened), each on
+// its own goroutine. Nothing here waits: a slow or unreachable host holds
+// only its own read.
+func (l *loop) refreshRemote(ctx context.Context, opened bool) {
 	if l.opts.Remote == nil || l.listingHosts {
 		return
 	}
@@ -49,7 +50,7 @@ func (l *loop) refreshRemote(ctx context.Context, minAge time.Duration) {
 			l.setHosts(hosts)
 			now := time.Now()
 			for _, h := range l.remote {
-				if now.Sub(l.remoteStarted[h.Name]) >= minAge {
+				if l.remoteSched.due(l.remoteReads[h.Name], now, opened) {
 					l.readHost(ctx, h.Name)
 				}
 			}
@@ -93,11 +94,13 @@ func (l *loop) readHostAgain(ctx context.Context, name string, again bool) {
 		return
 	}
 	l.remoteReading[name] = true
-	l.remoteStarted[name] = time.Now()
+	l.remoteReads[name] = l.remoteSched.start(l.remoteReads[name], time.Now())
 	l.goDo(ctx, func(ctx context.Context) func() {
 		r := l.opts.Remote.ReadHost(ctx, name)
+		end := time.Now()
 		return func() {
 			delete(l.remoteReading, name)
+			l.remoteReads[name] = l.remoteSched.done(l.remoteReads[name], end, r.Err != "")
 			if l.remoteAgain[name] {
 				delete(l.remoteAgain, name)
 				defer l.readHost(ctx, name)

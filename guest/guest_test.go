@@ -518,7 +518,7 @@ func runRequire(t *testing.T, have []string, network string, aptFails bool, aptE
 			_ = os.Symlink(real, filepath.Join(bin, p))
 		}
 	}
-	cmd.Env = []string{"PATH=" + bin, "PARAM_NETWORK=" + network, "PARAM_PROXY_HOST=192.168.5.4", "PARAM_PROXY_PORT=4242", "CORRAL_APT_ETC=" + etc}
+	cmd.Env = []string{"PATH=" + bin, "PARAM_NETWORK=" + network, "PARAM_PROXY_HOST=192.168.5.4", "PARAM_PROXY_PORT=4242", "CORRAL_APT_ETC=" + etc, "CORRAL_APT_RETRY_SLEEP=0"}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -58,7 +58,8 @@ func TestInfoPlist(t *testing.T) {
 	}
 	// macOS shows these in its privacy prompts; without one the access is refused silently.
 	for _, k := range []string{"NSAppleEventsUsageDescription", "NSDocumentsFolderUsageDescription", "NSDesktopFolderUsageDescription",
-		"NSDownloadsFolderUsageDescription", "NSRemovableVolumesUsageDescription", "NSNetworkVolumesUsageDescription"} {
+		"NSDownloadsFolderUsageDescription", "NSRemovableVolumesUsageDescription", "NSNetworkVolumesUsageDescription",
+		"NSLocalNetworkUsageDescription"} {
 		if s, _ := p[k].(string); strings.TrimSpace(s) == "" {
 			t.Errorf("Info.plist %s = %#v, want a sentence (macOS shows it in a privacy prompt)", k, p[k])
 		}
@@ -81,7 +82,7 @@ func TestBundleNamesAgree(t *testing.T) {
 	if !strings.Contains(cask, `binary "#{appdir}/Corral.app/`+exe+`"`) {
 		t.Errorf("the cask does not link %s as a binary", exe)
 	}
-	if id := p["CFBundleIdentifier"].(string); !strings.Contains(cask, `quit: "`+id+`"`) {
+	if id := p["CFBundleIdentifier"].(string); !regexp.MustCompile(`quit:\s+"` + regexp.QuoteMeta(id) + `"`).MatchString(cask) {
 		t.Errorf("the cask's uninstall quit does not name the bundle id %s", id)
 	}
 }
@@ -107,10 +108,23 @@ func TestCask(t *testing.T) {
 			t.Errorf("cask does not match %s", re)
 		}
 	}
-	// ~/.corral holds every box's disk: only zap may remove it.
-	zap := regexp.MustCompile(`(?s)\n  zap trash: \[(.*?)\]`).FindStringSubmatch(cask)
-	if zap == nil || !strings.Contains(zap[1], `"~/.corral"`) {
-		t.Errorf("cask: ~/.corral is not in the zap trash list")
+	// ~/.corral holds every box's disk: only zap may remove it, and only
+	// after its script stopped every VM under it.
+	zap := regexp.MustCompile(`(?s)\n  zap script: \{(.*?)\n      \},\n      trash:  \[(.*?)\]`).FindStringSubmatch(cask)
+	if zap == nil || !strings.Contains(zap[2], `"~/.corral"`) {
+		t.Errorf("cask: ~/.corral is not in the zap trash list, after zap's script")
+	} else if !strings.Contains(zap[1], `"#{HOMEBREW_PREFIX}/bin/limactl"`) || !strings.Contains(zap[1], `stop --force`) || !strings.Contains(zap[1], `$HOME/.corral/lima`) {
+		t.Errorf("cask: zap's script does not stop the VMs under corral's Lima home:\n%s", zap[1])
+	}
+	// Uninstall stops every box and broker with the bundle's binary
+	// before Homebrew removes it.
+	un := regexp.MustCompile(`(?s)\n  uninstall quit:   "[^"]+",\n            script: \{\n(.*?)\n            \}`).FindStringSubmatch(cask)
+	if un == nil || !strings.Contains(un[1], `executable:   "#{appdir}/Corral.app/Contents/MacOS/corral"`) || !strings.Contains(un[1], `args:         ["stop", "--all"]`) {
+		t.Errorf("cask: uninstall does not run corral stop --all with the bundle's binary")
+	}
+	// The docs name the tap.
+	if !strings.Contains(cask, "corral-dev/tap") || !strings.Contains(string(readFile(t, "docs/PLATFORMS.md")), "corral-dev/tap") {
+		t.Errorf("the cask or docs/PLATFORMS.md does not name the tap")
 	}
 	if n := strings.Count(cask, `"~/.corral`); n != 1 {
 		t.Errorf("cask names ~/.corral %d times, want once (in zap)", n)

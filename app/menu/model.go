@@ -408,6 +408,7 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			startStop,
 			pullItem(k, b, ui),
 			requestsItem(k, b, lim),
+			refusedItem(k, b, lim),
 			askedItem(k, b, ui.Now, lim),
 			deniedItem(k, b, ui.Now, lim),
 			credentialsItem(k, b, ui.Now, lim),
@@ -560,6 +561,24 @@ func requestsItem(k string, b BoxView, lim Limits) Item {
 	it.Title = fmt.Sprintf("%s asks for %d %s — Review", Truncate(b.Name, lim.MaxTitle), b.Requests, hosts)
 	it.Tooltip = "The repository's .corral.toml requests hosts; nothing is allowed until you approve (corral approve " + b.Name + ")"
 	it.Action = Action{Kind: ActReviewRequests, Box: b.Name, Project: b.Project}
+	return it
+}
+
+// refusedItem is "web-3f2a1c: 2 requests refused" when the box's
+// repository requests entries the grant check refuses: a verdict shown as
+// one, disabled (nothing to approve); corral config check says why.
+// Hidden otherwise.
+func refusedItem(k string, b BoxView, lim Limits) Item {
+	it := Item{Key: k + "/refused", Hidden: b.Refused <= 0, Disabled: true}
+	if it.Hidden {
+		return it
+	}
+	what := "requests"
+	if b.Refused == 1 {
+		what = "request"
+	}
+	it.Title = fmt.Sprintf("%s: %d %s refused — never allowed", Truncate(b.Name, lim.MaxTitle), b.Refused, what)
+	it.Tooltip = "The repository's .corral.toml requests entries the grant check refuses; the box runs without them (corral config check -C PROJECT says why)"
 	return it
 }
 

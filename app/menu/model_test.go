@@ -345,6 +345,23 @@ func TestRequestsItem(t *testing.T) {
 	}
 }
 
+// TestRefusedItem: refused requests are a verdict beside the pending ones,
+// never offered for approval (issue 37).
+func TestRefusedItem(t *testing.T) {
+	m := Build(State{Boxes: []BoxView{{Name: "web-3f2a1c", State: boxstate.Running, Requests: 1, Refused: 2}}}, UI{}, Limits{})
+	it, ok := m.Find("box/web-3f2a1c/refused")
+	if !ok || it.Hidden || !it.Disabled || it.Title != "web-3f2a1c: 2 requests refused — never allowed" || it.Action != (Action{}) {
+		t.Errorf("refused item %+v", it)
+	}
+	if req, _ := m.Find("box/web-3f2a1c/requests"); req.Title != "web-3f2a1c asks for 1 host — Review" {
+		t.Errorf("requests item %+v", req)
+	}
+	m = Build(State{Boxes: []BoxView{{Name: "web-3f2a1c", State: boxstate.Running}}}, UI{}, Limits{})
+	if it, ok := m.Find("box/web-3f2a1c/refused"); !ok || !it.Hidden {
+		t.Errorf("no refusals: %+v", it)
+	}
+}
+
 func TestLoginItem(t *testing.T) {
 	for _, tc := range []struct {
 		state   LoginState

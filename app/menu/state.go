@@ -95,6 +95,10 @@ type BoxView struct {
 	// Requests are hosts the box's repository requests (egress in its
 	// .corral.toml) that nobody approved yet; 0 when none or unknown.
 	Requests int
+	// Refused are the entries the box's repository requests that the grant
+	// check refuses: a verdict, never offered for approval; 0 when none or
+	// unknown.
+	Refused int
 
 	// Detached are the box's detachable sessions (tmux in the box), as of
 	// the last time the app asked the box; nil when not running or unknown.

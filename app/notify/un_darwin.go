@@ -14,8 +14,25 @@ package notify
 #cgo LDFLAGS: -framework Foundation -framework UserNotifications
 #import <Foundation/Foundation.h>
 #import <UserNotifications/UserNotifications.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+extern void corralAuthDone(uintptr_t h, int granted, char *domain, long code, char *desc);
+
+// corral_request_authorization asks for alerts and sounds; the answer
+// goes to Go (corralAuthDone, export_darwin.go) with h. The completion
+// handler is a block the compiler makes: AppKit keeps it after the call
+// returns, and darwinkit v0.5.0's dispose helper for a block built from a
+// Go func reads memory it has just freed.
+static void corral_request_authorization(void *center, unsigned long options, uintptr_t h) {
+	UNUserNotificationCenter *c = (UNUserNotificationCenter *)center;
+	[c requestAuthorizationWithOptions:(UNAuthorizationOptions)options completionHandler:^(BOOL granted, NSError *err) {
+		const char *domain = err ? err.domain.UTF8String : NULL;
+		const char *desc = err ? err.localizedDescription.UTF8String : NULL;
+		corralAuthDone(h, granted ? 1 : 0, (char *)domain, err ? (long)err.code : 0, (char *)desc);
+	}];
+}
 
 static void *corral_current_center(char **reason) {
 	@try {
@@ -34,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/cgo"
 	"sync"
 	"unsafe"
 
@@ -112,23 +130,28 @@ func New(log *slog.Logger) (Notifier, error) {
 		objc.Call[objc.Object](objc.GetClass("NSSet"), objc.Sel("setWithArray:"), []objc.IObject{category}))
 
 	const alertSound = 4 | 2 // UNAuthorizationOptionAlert | Sound
-	objc.Call[objc.Void](u.center, objc.Sel("requestAuthorizationWithOptions:completionHandler:"), uint(alertSound),
-		func(granted bool, err objc.Object) {
-			domain, code, desc := "", 0, ""
-			if err.Ptr() != nil {
-				domain = objc.Call[string](err, objc.Sel("domain"))
-				code = objc.Call[int](err, objc.Sel("code"))
-				desc = objc.Call[string](err, objc.Sel("localizedDescription"))
+	auth := func(granted bool, domain string, code int, desc string) {
+		if msg := AuthorizationProblem(granted, domain, code, desc); msg != "" {
+			log.Warn("notifications not authorized", "granted", granted, "domain", domain, "code", code, "description", desc)
+			select {
+			case u.trouble <- msg:
+			default:
 			}
-			if msg := AuthorizationProblem(granted, domain, code, desc); msg != "" {
-				log.Warn("notifications not authorized", "granted", granted, "domain", domain, "code", code, "description", desc)
-				select {
-				case u.trouble <- msg:
-				default:
-				}
-			}
-		})
+		}
+	}
+	C.corral_request_authorization(u.center.Ptr(), C.ulong(alertSound), C.uintptr_t(cgo.NewHandle(authAnswer(auth))))
 	return u, nil
+}
+
+// authAnswer receives the authorization answer (authDone).
+type authAnswer func(granted bool, domain string, code int, desc string)
+
+// authDone hands the answer to the function h holds and deletes h: the
+// handler runs once.
+func authDone(h cgo.Handle, granted bool, domain string, code int, desc string) {
+	f := h.Value().(authAnswer)
+	h.Delete()
+	f(granted, domain, code, desc)
 }
 
 // newUNDelegate registers CorralUNDelegate, an NSObject subclass with the

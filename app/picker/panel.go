@@ -30,6 +30,19 @@ var panelSettings = []panelSetting{
 	{"setPrompt:", AcceptLabel},
 }
 
+// activationSelector is the NSApplication method the picker calls to
+// bring the menu-bar app (an accessory app, with no window of its own) to
+// the front before the panel opens, or the panel comes up behind the
+// front app: -activate where NSApplication has it (macOS 14 and later,
+// where activateIgnoringOtherApps: is deprecated and its flag ignored),
+// else activateIgnoringOtherApps: with YES.
+func activationSelector(hasActivate bool) (selector string, withYES bool) {
+	if hasActivate {
+		return "activate", false
+	}
+	return "activateIgnoringOtherApps:", true
+}
+
 // modalResponseOK is AppKit's NSModalResponseOK: the user chose.
 const modalResponseOK = 1
 

@@ -75,3 +75,14 @@ func TestPanelAnswer(t *testing.T) {
 		})
 	}
 }
+
+// macOS 14 and later: -activate (activateIgnoringOtherApps: is deprecated
+// there); before: activateIgnoringOtherApps:YES.
+func TestActivationSelector(t *testing.T) {
+	if sel, yes := activationSelector(true); sel != "activate" || yes {
+		t.Errorf("with -activate: %q %v", sel, yes)
+	}
+	if sel, yes := activationSelector(false); sel != "activateIgnoringOtherApps:" || !yes {
+		t.Errorf("without: %q %v", sel, yes)
+	}
+}

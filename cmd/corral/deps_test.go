@@ -56,7 +56,7 @@ var floors = []struct {
 		"core/agent", "core/agentstate", "core/boxstate", "core/boxmeta", "core/gitshadow", "core/egress", "core/guestconn",
 		"core/config", "core/approval", "core/funnel", "core/limayaml", "core/recent", "core/toolreg",
 		"core/hostgit", "core/credential", "core/launchenv", "core/remote", "core/golden",
-		"core/namerule", "core/gitwatch",
+		"core/namerule", "core/gitwatch", "core/review",
 	}},
 	// Services: the lifecycle, and the program modes started by corral or
 	// Lima (the broker, the qemu wrapper).
@@ -303,5 +303,33 @@ func TestDependenciesDarwinKit(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Error("no darwinkit package in the darwin dependencies of cmd/corral: the test no longer sees the app (a moved package?)")
+	}
+}
+
+// TestNoAppBuild: the corral_noapp build (a CLI-only binary, for timing
+// `corral version` without the app's frameworks on a Mac) links neither
+// systray nor darwinkit; the default build links both on darwin.
+func TestNoAppBuild(t *testing.T) {
+	gui := func(tags string) []string {
+		t.Helper()
+		cmd := exec.Command("go", "list", "-deps", "-tags", tags, "-f", "{{.ImportPath}}", module+"cmd/corral")
+		cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64", "CGO_ENABLED=1", "CC=/nonexistent")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -tags %q: %v", tags, err)
+		}
+		var found []string
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "fyne.io/systray") || strings.HasPrefix(dep, "github.com/progrium/darwinkit") || dep == module+"app" {
+				found = append(found, dep)
+			}
+		}
+		return found
+	}
+	if got := gui("corral_noapp"); len(got) != 0 {
+		t.Errorf("the corral_noapp build links %v", got)
+	}
+	if got := gui(""); len(got) == 0 {
+		t.Error("the default build links no app: the test no longer tells anything")
 	}
 }

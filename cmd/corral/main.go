@@ -12,7 +12,6 @@ package main
 import (
 	"os"
 
-	"github.com/corral-dev/corral/app"
 	"github.com/corral-dev/corral/cmd/corral/cli"
 	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/namerule"
@@ -31,5 +30,5 @@ func run(argv []string) int {
 	case len(argv) > 1 && argv[1] == namerule.Command:
 		return qemuwrap.NameRuleMain(argv[2:])
 	}
-	return cli.Main(argv, app.Main)
+	return cli.Main(argv, appMain)
 }

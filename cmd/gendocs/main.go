@@ -83,14 +83,16 @@ Trust classes say what a repository's ` + "`.corral.toml`" + ` may do:
 
 | class | a repository may |
 | --- | --- |
-| host-only | not set it; corral prints the exact lines to copy into the trusted layer if you agree |
+| host-only | not set it to anything your own layers do not already give; corral prints the exact lines to copy into the trusted layer if you agree |
 | repo-may-add | add entries; paths must stay inside the project after resolving ` + "`..`" + ` and symlinks |
 | repo-may-tighten | only move it toward the strict end of its order |
 | repo-capped | set it within a cap derived from the host |
 | repo-may-set | set it (it does not affect host access) |
 | repo-may-set-non-secret | set plain variables, never names that mark secrets, proxies, or agent endpoints |
 
-Any violation makes every box-acting command refuse with exit code 2 and a message naming file, key, value and the fix; ` + "`corral config check`" + ` lists them all. Keys are exact: a key that is not exactly a name below (` + "`EGRESS`" + `, ` + "`Network`" + `, a look-alike letter) is an unknown key, an error naming ` + "`file:line: key`" + ` with the key it resembles, and a file with one is not applied. Every file is checked before it is parsed: a regular file (after following a symlink), at most 256 KiB, nested at most 32 deep.
+The repository's file is judged against everything your own layers allow, the global and the trusted layer's together: a value they already give (the same value, entries they hold, a level at least as strict) is no violation, nor is a value your trusted layer sets itself (a replaced key or a table entry: yours is in force whatever the repository says), so a line the check told you to copy takes effect. Every fix the check prints is what your trusted layer needs, to add (or to put in place of the key it already sets); followed, the check passes, unless it said the value can never be granted (a path that leaves the project, a value the strict profile refuses). A repository's requests (` + "`egress`" + `, ` + "`egress_groups`" + `, ` + "`ports`" + `, ` + "`toolchains`" + `, ` + "`packages`" + `) are pending until ` + "`corral approve`" + ` grants them, or refused when the grant check refuses them: a refusal is a verdict, shown with its reason, never offered for approval.
+
+Any violation makes every box-acting command refuse with exit code 2 and a message naming file, key, value and the fix; ` + "`corral config check`" + ` lists them all, and exits 2 on a violation or a refused request (a refused request does not stop the box: it runs without it). Keys are exact: a key that is not exactly a name below (` + "`EGRESS`" + `, ` + "`Network`" + `, a look-alike letter) is an unknown key, an error naming ` + "`file:line: key`" + ` with the key it resembles, and a file with one is not applied. Every file is checked before it is parsed: a regular file (after following a symlink), at most 256 KiB, nested at most 32 deep.
 
 | key | type | default | trust class | merge | meaning |
 | --- | --- | --- | --- | --- | --- |

@@ -41,8 +41,10 @@ func (j Judged) Describe() string {
 	return "egress " + display.Authority(j.Req.Entry, 0)
 }
 
-// Requests are a box's pending repository requests (the egress, ports,
-// toolchains, ... its .corral.toml asks for), each judged by the grant check.
+// Requests are a box's repository requests not granted yet (the egress,
+// ports, toolchains, ... its .corral.toml asks for), each judged by the
+// grant check: Pending holds the pending ones and, in file order among
+// them, the refused ones (Refused), which can never be approved.
 type Requests struct {
 	Box      string
 	Resolved boxmeta.Resolved
@@ -66,8 +68,10 @@ func ToApprove(l paths.Layout, p config.Platform, name, dir string, only []strin
 	}
 	q := Requests{Box: r.Project.Box, Resolved: r}
 	ctx := r.Loaded.Settings().GrantContext()
-	for _, rq := range r.Loaded.Pending() {
-		q.Pending = append(q.Pending, Judged{rq, config.CheckGrant(rq.Key, rq.Entry, ctx)})
+	for _, rq := range r.Loaded.Requests {
+		if rq.Status != config.RequestGranted {
+			q.Pending = append(q.Pending, Judged{rq, config.CheckGrant(rq.Key, rq.Entry, ctx)})
+		}
 	}
 	if len(only) == 0 {
 		return q, nil

@@ -289,7 +289,8 @@ func darwinQemuChecks(f HostFacts) []Check {
 
 // keychainItemChecks: an item whose read would ask the person (the
 // Keychain's "allow access" dialog or an unlock on macOS, the keyring's
-// unlock prompt on Linux) is a failure, since the box's broker and
+// unlock prompt on Linux) is a failure: the box's broker never asks
+// (secret.Silent) and refuses the agent's requests that need it, and
 // sessions without a terminal read it with nobody watching.
 func keychainItemChecks(goos string, items []KeychainItem) []Check {
 	ask, later := "a Keychain dialog (allow access, or unlock)", "or start a session in Terminal once and choose Always Allow"
@@ -305,7 +306,7 @@ func keychainItemChecks(goos string, items []KeychainItem) []Check {
 		case secret.AccessReadable:
 			out = append(out, pass(name, "corral reads it without asking (boxes "+boxes+")"))
 		case secret.AccessPrompts:
-			out = append(out, fail(name, "reading it raises "+ask+", and the broker and sessions without a terminal read it with nobody watching (boxes "+boxes+")",
+			out = append(out, fail(name, "reading it raises "+ask+": the broker, which never asks, refuses the agent's requests that need it, and sessions without a terminal read it with nobody watching (boxes "+boxes+")",
 				"store it with "+set+" (corral then owns the item), "+later))
 		case secret.AccessMissing:
 			out = append(out, fail(name, "no such item (boxes "+boxes+")", set))
@@ -552,7 +553,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		}
 	}
 
-	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names()}
+	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names(), User: limayaml.GuestUser(limaUser())}
 	if opt.Resolved.Project.Box == box {
 		want.GitHosts = opt.Resolved.Loaded.Settings().GitTokens
 	}
@@ -628,6 +629,9 @@ type guestWant struct {
 	Units    []string
 	EnvNames []string
 	GitHosts []string
+	// User is the guest user the box's template names
+	// (limayaml.GuestUser of the host user): sessions must run as it.
+	User string
 }
 
 // remoteCommand is the command line ssh hands the guest's shell: the
@@ -680,6 +684,15 @@ func guestChecks(w guestWant, kv map[string]string) []Check {
 		}
 		out = append(out, fail("unit "+u, u+" is "+state+" in the box; sessions are refused",
 			restart+"; journalctl -u "+u+" in the box shows why"))
+	}
+
+	if got := kv["user"]; w.User != "" && got != "" {
+		if got == w.User {
+			out = append(out, pass("guest user", got+", the user the template names"))
+		} else {
+			out = append(out, fail("guest user", fmt.Sprintf("sessions run as %q, but the template names %q: provisioning gave that user the project, the agent's state and the sudo rules", got, w.User),
+				"corral rebuild; if it persists, Lima's rule for the guest user changed (core/limayaml GuestUser)"))
+		}
 	}
 
 	netName := "network " + string(w.Network)

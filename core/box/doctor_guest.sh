@@ -22,6 +22,10 @@ fi
 
 printf 'network=%s\n' "$(sed -n 's/^NETWORK=//p' /etc/corral/network.env 2>/dev/null || true)"
 
+# The user sessions run as: the one Lima made, which the template must
+# name (core/limayaml GuestUser).
+printf 'user=%s\n' "$(id -un 2>/dev/null || true)"
+
 if sudo -n true >/dev/null 2>&1; then echo 'sudo=yes'; else echo 'sudo=no'; fi
 
 # The nftables table is readable only by root: through sudo where the box

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,4 +98,35 @@ func TestSessionPreflightsBrokeredKeychainItems(t *testing.T) {
 			t.Errorf("the preflight read had %v left, want the interactive timeout (%v)", store.left, secret.InteractiveTimeout)
 		}
 	}
+
+	// An item whose read raises the Keychain's dialog: the terminal is
+	// told which button to press before the read.
+	var progress strings.Builder
+	s.Progress = &progress
+	store := &promptingStore{}
+	if err := store.Set(context.Background(), ref.Service, ref.Account, "sk-real"); err != nil {
+		t.Fatal(err)
+	}
+	in := launchenv.Input{Settings: r.Loaded.Settings(), Getenv: noenv, Secrets: store, Box: m.Name, Project: "/p",
+		GitConfig: func(context.Context, string) (string, error) { return "", nil }}
+	if _, err := s.sessionEnv(context.Background(), r, m, newSessionID(), in, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if store.readsOf(ref) != 1 || !strings.Contains(progress.String(), `choose "Always Allow"`) || !strings.Contains(progress.String(), `"Allow" was chosen`) {
+		t.Errorf("%d reads; the terminal showed %q", store.readsOf(ref), progress.String())
+	}
+}
+
+// promptingStore is a countingStore whose items always need the dialog
+// (a read goes through, as after "Allow", and the next still asks).
+type promptingStore struct{ countingStore }
+
+func (*promptingStore) Probe(context.Context, string, string) (secret.Access, error) {
+	return secret.AccessPrompts, nil
+}
+
+func (s *promptingStore) readsOf(r config.SecretRef) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads[secret.Ref{Service: r.Service, Account: r.Account}]
 }

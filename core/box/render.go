@@ -71,7 +71,8 @@ func BrokerPortFor(l paths.Layout, box string) int {
 	return egress.BrokerPort(box)
 }
 
-// limaUser is the guest user Lima creates: the host user's name.
+// limaUser is the host user's name, as Lima reads it (user.Current);
+// limayaml.Render names the guest user Lima makes for it (GuestUser).
 func limaUser() string {
 	if u, err := user.Current(); err == nil {
 		return u.Username

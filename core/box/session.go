@@ -116,7 +116,7 @@ func (s *Service) launchInput(r boxmeta.Resolved, a agent.Agent, h SessionHost) 
 
 // sessionNotices are the one-line notices a session opens with (on
 // Progress): another agent than the box's own, a repository's requests
-// not granted yet, a box that learns.
+// not granted yet and those refused, a box that learns.
 func (s *Service) sessionNotices(r boxmeta.Resolved, a agent.Agent) {
 	c := r.Loaded.Settings()
 	name := r.Project.Box
@@ -130,6 +130,10 @@ func (s *Service) sessionNotices(r boxmeta.Resolved, a agent.Agent) {
 	if p := r.Loaded.Pending(); len(p) > 0 {
 		// One line: the broker denies these until the user approves them.
 		s.progress("corral: the repository requests %d host(s), port(s), toolchain(s) or package(s) not granted yet; review them with: corral approve %s", len(p), name)
+	}
+	if q := r.Loaded.RefusedRequests(); len(q) > 0 {
+		// A verdict, not something to approve later: counted apart.
+		s.progress("corral: the repository requests %d entr(ies) the grant check refuses; they are never allowed (corral config check says why)", len(q))
 	}
 	now := s.now()
 	if lr, err := approval.ReadLearning(s.Layout, name); err == nil && lr.ActiveAt(now) {
@@ -267,13 +271,16 @@ func (s *Service) sessionEnv(ctx context.Context, r boxmeta.Resolved, m boxmeta.
 	// the terminal, wait for the answer instead of secret.DefaultTimeout.
 	actx, cancel := secret.Interactive(ctx, tty)
 	defer cancel()
-	// The items the broker reads are read once here too, with a person at
-	// the terminal: the Keychain asks now (and "Always Allow" covers the
-	// broker, the same program), not when the broker reads in the
-	// background and the agent's request fails after a few seconds.
+	// The items the broker reads are settled here, with a person at the
+	// terminal (secret.Decide): the Keychain asks now, once, after a line
+	// saying to choose "Always Allow" (which covers the broker, the same
+	// program); the broker itself never asks and refuses an item that
+	// still needs the dialog at once.
 	if tty && in.Brokered != nil && len(in.Brokered.Keychain) > 0 && in.Secrets != nil {
-		if err := secret.Preflight(actx, in.Secrets, in.Brokered.Keychain); err != nil {
-			s.Logger.Warn("reading the keychain items the broker uses", "box", m.Name, "err", err)
+		for _, d := range secret.Decide(actx, in.Secrets, in.Brokered.Keychain, s.Progress) {
+			if d.Err != nil {
+				s.Logger.Warn("reading a keychain item the broker uses", "box", m.Name, "service", d.Ref.Service, "account", d.Ref.Account, "err", d.Err)
+			}
 		}
 	}
 	return launchenv.Assemble(actx, in)

@@ -39,6 +39,19 @@ func TestSessionNotices(t *testing.T) {
 
 	broker := config.NetworkBroker
 	r.Loaded.Config.Network = &broker
+	// A repository's requests: pending ones are counted to approve, a
+	// refused one apart, as a verdict (issue 37).
+	r.Loaded.Requests = []config.RepoRequest{
+		{Key: "egress", Entry: "api.example.test", Pending: true, Status: config.RequestPending},
+		{Key: "egress", Entry: "*.com", Status: config.RequestRefused, Risk: config.RiskRefused, Why: "a wildcard over a public suffix"},
+	}
+	s.sessionNotices(r, shell)
+	if got, want := buf.String(), "corral: the repository requests 1 host(s), port(s), toolchain(s) or package(s) not granted yet; review them with: corral approve "+r.Project.Box+"\n"+
+		"corral: the repository requests 1 entr(ies) the grant check refuses; they are never allowed (corral config check says why)\n"; got != want {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+	r.Loaded.Requests = nil
+	buf.Reset()
 	if _, err := approval.StartLearning(s.Layout, r.Project.Box, 30*time.Minute, now.Add(-10*time.Minute), audit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}

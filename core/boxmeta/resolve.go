@@ -78,10 +78,24 @@ func PendingRequests(l paths.Layout, boxName, project string) []config.RepoReque
 // does not load, what it requests is unknown, and a caller that shows the
 // requests says so instead of showing none.
 func PendingRequestsErr(l paths.Layout, boxName, project string) ([]config.RepoRequest, error) {
+	open, err := OpenRequestsErr(l, boxName, project)
+	return open.Pending, err
+}
+
+// OpenRequests are a box's repository requests not granted: the pending
+// ones, which the user may approve, and the refused ones, which the grant
+// check refuses (a verdict: they can never be approved).
+type OpenRequests struct {
+	Pending, Refused []config.RepoRequest
+}
+
+// OpenRequestsErr is PendingRequestsErr with the refused requests beside
+// the pending ones, for `corral ls`, `corral info`, and the menu.
+func OpenRequestsErr(l paths.Layout, boxName, project string) (OpenRequests, error) {
 	if project == "" {
-		return nil, nil
+		return OpenRequests{}, nil
 	}
 	res, err := config.Load(config.Request{Platform: HostPlatform(), ProjectDir: project,
 		GlobalPath: l.GlobalConfig(), TrustedPath: l.ProjectConfig(boxName)})
-	return res.Pending(), err
+	return OpenRequests{Pending: res.Pending(), Refused: res.RefusedRequests()}, err
 }

@@ -37,10 +37,12 @@ func boxCredentials(o Options, bp *boxPolicy, m boxmeta.Meta, log egress.Credent
 	if store == nil {
 		store = secret.Default()
 	}
-	// One read per item at a time, bounded by the interactive timeout, and
-	// a refusal remembered briefly: a Keychain "allow access" dialog is
-	// asked once, not once per retrying request.
-	store = secret.NewShared(store)
+	// The broker never raises a Keychain dialog (secret.Silent): an item
+	// that needs one is refused at once, the agent told which item and
+	// `corral secret set`; the dialog comes at the terminal before a
+	// session starts (secret.Decide). One read per item at a time and a
+	// refusal remembered briefly (secret.Shared).
+	store = secret.NewShared(secret.Silent(store))
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.LookupEnv

@@ -34,7 +34,9 @@ func LaptopRelay(l paths.Layout, cfg config.Settings, boxName string, store secr
 	counts := newCredAudit(nil, alog.Record, boxName, logger)
 	counts.start(credFlushInterval)
 	if store != nil {
-		store = secret.NewShared(store)
+		// As the broker's: no dialog while a remote session waits; the
+		// terminal settles each item first (secret.Decide, before ssh).
+		store = secret.NewShared(secret.Silent(store))
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])

@@ -45,7 +45,10 @@ type Report struct {
 	// ConfigErr is why the allow-list lacks the config (it does not
 	// load); the rest of the report stands.
 	ConfigErr error
-	Requests  []config.RepoRequest
+	// Requests are the repository's requests pending approval;
+	// RefusedRequests those the grant check refuses (a verdict: never
+	// allowed, never offered for approval).
+	Requests, RefusedRequests []config.RepoRequest
 	// LearningUntil is when the box's learning ends, while it learns.
 	LearningUntil time.Time
 	Summary       []egress.HostSummary
@@ -84,7 +87,8 @@ func EgressReport(l paths.Layout, o ReportOptions) (Report, error) {
 		}
 	}
 	rep.Rules = approval.Allowed(rules)
-	rep.Requests = boxmeta.PendingRequests(l, loc.Box, loc.Project)
+	open, _ := boxmeta.OpenRequestsErr(l, loc.Box, loc.Project) // ConfigErr says why, when it does not load
+	rep.Requests, rep.RefusedRequests = open.Pending, open.Refused
 	if lr, err := approval.ReadLearning(l, loc.Box); err == nil && lr.ActiveAt(o.Now) {
 		rep.LearningUntil = lr.Until
 	}

@@ -70,24 +70,71 @@ type Result struct {
 	req Request
 }
 
+// RequestStatus is the answer a repository's request has: granted by a
+// host layer, pending the user's approval, or refused by the grant check
+// (no path of corral can grant it).
+type RequestStatus string
+
+const (
+	RequestGranted RequestStatus = "granted"
+	RequestPending RequestStatus = "pending"
+	RequestRefused RequestStatus = "refused"
+)
+
 // RepoRequest is one entry a repository's .corral.toml requests.
 type RepoRequest struct {
-	Key     string `json:"key"`   // one of RequestKeys
-	Entry   string `json:"entry"` // as written in the file
-	File    string `json:"file"`
-	Line    int    `json:"line,omitempty"`
-	Pending bool   `json:"pending"` // false: a host layer already allows it
+	Key   string `json:"key"`   // one of RequestKeys
+	Entry string `json:"entry"` // as written in the file
+	File  string `json:"file"`
+	Line  int    `json:"line,omitempty"`
+	// Pending: the user may still approve it (Status pending). A refused
+	// request is never pending: it is a verdict.
+	Pending bool          `json:"pending"`
+	Status  RequestStatus `json:"status"`
+	// Risk, Why and Fix are the grant check's verdict (CheckGrant) in the
+	// loaded config's context: why a refused request can never be granted
+	// (and what to ask for instead), or why a flagged one deserves a look.
+	Risk Risk   `json:"risk"`
+	Why  string `json:"why,omitempty"`
+	Fix  string `json:"fix,omitempty"`
 }
 
-// Pending returns the requests not granted yet.
-func (r Result) Pending() []RepoRequest {
+// Pending returns the requests the user may still approve: not granted,
+// not refused.
+func (r Result) Pending() []RepoRequest { return r.requests(RequestPending) }
+
+// RefusedRequests returns the requests the grant check refuses: they can
+// never be granted, and the box runs without them.
+func (r Result) RefusedRequests() []RepoRequest { return r.requests(RequestRefused) }
+
+func (r Result) requests(s RequestStatus) []RepoRequest {
 	var out []RepoRequest
 	for _, q := range r.Requests {
-		if q.Pending {
+		if q.Status == s {
 			out = append(out, q)
 		}
 	}
 	return out
+}
+
+// judgeRequests gives each request its status and the grant check's
+// verdict, in the context of the merged config (low_host_ports). A request
+// a host layer grants keeps that status (the layer's entry is checked
+// where it is in force: Ignored, the allow-list).
+func judgeRequests(reqs []RepoRequest, ctx GrantContext) {
+	for i := range reqs {
+		q := &reqs[i]
+		v := CheckGrant(q.Key, q.Entry, ctx)
+		q.Risk, q.Why, q.Fix = v.Risk, v.Why, v.Fix
+		switch {
+		case !q.Pending:
+			q.Status = RequestGranted
+		case v.Risk == RiskRefused:
+			q.Status, q.Pending = RequestRefused, false
+		default:
+			q.Status = RequestPending
+		}
+	}
 }
 
 // RequestKeys are the host-only keys a repository may request: their
@@ -199,7 +246,9 @@ func Load(req Request) (Result, error) {
 	if req.TrustedPath != "" {
 		trusted, trustedOK = load(KindTrusted, req.TrustedPath, req.trustedData)
 	}
+	repoFile := ""
 	if req.ProjectDir != "" {
+		repoFile = filepath.Join(req.ProjectDir, ProjectFile)
 		snap := req.Snapshot
 		if snap == nil {
 			snap = ReadSnapshot(req.ProjectDir)
@@ -213,10 +262,18 @@ func Load(req Request) (Result, error) {
 		res.ProjectHash = snap.Hash
 		proj, res.Requests = takeRequests(proj, append(slices.Clone(res.Layers), trusted))
 		below := Merge(res.Layers...).Config
-		perrs, checked := checkProject(proj, below, PolicyInput{
+		// The repository is judged against everything the user's own
+		// layers allow, the trusted layer's included: a line the check
+		// told the user to copy there takes effect.
+		user, in := below, PolicyInput{
 			ProjectDir: req.ProjectDir, TrustedPath: req.TrustedPath,
 			HostMemory: req.HostMemory, HostCPUs: req.HostCPUs,
-		})
+		}
+		if trustedOK {
+			user = Merge(append(slices.Clone(res.Layers), trusted)...).Config
+			in.Trusted = &trusted
+		}
+		perrs, checked := checkProject(proj, user, in)
 		errs = append(errs, perrs...)
 		if ok {
 			res.Layers = append(res.Layers, proj)
@@ -232,9 +289,10 @@ func Load(req Request) (Result, error) {
 
 	res.Effective = Merge(res.Layers...)
 	res.Effective.Platform = req.Platform
+	judgeRequests(res.Requests, res.Settings().GrantContext())
 	req.trustedData = nil
 	res.req = req
-	errs = append(errs, checkFloors(&res.Effective)...)
+	errs = append(errs, checkFloors(&res.Effective, repoFile)...)
 	errs = append(errs, checkAgent(&res.Effective)...)
 	errs = append(errs, checkPortsMerged(&res.Effective)...)
 	errs = append(errs, checkPlatform(req.Platform, &res.Effective)...)

@@ -31,6 +31,12 @@ type Violation struct {
 	Key, Value string
 	Reason     string
 	Fix        string
+	// Lines, for a repository's value the user may grant, is the TOML the
+	// trusted layer needs (Fix says where it goes); Never marks a
+	// repository's value no layer of the user's can grant. Both come from
+	// the trust check (judgeRepoKey).
+	Lines string
+	Never bool
 }
 
 func (v *Violation) Error() string {

@@ -28,7 +28,7 @@ type Holder struct {
 	served  map[string]Route
 	pending []pendingSpec
 	// keychain are the items the broker reads (refs, never values): a
-	// session with a terminal reads them once first (secret.Preflight), so
+	// session with a terminal settles them first (secret.Decide), so
 	// the Keychain's "allow access" question is asked while a person is
 	// there, not by the broker in the background.
 	keychain []secret.Ref

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/funnel"
+	"github.com/corral-dev/corral/core/secret"
 )
 
 // The laptop's credential relay (docs/REMOTE.md, "Secrets"): while the
@@ -37,6 +38,9 @@ type Relay struct {
 	// Token opens the relay: 256 random bits, for this session only.
 	Token  string
 	Routes []Route
+	// Keychain are the keychain items the relay reads, for the terminal
+	// to settle before ssh starts (secret.Decide).
+	Keychain []secret.Ref
 
 	dir    string
 	srv    *http.Server
@@ -100,7 +104,7 @@ func StartRelay(runDir, session string, c config.Settings, cfg HolderConfig) (*R
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &Relay{Socket: sock, Token: served.Token, Routes: served.Routes, dir: dir, done: make(chan struct{}),
+	r := &Relay{Socket: sock, Token: served.Token, Routes: served.Routes, Keychain: served.Keychain, dir: dir, done: make(chan struct{}),
 		srv: &http.Server{
 			Handler:           h.Broker().RelayHandler(0),
 			ReadHeaderTimeout: relayHeaderTimeout,

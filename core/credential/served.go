@@ -33,7 +33,7 @@ type Served struct {
 	Token  string
 	Routes []Route
 	// Keychain are the keychain items the broker reads, for a session's
-	// secret.Preflight (refs only).
+	// secret.Decide (refs only).
 	Keychain []secret.Ref
 }
 

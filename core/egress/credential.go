@@ -624,7 +624,14 @@ func (b *CredentialBroker) outbound(c *credential, relay *sessionRelay, req *htt
 		v, err := c.Secret(req.Context())
 		if err != nil || v == "" {
 			b.logger.Warn("reading a brokered credential", "credential", c.Name, "err", err)
-			return nil, nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q is not available on the host (see the broker log)", c.Name)}
+			msg := fmt.Sprintf("credential %q is not available on the host (see the broker log)", c.Name)
+			// An error that says what to do (core/secret: an item that
+			// needs a Keychain dialog names `corral secret set`).
+			var say interface{ AgentText() string }
+			if errors.As(err, &say) && say.AgentText() != "" {
+				msg = fmt.Sprintf("credential %q is not available: %s", c.Name, say.AgentText())
+			}
+			return nil, nil, refusal{status: http.StatusBadGateway, msg: msg}
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return nil, nil, refusal{status: http.StatusBadGateway, msg: fmt.Sprintf("credential %q holds a line break or NUL; refusing to send it", c.Name)}

@@ -124,9 +124,10 @@ func FollowAll(ctx context.Context, path string, fn func(Entry)) error {
 // watch of the log's directory where one directory watch costs one
 // descriptor (inotify), or by polling alone. kqueue (macOS, the BSDs)
 // opens a descriptor for every file in a watched directory: the logs
-// directory holds every box's logs and their rotated copies, and the app
-// follows one log per box, so that would be boxes × files descriptors.
-// Polling one open file's size every followPollOnly costs a stat.
+// directory holds every box's logs and their rotated copies, so a watch
+// per followed log would be logs × files descriptors. Polling one open
+// file's size every followPollOnly costs a stat. (The app follows every
+// box's log with LogTail on one ticker of its own instead.)
 func followWatch(goos string) (watchDir bool, poll time.Duration) {
 	if goos == "linux" {
 		return true, followPoll

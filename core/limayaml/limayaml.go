@@ -40,8 +40,9 @@ type Input struct {
 	// host-enforced funnel).
 	BrokerHost string
 	BrokerPort int
-	// User is the guest user name (Lima uses the host's user name); the
-	// provisioning scripts need it to set the user's sudo rights.
+	// User is the host user's name. The template names the guest user
+	// Lima makes for it (GuestUser: "lima" for a name Linux refuses); the
+	// provisioning scripts need it for ownership, runuser and sudo rights.
 	User string
 	// GitShadowDirs are git directories of the project outside it (a linked
 	// worktree's or a submodule's, see gitshadow.Dirs.Outside): shared
@@ -282,7 +283,7 @@ func Render(in Input) (Rendered, error) {
 		"PROXY_HOST": in.BrokerHost,
 		"PROXY_PORT": strconv.Itoa(in.BrokerPort),
 		"TOOLCHAINS": strings.Join(c.Toolchains, " "),
-		"USER":       in.User,
+		"USER":       GuestUser(in.User),
 	}
 	// The box's agent, as data (core/agent): guest/provision/30-agent.sh
 	// links its state directory and runs its install step once (a box

@@ -174,6 +174,11 @@ func (l Layout) SSHDir() string { return filepath.Join(l.RunDir(), "ssh") }
 // the socket up, counted in the 31.
 func (l Layout) SSHMaster(box string) string { return filepath.Join(l.SSHDir(), box+".sock") }
 
+// RemoteControlDir holds the control sockets of the menu's ssh
+// connections to remote hosts, one per host (core/remote
+// Runner.ControlDir; 0700).
+func (l Layout) RemoteControlDir() string { return filepath.Join(l.RunDir(), "hosts") }
+
 // SessionsDir holds one file per live host session of a box: runtime
 // state, written without fsync (after a crash the sessions are gone too).
 func (l Layout) SessionsDir(box string) string { return filepath.Join(l.RunDir(), "sessions", box) }

@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxSockPath is the longest Unix socket path macOS accepts (sun_path is
@@ -83,7 +85,13 @@ func ResolveDir(dir string) (string, error) {
 
 // caseFolds: the platform's default file system ignores case (APFS and
 // HFS+ as macOS formats them), so ~/src/Web and ~/src/web are one folder
-// and must be one box. filepath.EvalSymlinks keeps the case it was given.
+// and must be one box; it also ignores the Unicode normalisation of names
+// (APFS and HFS+ match "é" as one code point, NFC, and as "e" plus a
+// combining accent, NFD: a path typed in Terminal and one from Finder or
+// a script may differ so), so those spellings must be one box too.
+// filepath.EvalSymlinks keeps the spelling it was given. A Linux file
+// system compares bytes: two spellings are two folders there, and are
+// left alone.
 const caseFolds = runtime.GOOS == "darwin"
 
 // readNames lists a directory's entry names.
@@ -97,11 +105,18 @@ func readNames(dir string) ([]string, error) {
 }
 
 // CanonicalCase returns the absolute, existing path p with each component
-// spelled as its directory lists it (names reads a directory), so that
-// every spelling of a folder on a case-insensitive volume gives one path.
-// A component keeps its spelling when the directory lists it exactly (on
-// a case-sensitive volume that is always so) or when it cannot be read.
+// spelled as its directory lists it (names reads a directory), in Unicode
+// NFC, so that every spelling of a folder on a case- and
+// normalisation-insensitive volume gives one path: other capitals, and
+// NFC or NFD. A component keeps its spelling (in NFC) when the directory
+// lists it exactly (on a case-sensitive volume that is always so) or when
+// it cannot be read. The NFC path names the same folder on APFS and HFS+,
+// which match names in any normalisation; the box name is derived from it.
 func CanonicalCase(p string, names func(dir string) ([]string, error)) string {
+	return norm.NFC.String(canonicalCase(p, names))
+}
+
+func canonicalCase(p string, names func(dir string) ([]string, error)) string {
 	vol := filepath.VolumeName(p)
 	rest := strings.TrimPrefix(p[len(vol):], string(filepath.Separator))
 	if rest == "" {
@@ -118,15 +133,17 @@ func CanonicalCase(p string, names func(dir string) ([]string, error)) string {
 }
 
 // canonicalName is name as the directory listing entries spells it: name
-// itself when listed, else the one entry equal to it ignoring case, else
-// name (none, or several: a case-sensitive volume that has both).
+// itself when listed, else the one entry equal to it ignoring case and
+// Unicode normalisation, else name (none, or several: a case-sensitive
+// volume that has both).
 func canonicalName(name string, entries []string) string {
 	match := ""
+	nfc := norm.NFC.String(name)
 	for _, e := range entries {
 		if e == name {
 			return name
 		}
-		if strings.EqualFold(e, name) {
+		if strings.EqualFold(norm.NFC.String(e), nfc) {
 			if match != "" {
 				return name
 			}

@@ -206,3 +206,64 @@ func TestCanonicalCaseRealDir(t *testing.T) {
 		t.Errorf("CanonicalCase(%q) = %q", sub, got)
 	}
 }
+
+// The same folder reached by an NFC and an NFD spelling (APFS and HFS+
+// match both: "é" as U+00E9 or as "e" + U+0301) is one path in NFC, hence
+// one box, whichever form the directory lists, and with other capitals
+// too.
+func TestCanonicalCaseNFCAndNFD(t *testing.T) {
+	const nfc, nfd = "caf\u00e9", "cafe\u0301"
+	const nfcUpper, nfdUpper = "Caf\u00c9", "Cafe\u0301" // É precomposed; E + combining acute
+	for _, stored := range []string{nfc, nfd} {
+		listing := map[string][]string{"/": {"Users"}, "/Users": {"me"}, "/Users/me": {stored, "other"}}
+		names := func(dir string) ([]string, error) {
+			for k, v := range listing {
+				if strings.EqualFold(k, dir) {
+					return v, nil
+				}
+			}
+			return nil, os.ErrNotExist
+		}
+		want := "/Users/me/" + nfc
+		var boxes []string
+		for _, spelled := range []string{nfc, nfd, nfcUpper, nfdUpper} {
+			got := CanonicalCase("/Users/me/"+spelled, names)
+			if got != want {
+				t.Errorf("stored %+q, spelled %+q: %+q, want %+q", stored, spelled, got, want)
+			}
+			b, err := BoxName(got, "/Users/me/.lima")
+			if err != nil {
+				t.Fatal(err)
+			}
+			boxes = append(boxes, b)
+		}
+		for _, b := range boxes[1:] {
+			if b != boxes[0] {
+				t.Errorf("stored %+q: box names %q", stored, boxes)
+			}
+		}
+	}
+	// A component that is not listed is still NFC: both spellings of a
+	// folder whose parent cannot be read give one path.
+	none := func(string) ([]string, error) { return nil, os.ErrPermission }
+	if a, b := CanonicalCase("/x/"+nfd, none), CanonicalCase("/x/"+nfc, none); a != b || a != "/x/"+nfc {
+		t.Errorf("unreadable parent: %+q and %+q", a, b)
+	}
+}
+
+func TestCanonicalNameNormalisation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries []string
+		want    string
+	}{
+		{"cafe\u0301", []string{"caf\u00e9"}, "caf\u00e9"},  // NFD asked, NFC listed
+		{"caf\u00e9", []string{"cafe\u0301"}, "cafe\u0301"}, // NFC asked, NFD listed (made NFC by CanonicalCase)
+		{"CAFE\u0301", []string{"caf\u00e9"}, "caf\u00e9"},  // and other capitals
+		{"cafe", []string{"caf\u00e9"}, "cafe"},             // another name: kept
+	} {
+		if got := canonicalName(tc.name, tc.entries); got != tc.want {
+			t.Errorf("canonicalName(%+q, %+q) = %+q, want %+q", tc.name, tc.entries, got, tc.want)
+		}
+	}
+}

@@ -40,7 +40,7 @@ var scopes = map[string]Scope{
 	"info": ScopeProject, "rebuild": ScopeProject, "run": ScopeProject, "shell": ScopeProject,
 	"claude": ScopeProject, "codex": ScopeProject, "gemini": ScopeProject, "agent": ScopeProject,
 	"agents": ScopeProject, "port": ScopeProject, "attach": ScopeProject,
-	"allow": ScopeProject, "deny": ScopeProject, "approve": ScopeProject, "egress": ScopeProject,
+	"allow": ScopeProject, "deny": ScopeProject, "approve": ScopeProject, "egress": ScopeProject, "review": ScopeProject,
 	"snapshot": ScopeProject, "render": ScopeProject, "config": ScopeProject,
 	// The host as a whole.
 	"ls": ScopeHost, "sessions": ScopeHost, "golden": ScopeHost, "doctor": ScopeHost,

@@ -47,6 +47,36 @@ type Invocation struct {
 	// Relay, when set, forwards the laptop's credential relay to the
 	// session (relay.go): Runner.Run fills in its socket on the host.
 	Relay *RelayForward
+	// ControlPath, when set, shares one ssh connection per host between
+	// invocations (Runner.ControlDir, ControlPath): the first starts a
+	// master that stays ControlPersist after the last use.
+	ControlPath string
+}
+
+// ControlPersist is how long a shared connection (Invocation.ControlPath)
+// stays after its last use: longer than the menu's longest wait between
+// reads of a healthy host, so a key that needs a touch is touched once.
+const ControlPersist = "10m"
+
+// maxSocketPath is the longest Unix socket path the platforms corral
+// runs on accept (macOS: 104 bytes with the NUL; Linux allows 108), less
+// the ".XXXXXXXXXXXXXXXX" ssh appends to a control path while it creates
+// the master.
+const maxSocketPath = 103 - 17
+
+// ControlPath is the control socket of host under dir ("" when dir is ""
+// or the path would be too long for a Unix socket: the host is then read
+// over a connection per command, as before). '%' is doubled: ssh expands
+// %-tokens in ControlPath.
+func ControlPath(dir, host string) string {
+	if dir == "" || host == "" {
+		return ""
+	}
+	p := dir + "/" + host
+	if len(p) > maxSocketPath {
+		return ""
+	}
+	return strings.ReplaceAll(p, "%", "%%")
 }
 
 // SSHArgv is ssh's argv (without the ssh binary itself) for inv on h. It
@@ -56,6 +86,8 @@ type Invocation struct {
 //   - -t or -T, never both, never -tt (a terminal is asked for only when
 //     there is one to pass through);
 //   - -o BatchMode=yes only for a Batch invocation (the menu's);
+//   - the control master options only with a ControlPath (the menu's
+//     runner: one connection per host shared by its reads);
 //   - -e none: no escape character, so "~." in an agent's input is data;
 //   - "--" before the destination, which ParseURL already keeps from
 //     starting with '-';
@@ -79,6 +111,9 @@ func SSHArgv(h Host, inv Invocation) []string {
 	}
 	if inv.Batch {
 		argv = append(argv, "-o", "BatchMode=yes")
+	}
+	if inv.ControlPath != "" {
+		argv = append(argv, "-o", "ControlMaster=auto", "-o", "ControlPath="+inv.ControlPath, "-o", "ControlPersist="+ControlPersist)
 	}
 	argv = append(argv, relayArgv(inv.Relay)...)
 	argv = append(argv, "-e", "none", "--", h.Target.Destination(), remoteCommand(h, inv.Relay, inv.Args))
@@ -150,6 +185,31 @@ type Runner struct {
 	Exec Exec   // nil = run it
 	// Batch makes every ssh of this runner a Batch invocation (the menu's).
 	Batch bool
+	// ControlDir, when set, makes the version checks and Output calls of
+	// this runner share one ssh connection per host: a control master
+	// whose socket is ControlPath(ControlDir, host name). The directory is
+	// created 0700 (a control socket lets anyone who can open it run
+	// commands on the host as this user). For the menu: its reads of one
+	// host are a version check, a listing and a read per box, every
+	// period; with a key that needs a touch, each new connection asks for
+	// one. Sessions never use it (SendEnv through a master is dropped).
+	ControlDir string
+}
+
+// control is the control path of h for this runner ("" for none), with
+// its directory made.
+func (r Runner) control(h Host) string {
+	p := ControlPath(r.ControlDir, h.Name)
+	if p == "" {
+		return ""
+	}
+	if err := os.MkdirAll(r.ControlDir, 0o700); err != nil {
+		return ""
+	}
+	if err := os.Chmod(r.ControlDir, 0o700); err != nil {
+		return ""
+	}
+	return p
 }
 
 func (r Runner) exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -210,7 +270,7 @@ func (r Runner) CheckVersion(ctx context.Context, h Host) error {
 func (r Runner) checkVersion(ctx context.Context, h Host) (string, error) {
 	var out, errOut capped
 	out.max, errOut.max = maxVersionOutput, maxVersionOutput
-	code, err := r.exec(ctx, SSHArgv(h, Invocation{Args: []string{"version", "--json"}, Batch: r.Batch}), nil, &out, &errOut)
+	code, err := r.exec(ctx, SSHArgv(h, Invocation{Args: []string{"version", "--json"}, Batch: r.Batch, ControlPath: r.control(h)}), nil, &out, &errOut)
 	if err != nil {
 		return "", fmt.Errorf("checking corral's version on host %s: %w", h.Name, err)
 	}
@@ -292,7 +352,7 @@ func (r Runner) Output(ctx context.Context, h Host, args []string, max int) ([]b
 	var out capped
 	var errOut tail
 	out.max, errOut.max = max, maxVersionOutput
-	argv := SSHArgv(h, Invocation{Args: args, Batch: r.Batch})
+	argv := SSHArgv(h, Invocation{Args: args, Batch: r.Batch, ControlPath: r.control(h)})
 	bin := r.SSH
 	if bin == "" {
 		bin = "ssh"

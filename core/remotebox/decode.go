@@ -127,15 +127,52 @@ func (o object) text(key string, max int) (string, error) {
 	return s, nil
 }
 
-// DecodeList decodes what `corral ls --json` printed on a remote host: a
-// JSON array of box objects (box.Status), at most MaxBoxes, names unique.
+// The schemas of the answers read here, as cmd/corral/cli prints them
+// (SchemaBoxes, SchemaEgress there; its tests decode its output with
+// these readers). Both sides are the same build (remote.CheckVersion).
+const (
+	SchemaBoxes  = "corral.boxes/v1"
+	SchemaEgress = "corral.egress/v1"
+)
+
+// schema refuses a document whose "schema" is not want.
+func (o object) schema(want string) error {
+	got, err := o.text("schema", maxShort)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("schema %s, want %s", quote(got), want)
+	}
+	return nil
+}
+
+// DecodeList decodes what `corral ls --json` printed on a remote host: an
+// object of schema SchemaBoxes whose "boxes" are box objects (box.Status),
+// at most MaxBoxes, names unique.
 // It reads only the keys the menu shows (see the package comment), each
 // strictly; any problem refuses the whole answer.
 func DecodeList(data []byte) ([]Box, error) {
-	dec, err := newDecoder(data, MaxListBytes)
+	top, err := newDecoder(data, MaxListBytes)
 	if err != nil {
 		return nil, err
 	}
+	doc, err := readObject(top)
+	if err == nil {
+		err = end(top)
+	}
+	if err == nil {
+		err = doc.schema(SchemaBoxes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := doc["boxes"]
+	if !ok {
+		return nil, errors.New("no boxes")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var boxes []Box
 	seen := map[string]bool{}
 	err = readArray(dec, MaxBoxes, "boxes", func(dec *json.Decoder) error {
@@ -230,7 +267,7 @@ func decodeBox(o object) (Box, error) {
 }
 
 // DecodeEgress decodes what `corral egress --json -- BOX` printed on a
-// remote host: one object whose "box" is box and whose "destinations"
+// remote host: one object of schema SchemaEgress whose "box" is box and whose "destinations"
 // (at most MaxDestinations) are summaries of the box's decision log. It
 // returns the denied ones, newest first, at most MaxDenials.
 func DecodeEgress(data []byte, box string) ([]Denial, error) {
@@ -243,6 +280,9 @@ func DecodeEgress(data []byte, box string) ([]Denial, error) {
 		err = end(dec)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := o.schema(SchemaEgress); err != nil {
 		return nil, err
 	}
 	got, err := o.text("box", 256)

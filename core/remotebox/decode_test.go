@@ -22,6 +22,7 @@ func FuzzDecodeList(f *testing.F) {
 		`[{"name":"a","state":"Running","learning_until":"2026-01-01T00:00:00Z"}] x`,
 	} {
 		f.Add([]byte(s))
+		f.Add([]byte(`{"schema":"corral.boxes/v1","boxes":` + s + `}`))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		boxes, err := DecodeList(data)
@@ -69,6 +70,7 @@ func FuzzDecodeEgress(f *testing.F) {
 		`{"box":"b","destinations":[{"port":70000}]}`, `{"box":"b","destinations":[]}{}`,
 	} {
 		f.Add([]byte(s))
+		f.Add([]byte(`{"schema":"corral.egress/v1",` + s[1:]))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ds, err := DecodeEgress(data, "b")

@@ -2,7 +2,9 @@
 // the menu, and acts on one of them, through that host's own corral over
 // ssh (core/remote).
 //
-// A read is, per host and under one deadline (Client.Timeout):
+// A read is, per host and under one deadline (Client.Timeout), over one
+// ssh connection when the runner shares one (remote.Runner.ControlDir,
+// as the menu's does):
 //
 //  1. the version check (remote.Runner.CheckVersion): both sides the same
 //     build, so the JSON below is the format this binary prints;

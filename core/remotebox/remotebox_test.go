@@ -52,9 +52,12 @@ func newFake(t *testing.T, name string) *fake {
 		c: Client{Runner: remote.Runner{SSH: script, Batch: true}, Timeout: 5 * time.Second, Now: func() time.Time { return now }}}
 }
 
-// file writes the host's answer file name.
+// file writes the host's answer file name. A well-formed list of boxes
+// (ls.json) or egress answer is given the document around it that corral
+// prints (its schema).
 func (f *fake) file(name, content string) {
 	f.t.Helper()
+	content = document(name, content)
 	if err := os.WriteFile(filepath.Join(f.root, f.h.Target.Destination(), name), []byte(content), 0o600); err != nil {
 		f.t.Fatal(err)
 	}
@@ -188,8 +191,10 @@ func TestReadHostileList(t *testing.T) {
 	}
 	for name, tc := range map[string]struct{ ls, want string }{
 		"not json":         {"hello\x1b[2J", "invalid character"},
-		"an object":        {`{"name":"web-1"}`, `boxes: want "[", got "{"`},
-		"trailing data":    {box("") + `[]`, "data after the document"},
+		"an object":        {`{"name":"web-1"}`, `schema "", want corral.boxes/v1`},
+		"a bare list":      {`{"schema":"corral.boxes/v1","boxes":{}}`, `boxes: want "[", got "{"`},
+		"another schema":   {`{"schema":"corral.boxes/v2","boxes":[]}`, `schema "corral.boxes/v2", want corral.boxes/v1`},
+		"trailing data":    {document("ls.json", box("")) + `[]`, "data after the document"},
 		"duplicate key":    {box(`,"state":"Stopped"`), `key "state" given twice`},
 		"key case":         {`[{"Name":"web-1","state":"Running"}]`, `name "": not a box name`},
 		"bad name":         {`[{"name":"../x","state":"Running"}]`, `name "../x": not a box name`},
@@ -379,7 +384,7 @@ func TestActionSlow(t *testing.T) {
 // mean "did not parse" are the ones marked Malformed.
 func TestMalformedReasons(t *testing.T) {
 	for _, r := range []egress.Reason{egress.ReasonMalformedAuthority, egress.ReasonUserinfo, egress.ReasonHostNotAllowed} {
-		ds, err := DecodeEgress([]byte(`{"box":"b","destinations":[{"host":"h","port":1,"allowed":false,"count":1,"reason":"`+string(r)+`"}]}`), "b")
+		ds, err := DecodeEgress([]byte(`{"schema":"corral.egress/v1","box":"b","destinations":[{"host":"h","port":1,"allowed":false,"count":1,"reason":"`+string(r)+`"}]}`), "b")
 		if err != nil || len(ds) != 1 || ds[0].Malformed != (r != egress.ReasonHostNotAllowed) {
 			t.Errorf("%s: %+v %v", r, ds, err)
 		}
@@ -406,4 +411,18 @@ func TestAllowAgreesWithTheGrantCheck(t *testing.T) {
 			t.Errorf("%q: err %v, sent %v; want refused=%v (%s)", c.Entry, err, sent, refused, v.Why)
 		}
 	}
+}
+
+// document wraps a fixture the way corral prints it: a valid list of boxes
+// in its SchemaBoxes object, an egress object with SchemaEgress first.
+func document(name, content string) string {
+	switch {
+	case !json.Valid([]byte(content)):
+		return content
+	case name == "ls.json" && strings.HasPrefix(content, "["):
+		return `{"schema":"` + SchemaBoxes + `","boxes":` + content + `}`
+	case strings.HasPrefix(name, "egress-") && strings.HasPrefix(content, `{"box"`):
+		return `{"schema":"` + SchemaEgress + `",` + content[1:]
+	}
+	return content
 }

@@ -58,6 +58,9 @@ type Error struct {
 	Account string
 	Cause   error // what went wrong underneath; may be nil
 	hint    string
+	// agent is what a box's agent is told when its request needs the
+	// item ("" = nothing more than that it is unavailable).
+	agent string
 }
 
 func (e *Error) Error() string {
@@ -78,6 +81,11 @@ func (e *Error) Unwrap() []error {
 
 // Hint is a line telling the user what to do, printed below the error.
 func (e *Error) Hint() string { return e.hint }
+
+// AgentText is what the broker answers an agent whose request needs the
+// item, when there is more to say than "not available" ("" otherwise).
+// It names the item and the command that fixes it; never a value.
+func (e *Error) AgentText() string { return e.agent }
 
 // NotFound returns an ErrNotFound error for service and account with a hint
 // on how to store the secret.

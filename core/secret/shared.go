@@ -146,26 +146,6 @@ func (s *Shared) Delete(ctx context.Context, service, account string) error {
 // Ref names one item.
 type Ref struct{ Service, Account string }
 
-// Preflight reads each item once and drops the values, so that the
-// Keychain asks its "allow access" question while a person is at the
-// terminal (before the agent starts) and not later, when the broker reads
-// the item in the background with nobody watching. ctx should come from
-// Interactive. A missing item is not an error here (the broker reports
-// it per request); the first other failure is returned.
-func Preflight(ctx context.Context, s Store, items []Ref) error {
-	seen := map[Ref]bool{}
-	for _, it := range items {
-		if seen[it] {
-			continue
-		}
-		seen[it] = true
-		if _, err := s.Get(ctx, it.Service, it.Account); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-	}
-	return nil
-}
-
 // setOwned stores an item so that the caller creates it: add; when an item
 // of that name exists, delete it and add again. Updating the existing item
 // would keep its access list, which on macOS trusts the program that made

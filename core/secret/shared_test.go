@@ -3,6 +3,7 @@ package secret
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,15 +128,20 @@ func TestSharedRemembersARefusal(t *testing.T) {
 	}
 }
 
-func TestPreflight(t *testing.T) {
+// Decide over a store that cannot tell whether a read asks (no Prober):
+// each item read once, a missing one is no error, an unavailable store
+// is a Denied item carrying its error; nothing is printed.
+func TestDecidePlainStore(t *testing.T) {
 	m := &Memory{}
 	_ = m.Set(context.Background(), "a", "1", "v")
-	if err := Preflight(context.Background(), m, []Ref{{"a", "1"}, {"missing", "x"}, {"a", "1"}}); err != nil {
-		t.Errorf("preflight: %v", err)
+	var out strings.Builder
+	ds := Decide(context.Background(), m, []Ref{{"a", "1"}, {"missing", "x"}, {"a", "1"}}, &out)
+	if len(ds) != 2 || ds[0].State != ItemSilent || ds[1].State != ItemMissing || ds[0].Err != nil || out.Len() != 0 {
+		t.Errorf("decisions %+v, printed %q", ds, out.String())
 	}
 	m.Unavailable = true
-	if err := Preflight(context.Background(), m, []Ref{{"a", "1"}}); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("preflight of an unavailable store: %v", err)
+	if ds := Decide(context.Background(), m, []Ref{{"a", "1"}}, nil); len(ds) != 1 || ds[0].State != ItemDenied || !errors.Is(ds[0].Err, ErrUnavailable) {
+		t.Errorf("an unavailable store: %+v", ds)
 	}
 }
 

@@ -33,8 +33,9 @@ type Keychain struct {
 }
 
 var (
-	_ Store  = (*Keychain)(nil)
-	_ Prober = (*Keychain)(nil)
+	_ Store        = (*Keychain)(nil)
+	_ Prober       = (*Keychain)(nil)
+	_ silentGetter = (*Keychain)(nil)
 )
 
 // run calls f on a goroutine, bounded by ctx.
@@ -120,39 +121,73 @@ func (k *Keychain) Set(ctx context.Context, service, account, value string) erro
 	})
 }
 
+// readNoUI reads the item with user interaction disallowed
+// (SecKeychainSetUserInteractionAllowed, process-wide: calls are
+// serialised, and interaction is allowed again after each). status is
+// the Security framework's answer (0 when it found the item or none);
+// err is set for a failure that carries no status.
+func readNoUI(service, account string) (status int, res []keychain.QueryResult, err error) {
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	setInteraction(false)
+	defer setInteraction(true)
+	q := query(service, account)
+	q.SetMatchLimit(keychain.MatchLimitOne)
+	q.SetReturnData(true)
+	res, err = keychain.QueryItem(q)
+	var kerr keychain.Error
+	if errors.As(err, &kerr) {
+		return int(kerr), res, nil
+	}
+	return 0, res, err
+}
+
 // Probe implements Prober: it reads the item with user interaction
-// disallowed (SecKeychainSetUserInteractionAllowed, process-wide, so
-// probes are serialised and interaction is allowed again after each), and
-// drops the value.
+// disallowed (readNoUI) and drops the value.
 func (k *Keychain) Probe(ctx context.Context, service, account string) (Access, error) {
 	var a Access
 	err := k.run(ctx, service, account, func() error {
-		probeMu.Lock()
-		defer probeMu.Unlock()
-		setInteraction(false)
-		defer setInteraction(true)
-		q := query(service, account)
-		q.SetMatchLimit(keychain.MatchLimitOne)
-		q.SetReturnData(true)
-		res, err := keychain.QueryItem(q)
+		status, res, err := readNoUI(service, account)
 		for _, r := range res {
 			clear(r.Data)
 		}
-		status := 0
-		var kerr keychain.Error
-		switch {
-		case errors.As(err, &kerr):
-			status = int(kerr)
-		case err != nil:
+		if err != nil {
 			return err
 		}
 		a = probeAccess(status, len(res) > 0)
 		if a == AccessUnknown {
-			return k.fail("probing keychain", service, account, err)
+			return k.fail("probing keychain", service, account, keychain.Error(status))
 		}
 		return nil
 	})
 	return a, err
+}
+
+// GetSilent is Get with every dialog refused (readNoUI), for the broker
+// and the laptop's relay (Silent): an item that needs the "allow access"
+// dialog is NeedsDialog at once, never a dialog nobody watches. While it
+// runs, interaction is off for the whole process: the broker reads only
+// this way, and the relay's process has finished its terminal reads
+// (Decide) before the relay serves.
+func (k *Keychain) GetSilent(ctx context.Context, service, account string) (string, error) {
+	var v string
+	err := k.run(ctx, service, account, func() error {
+		status, res, err := readNoUI(service, account)
+		if err != nil {
+			return k.fail("reading keychain", service, account, err)
+		}
+		switch probeAccess(status, len(res) > 0) {
+		case AccessReadable:
+			v = string(res[0].Data)
+			return nil
+		case AccessMissing:
+			return NotFound(service, account)
+		case AccessPrompts:
+			return NeedsDialog(service, account)
+		}
+		return k.fail("reading keychain", service, account, keychain.Error(status))
+	})
+	return v, err
 }
 
 // Delete implements Store.

@@ -40,6 +40,15 @@ need curl curl
 need sudo sudo visudo
 need util-linux findmnt mountpoint runuser
 need ca-certificates /etc/ssl/certs/ca-certificates.crt
+
+# apt waits up to 5 minutes for the dpkg lock that a first-boot apt run
+# may hold (cloud-init's package step, unattended-upgrades) instead of
+# failing at once (DPkg::Lock::Timeout, apt 1.9.11 and later). The setting
+# stays for 10-packages.sh and the box's own apt. CORRAL_APT_ETC: tests.
+aptconf=${CORRAL_APT_ETC:-/etc/apt}/apt.conf.d
+if [ -d "$aptconf" ]; then
+	printf '// corral (guest/provision/05-require.sh): wait for a first-boot apt run\nDPkg::Lock::Timeout "300";\n' >"$aptconf/90corral-lock-wait"
+fi
 [ -n "$missing" ] || exit 0
 
 refuse() {
@@ -67,6 +76,15 @@ if [ "$net" = broker ] && ! local_sources; then
 fi
 echo "corral: installing $missing from the image's apt sources" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get "$@" -q update >&2 || refuse "apt-get update failed (see above)"
+# update is tried 3 times, 10 s apart: the lock timeout does not cover
+# its lists lock (held by a first-boot apt update), and a mirror may fail
+# once. CORRAL_APT_RETRY_SLEEP: tests.
+tries=1
+until apt-get "$@" -q update >&2; do
+	[ "$tries" -lt 3 ] || refuse "apt-get update failed 3 times (see above)"
+	tries=$((tries + 1))
+	pause=${CORRAL_APT_RETRY_SLEEP:-10}
+	[ "$pause" = 0 ] || sleep "$pause"
+done
 # shellcheck disable=SC2086 # word splitting is the list
 apt-get "$@" -q install -y --no-install-recommends -- $missing >&2 || refuse "apt-get install failed (see above)"

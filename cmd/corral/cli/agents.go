@@ -88,7 +88,7 @@ func agentsRun(opts *AgentsOptions) error {
 	}
 	infos := agentInfos(r.Loaded)
 	if opts.JSON {
-		return printJSON(opts.IO.Out, infos)
+		return printJSONList(opts.IO.Out, SchemaAgents, "agents", infos)
 	}
 	t := newTable(opts.IO.Out, opts.IO.OutTTY)
 	if opts.IO.OutTTY {

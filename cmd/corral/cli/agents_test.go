@@ -42,8 +42,13 @@ state_dir = ".aider"
 		t.Fatalf("tty: code %d out\n%s", code, out)
 	}
 	code, out, _ = run(t, e, false, "agents", "--json")
-	var infos []AgentInfo
-	if code != 0 || json.Unmarshal([]byte(out), &infos) != nil || len(infos) != 5 || infos[0].Name != "aider" || !infos[0].Install ||
+	var doc struct {
+		Schema string      `json:"schema"`
+		Agents []AgentInfo `json:"agents"`
+	}
+	err := json.Unmarshal([]byte(out), &doc)
+	infos := doc.Agents
+	if code != 0 || err != nil || doc.Schema != SchemaAgents || len(infos) != 5 || infos[0].Name != "aider" || !infos[0].Install ||
 		infos[3].Name != "gemini" || len(infos[3].NPM) != 2 || !infos[2].Default {
 		t.Fatalf("json: code %d %s", code, out)
 	}

@@ -191,7 +191,7 @@ func allowList(opts *AllowOptions, l paths.Layout) error {
 		if list == nil {
 			list = []approval.Approval{}
 		}
-		return printJSON(opts.IO.Out, list)
+		return printJSONList(opts.IO.Out, SchemaApprovals, "approvals", list)
 	}
 	if !opts.IO.OutTTY {
 		// Machine rows: no header, absolute times.

@@ -128,7 +128,7 @@ func TestAllowList(t *testing.T) {
 		t.Errorf("non-TTY:\n%s\nwant:\n%s", out, want)
 	}
 	_, out, _ = runAllowAt(e, false, fixedNow, "--list", "--json", e.box)
-	if !strings.HasPrefix(out, "[\n  {\n    \"entry\": \"api.example.test\",\n    \"scope\": \"always\",\n    \"added\": \"2026-05-06T11:57:00Z\",\n    \"actor\": \"cli\"\n  },") {
+	if !strings.HasPrefix(out, "{\n  \"schema\": \"corral.approvals/v1\",\n  \"approvals\": [\n    {\n      \"entry\": \"api.example.test\",\n      \"scope\": \"always\",\n      \"added\": \"2026-05-06T11:57:00Z\",\n      \"actor\": \"cli\"\n    },") {
 		t.Errorf("JSON:\n%s", out)
 	}
 	// After the once approval expired, it is gone from the list.

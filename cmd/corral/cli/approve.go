@@ -21,7 +21,10 @@ type ApproveOptions struct {
 	// Only, when set, are the requests to consider, as KEY=ENTRY.
 	Only []string
 	Yes  bool
-	now  func() time.Time
+	// YesFlagged also approves flagged entries without asking (--yes
+	// alone asks about each on a terminal and leaves it pending elsewhere).
+	YesFlagged bool
+	now        func() time.Time
 }
 
 // NewCmdApprove builds `corral approve`.
@@ -48,11 +51,18 @@ and never written; flagged ones are shown with what they let the box
 reach.
 
 On a terminal it asks for each entry; --yes approves every entry the check
-does not refuse. KEY=ENTRY arguments (such as egress=api.example.test or
-ports=3000) narrow it to those requests.`,
+passes without a flag, and asks about each flagged one on a terminal
+(elsewhere it stays pending); --yes-flagged approves flagged ones too.
+KEY=ENTRY arguments (such as egress=api.example.test or ports=3000) narrow
+it to those requests.
+
+Exit status: 0 when nothing refused is left; 2 when the repository requests
+an entry the grant check refuses (it can never be approved: the box runs
+without it).`,
 		Example: `  corral approve
   corral approve web-3f2a1c --yes
-  corral approve web-3f2a1c --yes egress=api.example.test ports=3000`,
+  corral approve web-3f2a1c --yes egress=api.example.test ports=3000
+  corral approve web-3f2a1c --yes-flagged egress=db.example.test:*`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
 				if strings.Contains(a, "=") {
@@ -63,13 +73,17 @@ ports=3000) narrow it to those requests.`,
 					return hint.New(fmt.Errorf("approve takes one box, got %q and %q", opts.Box, a), "name requests as KEY=ENTRY, such as egress=api.example.test")
 				}
 			}
+			if opts.YesFlagged {
+				opts.Yes = true
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return approveRun(opts)
 		},
 	}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every pending request the grant check does not refuse, without asking")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every pending request the grant check passes without a flag, without asking")
+	cmd.Flags().BoolVar(&opts.YesFlagged, "yes-flagged", false, "with --yes (implied), approve flagged requests too, without asking")
 	return cmd
 }
 
@@ -85,6 +99,8 @@ func shellArg(s string) string {
 	return s
 }
 
+// approveRun asks, writes what was accepted, and ends with the refusals:
+// a refused request is a verdict (exit 2), never a pending item.
 func approveRun(opts *ApproveOptions) error {
 	f := opts.Factory
 	l, err := f.Layout()
@@ -95,14 +111,19 @@ func approveRun(opts *ApproveOptions) error {
 	if err != nil {
 		return err
 	}
-	name, pending, refused := q.Box, q.Pending, q.Refused()
-	if len(pending) == 0 {
+	name, open, refused := q.Box, q.Pending, q.Refused()
+	if len(open) == 0 {
 		fmt.Fprintf(opts.IO.Out, "box %s: no pending requests\n", name)
 		return nil
 	}
-	var grantable []string
-	for _, j := range pending {
-		if !j.Refused() {
+	var grantable, flagged []string
+	for _, j := range open {
+		switch {
+		case j.Refused():
+		case j.V.Risk == config.RiskFlagged:
+			flagged = append(flagged, shellArg(j.Selector()))
+			grantable = append(grantable, shellArg(j.Selector()))
+		default:
 			grantable = append(grantable, shellArg(j.Selector()))
 		}
 	}
@@ -113,31 +134,46 @@ func approveRun(opts *ApproveOptions) error {
 		}
 		return b.String()
 	}
+	pending := len(open) - len(refused)
 	if !opts.Yes && !opts.IO.InTTY {
-		err := fmt.Errorf("approve: %d pending request(s) and no terminal to ask%s", len(pending), refusedText())
+		err := fmt.Errorf("approve: %d pending request(s) and no terminal to ask%s", pending, refusedText())
+		yes := "--yes"
+		if len(flagged) > 0 {
+			yes = "--yes-flagged"
+		}
 		switch {
 		case len(grantable) == 0:
-			return hint.New(err, "none of them can be approved; ask the repository to change its .corral.toml")
+			return &refusedError{err: hint.New(fmt.Errorf("approve: box %s: %d request(s) refused by the grant check, none approvable%s", name, len(refused), refusedText()),
+				"they can never be approved; ask the repository to change its .corral.toml")}
 		case len(refused) == 0 && len(opts.Only) == 0:
-			return hint.New(err, fmt.Sprintf("review them with corral config check, then corral approve %s --yes", name))
+			return hint.New(err, fmt.Sprintf("review them with corral config check, then corral approve %s %s", name, yes))
 		}
-		return hint.New(err, fmt.Sprintf("review them with corral config check; to approve the ones that can be: corral approve %s --yes %s", name, strings.Join(grantable, " ")))
+		return hint.New(err, fmt.Sprintf("review them with corral config check; to approve the ones that can be: corral approve %s %s %s", name, yes, strings.Join(grantable, " ")))
 	}
 	in := bufio.NewReader(opts.IO.In)
 	var accepted []box.Judged
-	for _, j := range pending {
+	var left []string
+	for _, j := range open {
 		line := j.Describe()
 		if j.Refused() {
-			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s: refused, not approvable: %s\n", name, line, display.Text(j.V.Why, maxLine))
+			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s: refused, can never be approved: %s\n", name, line, display.Text(j.V.Why, maxLine))
 			continue
 		}
-		if j.V.Risk == config.RiskFlagged {
+		isFlagged := j.V.Risk == config.RiskFlagged
+		if isFlagged {
 			line += "\n  flagged: " + display.Text(j.V.Why, maxLine)
 		}
-		ok := opts.Yes
-		if opts.Yes {
+		var ok bool
+		switch {
+		case opts.Yes && (!isFlagged || opts.YesFlagged):
+			ok = true
 			fmt.Fprintf(opts.IO.Out, "approving %s\n", line)
-		} else {
+		case opts.Yes && !opts.IO.InTTY:
+			// --yes never writes a flagged entry: that takes --yes-flagged
+			// or a person's answer.
+			left = append(left, shellArg(j.Selector()))
+			fmt.Fprintf(opts.IO.Out, "not approved, flagged: %s\n", line)
+		default:
 			fmt.Fprintf(opts.IO.Out, "box %s: the repository requests %s\nallow it? [y/N] ", name, line)
 			answer, _ := in.ReadString('\n')
 			a := strings.ToLower(strings.TrimSpace(answer))
@@ -151,12 +187,23 @@ func approveRun(opts *ApproveOptions) error {
 		if err := q.Approve(l, accepted, opts.now()); err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", len(accepted), len(pending), q.Resolved.Loaded.TrustedPath())
+		fmt.Fprintf(opts.IO.Out, "approved %d of %d; written to %s\n", len(accepted), pending, q.Resolved.Loaded.TrustedPath())
 	} else {
 		fmt.Fprintln(opts.IO.Out, "nothing approved")
 	}
+	if len(left) > 0 {
+		fmt.Fprintf(opts.IO.Out, "%d flagged request(s) left pending; to approve them: corral approve %s --yes-flagged %s\n", len(left), name, strings.Join(left, " "))
+	}
 	if len(refused) > 0 {
-		return fmt.Errorf("approve: %d request(s) of box %s refused by the grant check, not written:%s", len(refused), name, refusedText())
+		return &refusedError{err: fmt.Errorf("approve: %d request(s) of box %s refused by the grant check, can never be approved:%s", len(refused), name, refusedText())}
 	}
 	return nil
 }
+
+// refusedError is a refusal verdict: it exits with ExitViolation.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string   { return e.err.Error() }
+func (e *refusedError) Unwrap() error   { return e.err }
+func (e *refusedError) ExitCode() int   { return ExitViolation }
+func (e *refusedError) Code() ErrorCode { return CodeRefused }

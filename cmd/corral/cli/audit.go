@@ -86,9 +86,8 @@ func auditRun(opts *AuditOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(dataOut(opts.IO.Out))
 		for _, ev := range evs {
-			if err := enc.Encode(ev); err != nil {
+			if err := jsonLine(opts.IO.Out, SchemaAuditEvent, ev); err != nil {
 				return err
 			}
 		}

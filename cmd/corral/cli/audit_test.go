@@ -68,7 +68,7 @@ func TestAuditFilters(t *testing.T) {
 	home := t.TempDir()
 	writeAudit(t, home)
 	_, out, _ := runAudit(t, home, false, "--since", "24h", "--box", "web-1", "--json")
-	want := `{"time":"2026-04-02T10:00:00Z","kind":"session-start","box":"web-1","actor":"cli","env_names":["API_KEY","CORRAL_BOX"],"fields":{"session":"ab12"}}` + "\n"
+	want := `{"schema":"corral.audit-event/v1","time":"2026-04-02T10:00:00Z","kind":"session-start","box":"web-1","actor":"cli","env_names":["API_KEY","CORRAL_BOX"],"fields":{"session":"ab12"}}` + "\n"
 	if out != want {
 		t.Errorf("got %s\nwant %s", out, want)
 	}

@@ -69,7 +69,7 @@ names its fix; the exit status is 1 when any check fails.`,
 			return doctorRun(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON: [{check, ok, detail, fix}]")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON: {schema, checks: [{check, ok, detail, fix}]}")
 	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "skip the network check of the guest image")
 	return cmd
 }
@@ -150,7 +150,7 @@ func printChecks(io *IOStreams, checks []box.Check, asJSON bool) error {
 		if checks == nil {
 			checks = []box.Check{}
 		}
-		return printJSON(io.Out, checks)
+		return printJSONList(io.Out, SchemaDoctor, "checks", checks)
 	}
 	failed := 0
 	for _, c := range checks {

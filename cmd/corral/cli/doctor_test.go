@@ -115,10 +115,14 @@ FAIL  unit corral-project.service: corral-project.service is inactive in the box
 		t.Errorf("output:\n%s", out)
 	}
 	code, out = runDoctor(t, fd, "web-1", "--json")
-	var got []map[string]any
-	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 {
+	var doc struct {
+		Schema string           `json:"schema"`
+		Checks []map[string]any `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Schema != SchemaDoctor {
 		t.Fatal(code, err, out)
 	}
+	got := doc.Checks
 	last := got[len(got)-1]
 	if len(got) != 12 || last["check"] != "unit corral-project.service" || last["ok"] != false || last["fix"] != "corral stop web-1 && corral start web-1" {
 		t.Errorf("%v", last)

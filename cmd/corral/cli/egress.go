@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -128,6 +127,10 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: the allow-list below lacks the config, which does not load: %v\n", rep.ConfigErr)
 	}
 	rules, refused, requests, learningUntil := rep.Rules, rep.Refused, rep.Requests, rep.LearningUntil
+	refusedRequests := rep.RefusedRequests
+	if refusedRequests == nil {
+		refusedRequests = []config.RepoRequest{}
+	}
 	asked := boxRequests(l, name, now, opts.IO.ErrOut)
 	summary, creds, credRefused, denials := rep.Summary, rep.Credentials, rep.CredentialRefused, rep.Denials
 	switch {
@@ -152,7 +155,7 @@ func egressRun(opts *EgressOptions) error {
 			creds = []audit.CredentialUse{}
 		}
 		out := map[string]any{"box": name, "since": since.UTC(), "allow_list": rules, "refused": refused,
-			"destinations": dests, "recent_denials": denials, "pending_requests": requests,
+			"destinations": dests, "recent_denials": denials, "pending_requests": requests, "refused_requests": refusedRequests,
 			"credentials": creds, "credential_refused": credRefused, "box_requests": boxRequestsJSON(asked)}
 		if session != "" {
 			out["session"] = session
@@ -160,7 +163,7 @@ func egressRun(opts *EgressOptions) error {
 		if !learningUntil.IsZero() {
 			out["learning_until"] = learningUntil.UTC()
 		}
-		return printJSON(opts.IO.Out, out)
+		return printJSON(opts.IO.Out, SchemaEgress, out)
 	case !opts.IO.OutTTY:
 		// Machine rows, each led by its kind: allow, dest, deny.
 		t := newTable(opts.IO.Out, false)
@@ -172,6 +175,9 @@ func egressRun(opts *EgressOptions) error {
 		}
 		for _, q := range requests {
 			t.Row("request", safeText(q.Entry), "pending", safeText(q.File))
+		}
+		for _, q := range refusedRequests {
+			t.Row("request", safeText(q.Entry), "refused", safeText(q.File), q.Why)
 		}
 		for _, r := range asked {
 			t.Row("box-request", safeText(r.Request), rfc3339(r.Time), safeText(r.Why), safeText(requestWho(r)))
@@ -221,6 +227,12 @@ func egressRun(opts *EgressOptions) error {
 		fmt.Fprintf(w, "\nrequested by the repository, not allowed (review with corral approve %s):\n", name)
 		for _, q := range requests {
 			fmt.Fprintf(w, "  %s\n", safeText(q.Entry))
+		}
+	}
+	if len(refusedRequests) > 0 {
+		fmt.Fprintln(w, "\nrequested by the repository, refused by the grant check (never allowed):")
+		for _, q := range refusedRequests {
+			fmt.Fprintf(w, "  %s: %s\n", safeText(q.Entry), display.Text(q.Why, maxLine))
 		}
 	}
 	printBoxRequests(w, name, asked, now)
@@ -302,9 +314,8 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {
 	if opts.JSON || !opts.IO.OutTTY {
-		enc := json.NewEncoder(dataOut(opts.IO.Out))
 		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
+			if err := jsonLine(opts.IO.Out, SchemaEgressDecision, e); err != nil {
 				return err
 			}
 		}

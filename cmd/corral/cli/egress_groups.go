@@ -97,7 +97,7 @@ func egressGroupsRun(opts *EgressGroupsOptions) error {
 		groups = append(groups, groupJSON{g.Name, g.Doc, g.Entries, slices.Contains(using, g.Name)})
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, map[string]any{"box": name, "groups": groups, "toolchains": tc})
+		return printJSON(opts.IO.Out, SchemaEgressGroups, map[string]any{"box": name, "groups": groups, "toolchains": tc})
 	}
 	if !opts.IO.OutTTY {
 		t := newTable(opts.IO.Out, false)

@@ -82,7 +82,7 @@ func egressLearnRun(opts *EgressLearnOptions) error {
 		if props == nil {
 			props = []egress.Proposal{}
 		}
-		return printJSON(opts.IO.Out, map[string]any{"box": name, "started": lr.Started, "ends": lr.End(), "learning": active && !stopped,
+		return printJSON(opts.IO.Out, SchemaEgressLearn, map[string]any{"box": name, "started": lr.Started, "ends": lr.End(), "learning": active && !stopped,
 			"proposal": props, "entries": nonNil(proposed), "applied": applied, "stopped": stopped})
 	}
 	w := opts.IO.Out

@@ -186,8 +186,8 @@ func TestEgressLog(t *testing.T) {
 		t.Errorf("session marker:\n%s", out)
 	}
 	_, out, _ = runEgressAt(e, false, fixedNow, "--log", "--since", "2m")
-	want = `{"time":"2026-05-06T11:58:00Z","box":"` + e.box + `","kind":"connect","host":"evil.example.test","port":443,"ip":"","allowed":false,"reason":"host-not-allowed"}` + "\n" +
-		`{"time":"2026-05-06T11:58:30Z","box":"` + e.box + `","kind":"connect","host":"evil.example.test","port":443,"ip":"","allowed":false,"reason":"host-not-allowed"}` + "\n"
+	want = `{"schema":"corral.egress-decision/v1","time":"2026-05-06T11:58:00Z","box":"` + e.box + `","kind":"connect","host":"evil.example.test","port":443,"ip":"","allowed":false,"reason":"host-not-allowed"}` + "\n" +
+		`{"schema":"corral.egress-decision/v1","time":"2026-05-06T11:58:30Z","box":"` + e.box + `","kind":"connect","host":"evil.example.test","port":443,"ip":"","allowed":false,"reason":"host-not-allowed"}` + "\n"
 	if out != want {
 		t.Errorf("non-TTY log:\n%s", diffLines(out, want))
 	}

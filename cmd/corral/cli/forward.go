@@ -119,6 +119,14 @@ func forwardRemote(f *Factory, root *cobra.Command) {
 					defer stop()
 					if relay != nil {
 						inv.Relay = &remote.RelayForward{Local: relay.Socket, Token: relay.Token}
+						// The relay never raises a Keychain dialog while
+						// the remote session waits: each item is settled
+						// here, at the terminal, before ssh starts.
+						if store != nil && f.IO.InTTY && len(relay.Keychain) > 0 {
+							dctx, cancel := secret.Interactive(ctx, true)
+							secret.Decide(dctx, store, relay.Keychain, errOut)
+							cancel()
+						}
 					}
 				}
 				code, err := f.Remote.RunChecked(ctx, h, runDir, inv, in, out, errOut)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/corral-dev/corral/core/box"
@@ -67,7 +66,7 @@ func gcRun(opts *GCOptions) error {
 	}
 	if opts.DryRun {
 		if opts.JSON {
-			return json.NewEncoder(dataOut(opts.IO.Out)).Encode(plan)
+			return jsonLine(opts.IO.Out, SchemaGCPlan, plan)
 		}
 		for _, it := range plan.Items {
 			fmt.Fprintf(opts.IO.Out, "would remove %s\n", it)
@@ -85,7 +84,7 @@ func gcRun(opts *GCOptions) error {
 		if done == nil {
 			done = []box.GCItem{}
 		}
-		if jerr := json.NewEncoder(dataOut(opts.IO.Out)).Encode(done); jerr != nil {
+		if jerr := jsonLine(opts.IO.Out, SchemaGCDone, map[string]any{"removed": done}); jerr != nil {
 			return jerr
 		}
 	} else {

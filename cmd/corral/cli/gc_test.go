@@ -63,7 +63,7 @@ removed log /h/logs/egress-old.jsonl: log of a deleted box, untouched for 15 day
 		t.Errorf("%q", out)
 	}
 	out, _ = runGC(t, &fakeGC{}, "-n", "--json")
-	if out != `{"items":[]}`+"\n" {
+	if out != `{"schema":"corral.gc-plan/v1","items":[]}`+"\n" {
 		t.Errorf("%q", out)
 	}
 }

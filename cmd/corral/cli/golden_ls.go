@@ -61,7 +61,7 @@ func goldenLsRun(ctx context.Context, opts *GoldenLsOptions) error {
 		if gs == nil {
 			gs = []golden.Golden{}
 		}
-		return printJSON(opts.IO.Out, gs)
+		return printJSONList(opts.IO.Out, SchemaGoldens, "goldens", gs)
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("GOLDEN", "STATUS", "BOXES")

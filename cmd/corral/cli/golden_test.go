@@ -31,7 +31,7 @@ func TestGoldenLs(t *testing.T) {
 	}{
 		{true, nil, "GOLDEN               STATUS   BOXES\ngolden-4576f2bc1b3e  Stopped  web-1,api-2\n"},
 		{false, nil, "GOLDEN\tSTATUS\tBOXES\ngolden-4576f2bc1b3e\tStopped\tweb-1,api-2\n"},
-		{false, []string{"--json"}, "[\n  {\n    \"name\": \"golden-4576f2bc1b3e\",\n    \"status\": \"Stopped\",\n    \"boxes\": [\n      \"web-1\",\n      \"api-2\"\n    ]\n  }\n]\n"},
+		{false, []string{"--json"}, "{\n  \"schema\": \"corral.goldens/v1\",\n  \"goldens\": [\n    {\n      \"name\": \"golden-4576f2bc1b3e\",\n      \"status\": \"Stopped\",\n      \"boxes\": [\n        \"web-1\",\n        \"api-2\"\n      ]\n    }\n  ]\n}\n"},
 	} {
 		ios, _, out, errOut := Test(c.tty)
 		cmd := NewCmdGoldenLs(&Factory{IO: ios}, func(o *GoldenLsOptions) error {

@@ -42,9 +42,9 @@ func TestGrantPathsAgree(t *testing.T) {
 			t.Fatalf("%s %q: the check says %s, the corpus %s", c.Key, c.Entry, v.Risk, c.Want)
 		}
 		refused := v.Risk == config.RiskRefused
-		// corral approve --yes: the repository requests it.
+		// corral approve --yes-flagged: the repository requests it.
 		e := setup(t, c.Key+" = ["+strconv.Quote(c.Entry)+"]\n")
-		code, out, errOut := run(t, e, false, "approve", "--yes")
+		code, out, errOut := run(t, e, false, "approve", "--yes-flagged")
 		if got := trustedHas(t, e, c.Key, v.Entry); got == refused || (code == 0) == refused {
 			t.Errorf("approve %s %q: exit %d, written=%v, want refused=%v\n%s%s", c.Key, c.Entry, code, got, refused, out, errOut)
 		}
@@ -90,18 +90,21 @@ func TestApproveRefusesLowPortBeforeWriting(t *testing.T) {
 		t.Fatalf("approve without a terminal: exit %d\n%s", code, errOut)
 	}
 	code, out, errOut := run(t, e, false, "approve", "--yes")
-	if code == 0 || !strings.Contains(out, "approved 2 of 4") || !strings.Contains(errOut, "2 request(s) of box "+e.box+" refused by the grant check, not written") {
+	if code != ExitViolation || !strings.Contains(out, "approved 2 of 2") || !strings.Contains(errOut, "2 request(s) of box "+e.box+" refused by the grant check, can never be approved") {
 		t.Fatalf("approve --yes: exit %d\n%s%s", code, out, errOut)
 	}
 	trusted, _ := os.ReadFile(filepath.Join(e.home, "projects", e.box+".toml"))
 	if strings.Contains(string(trusted), "22:22") || strings.Contains(string(trusted), "*.com") || !strings.Contains(string(trusted), `ports = ["3000"]`) {
 		t.Errorf("trusted layer:\n%s", trusted)
 	}
-	if code, out, _ := run(t, e, false, "config", "check"); code != 0 || !strings.Contains(out, "ok: box") {
+	// What is left is refused: a verdict, not a pending item (exit 2, no
+	// problem of the file, nothing pending).
+	if code, out, _ := run(t, e, false, "config", "check"); code != ExitViolation || strings.Contains(out, "problem(s)") || strings.Contains(out, "not allowed until you approve") ||
+		!strings.Contains(out, "refused: the repository requests 2 entr(ies) the grant check refuses") {
 		t.Errorf("config check after approve: exit %d\n%s", code, out)
 	}
 	// Everything left is refused: the hint says none can be approved.
-	if code, _, errOut := run(t, e, false, "approve"); code == 0 || !strings.Contains(errOut, "none of them can be approved") {
+	if code, _, errOut := run(t, e, false, "approve"); code != ExitViolation || !strings.Contains(errOut, "they can never be approved") {
 		t.Errorf("approve of refused only: exit %d\n%s", code, errOut)
 	}
 	// With low_host_ports in the user's config, 22:22 is approvable.
@@ -122,7 +125,12 @@ func TestRepositoryToolchainsArePending(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "  toolchains go  (") || !strings.Contains(out, "until approved, the golden image is built without the requested toolchains and packages") {
 		t.Fatalf("config check: exit %d\n%s", code, out)
 	}
+	// --yes writes no flagged entry: a toolchain's is flagged.
 	code, out, errOut := run(t, e, false, "approve", "--yes")
+	if code != 0 || !strings.Contains(out, "not approved, flagged: the toolchain go") || !strings.Contains(out, "corral approve "+e.box+" --yes-flagged toolchains=go toolchains=node\n") {
+		t.Fatalf("approve --yes: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, e, false, "approve", "--yes-flagged")
 	if code != 0 || !strings.Contains(out, "approving the toolchain go (installed in the golden image)\n  flagged: its box may reach the Go module proxy") {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
 	}

@@ -44,7 +44,7 @@ func hostLsRun(opts *HostLsOptions) error {
 		if hosts == nil {
 			hosts = []remote.Host{}
 		}
-		return printJSON(opts.IO.Out, hosts)
+		return printJSONList(opts.IO.Out, SchemaHosts, "hosts", hosts)
 	}
 	t := newTable(opts.IO.Out, opts.IO.OutTTY)
 	if opts.IO.OutTTY {

@@ -193,10 +193,13 @@ func TestJSONOutputStaysExact(t *testing.T) {
 	if code := Run(f, []string{"ls", "--json"}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var list []box.Status
-	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
+	var doc struct {
+		Boxes []box.Status `json:"boxes"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	list := doc.Boxes
 	for _, st := range list {
 		if st.Project != e.proj {
 			t.Errorf("ls --json: project %q, want %q", st.Project, e.proj)

@@ -35,6 +35,9 @@ type InfoOptions struct {
 type Info struct {
 	box.Status
 	Pending []config.RepoRequest `json:"pending_requests"`
+	// Refused are the requests the grant check refuses: a verdict (they
+	// can never be approved), each with the reason.
+	Refused []config.RepoRequest `json:"refused_requests"`
 	// Funnel is the proof of the host egress funnel of a running box
 	// (funnel.Verify over its qemu's command line): "in force", "not
 	// applicable" (vz, full network, or a stopped box), or "not proved: "
@@ -89,8 +92,8 @@ func NewCmdInfo(f *Factory, runF func(*InfoOptions) error) *cobra.Command {
 			}
 			st := s.StatusOf(m)
 			mounts, _ := s.Mounts(m.Name) // none listed when the instance is gone
-			pending, perr := boxmeta.PendingRequestsErr(s.Layout, m.Name, m.Project)
-			in := Info{Status: st, Pending: pending,
+			open, perr := boxmeta.OpenRequestsErr(s.Layout, m.Name, m.Project)
+			in := Info{Status: st, Pending: open.Pending, Refused: open.Refused,
 				Funnel: funnelProof(s.Layout.LimaHome(), st), Drift: driftOf(s, m), Mounts: mounts}
 			if perr != nil {
 				in.PendingError = perr.Error()
@@ -133,10 +136,13 @@ func infoRun(opts *InfoOptions) error {
 		if in.Pending == nil {
 			in.Pending = []config.RepoRequest{}
 		}
+		if in.Refused == nil {
+			in.Refused = []config.RepoRequest{}
+		}
 		if in.Mounts == nil {
 			in.Mounts = []limayaml.Mount{}
 		}
-		return printJSON(opts.IO.Out, in)
+		return printJSON(opts.IO.Out, SchemaBoxInfo, in)
 	}
 	st := in.Status
 	or := func(s string) string {
@@ -206,12 +212,16 @@ func infoRun(opts *InfoOptions) error {
 		t.Row("pending requests", "unknown: the config does not load")
 	} else {
 		t.Row("pending requests", len(in.Pending))
+		t.Row("refused requests", len(in.Refused))
 	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
 	if len(in.Pending) > 0 {
 		fmt.Fprintf(opts.IO.Out, "its repository requests %d host(s) or port(s); review with corral approve %s\n", len(in.Pending), display.Text(st.Name, 0))
+	}
+	if len(in.Refused) > 0 {
+		fmt.Fprintf(opts.IO.Out, "its repository requests %d entr(ies) the grant check refuses: never allowed; corral config check -C %s says why\n", len(in.Refused), shellArg(display.Text(st.Project, maxCell)))
 	}
 	if in.PendingError != "" {
 		// Unknown, not none: say so (on stderr; the exit status stays 0).

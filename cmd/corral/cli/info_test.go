@@ -28,6 +28,7 @@ func infoFixture() Info {
 			State: boxstate.Running, MemBytes: 1 << 30, Idle: 12 * time.Minute, Broker: true,
 		},
 		Pending: []config.RepoRequest{{}},
+		Refused: []config.RepoRequest{{Key: "egress", Entry: "*.com", Status: config.RequestRefused, Risk: config.RiskRefused, Why: "a wildcard over a public suffix"}},
 		Funnel:  "in force",
 		Drift:   "up to date",
 		Mounts: []limayaml.Mount{{Location: "/src/web", MountPoint: "/src/web", Writable: true},
@@ -81,7 +82,9 @@ sessions          0
 idle              12m0s
 idle stop         30m
 pending requests  1
+refused requests  1
 its repository requests 1 host(s) or port(s); review with corral approve web-1a2b3c
+its repository requests 1 entr(ies) the grant check refuses: never allowed; corral config check -C /src/web says why
 `
 	if out != want || errOut != "" {
 		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr %q", out, want, errOut)

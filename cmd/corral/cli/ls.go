@@ -23,26 +23,25 @@ var _ boxLister = (*box.Service)(nil)
 type LsOptions struct {
 	IO      *IOStreams
 	Service func() (boxLister, error)
-	// Pending counts a box's pending repository requests
-	// (boxmeta.PendingRequestsErr), with the error when its config does not
-	// load; nil counts none.
-	Pending func(boxName, project string) (int, error)
+	// Pending reads a box's repository requests not granted, pending and
+	// refused (boxmeta.OpenRequestsErr), with the error when its config
+	// does not load; nil reads none.
+	Pending func(boxName, project string) (boxmeta.OpenRequests, error)
 	JSON    bool
 }
 
 // NewCmdLs builds `corral ls`.
 func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 	opts := &LsOptions{IO: f.IO, Service: func() (boxLister, error) { return f.Service() },
-		Pending: func(boxName, project string) (int, error) {
+		Pending: func(boxName, project string) (boxmeta.OpenRequests, error) {
 			if f.Layout == nil {
-				return 0, nil
+				return boxmeta.OpenRequests{}, nil
 			}
 			l, err := f.Layout()
 			if err != nil {
-				return 0, nil
+				return boxmeta.OpenRequests{}, nil
 			}
-			p, err := boxmeta.PendingRequestsErr(l, boxName, project)
-			return len(p), err
+			return boxmeta.OpenRequestsErr(l, boxName, project)
 		}}
 	cmd := &cobra.Command{
 		Use:     "ls",
@@ -71,17 +70,20 @@ func lsRun(opts *LsOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", displayLines(err.Error()))
 	}
 	if opts.JSON {
-		if list == nil {
-			list = []box.Status{}
+		boxes := []lsBox{}
+		for _, st := range list {
+			open, err := pending(opts, st)
+			boxes = append(boxes, lsBox{Status: st, Requests: lsRequests{Pending: len(open.Pending), Refused: len(open.Refused), Unknown: err != nil}})
 		}
-		return printJSON(opts.IO.Out, list)
+		return printJSONList(opts.IO.Out, SchemaBoxes, "boxes", boxes)
 	}
 	tw := newTable(opts.IO.Out, opts.IO.OutTTY)
 	tw.Row("BOX", "STATE", "MEMORY", "CPUS", "IDLE", "SESSIONS", "NETWORK", "PORTS", "PROJECT")
 	var asking []string
 	for _, st := range list {
 		name := st.Name
-		n, perr := pending(opts, st)
+		open, perr := pending(opts, st)
+		n := len(open.Pending)
 		if perr != nil {
 			// The requests are unknown, not none: say so (on stderr; the
 			// exit status stays 0, as for a box whose state is unknown).
@@ -90,6 +92,10 @@ func lsRun(opts *LsOptions) error {
 		if n > 0 {
 			name += "*"
 			asking = append(asking, fmt.Sprintf("* %s: its repository requests %d host(s), port(s) or toolchain(s); review with corral approve %s", display.Text(st.Name, 0), n, display.Text(st.Name, 0)))
+		}
+		if r := len(open.Refused); r > 0 {
+			name += "!"
+			asking = append(asking, fmt.Sprintf("! %s: its repository requests %d entr(ies) the grant check refuses: never allowed; corral config check -C %s says why", display.Text(st.Name, 0), r, shellArg(display.Text(st.Project, maxCell))))
 		}
 		mem := "-"
 		if st.MemBytes > 0 {
@@ -115,11 +121,25 @@ func lsRun(opts *LsOptions) error {
 	return nil
 }
 
-func pending(opts *LsOptions, st box.Status) (int, error) {
+func pending(opts *LsOptions, st box.Status) (boxmeta.OpenRequests, error) {
 	if opts.Pending == nil {
-		return 0, nil
+		return boxmeta.OpenRequests{}, nil
 	}
 	return opts.Pending(st.Name, st.Project)
+}
+
+// lsBox is one box of ls --json: its status and, beside it, how many of
+// its repository's requests wait for approval and how many are refused
+// (a verdict); RequestsUnknown when its config does not load.
+type lsBox struct {
+	box.Status
+	Requests lsRequests `json:"requests"`
+}
+
+type lsRequests struct {
+	Pending int  `json:"pending"`
+	Refused int  `json:"refused"`
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // portsText shows a box's forwarded ports as their entries ("3000,8080:80",

@@ -56,15 +56,22 @@ func TestLsMarksPendingRequests(t *testing.T) {
 	ios, _, out, errOut := Test(false)
 	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
 		o.Service = func() (boxLister, error) { return list, nil }
-		o.Pending = func(name, project string) (int, error) { return 3, nil }
+		o.Pending = func(name, project string) (boxmeta.OpenRequests, error) {
+			return boxmeta.OpenRequests{Pending: make([]config.RepoRequest, 3), Refused: make([]config.RepoRequest, 1)}, nil
+		}
 		return lsRun(o)
 	})
-	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
-		"web-3f2a1c*\tStopped\t- / 4GiB\t2\t-\t0\tbroker\t-\t/src/web\n" +
-		"* web-3f2a1c: its repository requests 3 host(s), port(s) or toolchain(s); review with corral approve web-3f2a1c\n"
-	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
-		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	code, got, e := execCmd(cmd, out, errOut, []string{}...) // not nil: cobra would read the test binary's flags
+	if code != 0 {
+		t.Fatal(code, e)
 	}
+	goldenFile(t, "ls-requests.txt", got)
+	out.Reset()
+	code, got, e = execCmd(cmd, out, errOut, "--json")
+	if code != 0 {
+		t.Fatal(code, e)
+	}
+	goldenFile(t, "ls-requests.json", got)
 }
 
 func TestLsSaysLearning(t *testing.T) {

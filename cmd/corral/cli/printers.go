@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,15 +9,89 @@ import (
 	"text/tabwriter"
 
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/review"
 )
 
-// printJSON is --json's one printer: v as one JSON document, indented by
-// two spaces, then a newline. Commands whose --json is a stream (a log,
-// one JSON line per entry) encode line by line instead.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(dataOut(w))
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// The schema of every --json output, "corral.<kind>/v1" (docs/JSON.md
+// lists them with their fields). A version changes only when a field is
+// removed or changes meaning; new fields may appear in any version.
+const (
+	SchemaAgents         = "corral.agents/v1"
+	SchemaApprovals      = "corral.approvals/v1"
+	SchemaAuditEvent     = "corral.audit-event/v1"
+	SchemaBoxes          = "corral.boxes/v1"
+	SchemaBoxInfo        = "corral.box-info/v1"
+	SchemaConfig         = "corral.config/v1"
+	SchemaConfigCheck    = "corral.config-check/v1"
+	SchemaDoctor         = "corral.doctor/v1"
+	SchemaEgress         = "corral.egress/v1"
+	SchemaEgressDecision = "corral.egress-decision/v1"
+	SchemaEgressGroups   = "corral.egress-groups/v1"
+	SchemaEgressLearn    = "corral.egress-learn/v1"
+	SchemaGCPlan         = "corral.gc-plan/v1"
+	SchemaGCDone         = "corral.gc/v1"
+	SchemaGoldens        = "corral.goldens/v1"
+	SchemaHosts          = "corral.hosts/v1"
+	SchemaPull           = "corral.pull/v1"
+	SchemaRender         = "corral.render/v1"
+	SchemaReview         = review.Schema
+	SchemaSessions       = "corral.sessions/v1"
+	SchemaSnapshots      = "corral.snapshots/v1"
+	SchemaVersion        = "corral.version/v1"
+)
+
+// withSchema is the JSON object v with "schema" as its first key. v must
+// encode as an object: a list goes under a key (printJSONList).
+func withSchema(schema string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return nil, fmt.Errorf("printing %s: not a JSON object", schema)
+	}
+	head, _ := json.Marshal(map[string]string{"schema": schema})
+	if string(b) == "{}" {
+		return head, nil
+	}
+	return append(append(head[:len(head)-1:len(head)-1], ','), b[1:]...), nil
+}
+
+// printJSON is --json's one printer: the object v with "schema" first, as
+// one JSON document indented by two spaces, then a newline. Commands
+// whose --json is a stream (a log) print jsonLine per entry instead.
+func printJSON(w io.Writer, schema string, v any) error {
+	b, err := withSchema(schema, v)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = dataOut(w).Write(out.Bytes())
+	return err
+}
+
+// printJSONList prints a list as the object {"schema": schema, key: list};
+// a nil list is printed as [].
+func printJSONList[T any](w io.Writer, schema, key string, list []T) error {
+	if list == nil {
+		list = []T{}
+	}
+	return printJSON(w, schema, map[string]any{key: list})
+}
+
+// jsonLine writes v as one line of a JSON-lines stream, with "schema"
+// first.
+func jsonLine(w io.Writer, schema string, v any) error {
+	b, err := withSchema(schema, v)
+	if err != nil {
+		return err
+	}
+	_, err = dataOut(w).Write(append(b, '\n'))
+	return err
 }
 
 // table is the one table rule (as cli/cli's table printer): columns

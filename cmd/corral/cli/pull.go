@@ -201,7 +201,7 @@ func pullJSON(name string, res hostgit.Result) pullResultJSON {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	return printJSON(w, v)
+	return printJSON(w, SchemaPull, v)
 }
 
 // renderPull prints what arrived. Branch names passed hostgit's checks

@@ -55,7 +55,7 @@ func renderRun(opts *RenderOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, map[string]any{"box": r.Project.Box, "hash": out.Hash, "yaml": string(out.YAML)})
+		return printJSON(opts.IO.Out, SchemaRender, map[string]any{"box": r.Project.Box, "hash": out.Hash, "yaml": string(out.YAML)})
 	}
 	fmt.Fprintf(dataOut(opts.IO.Out), "%s# template hash: sha256:%s\n", out.YAML, out.Hash)
 	return nil

@@ -60,9 +60,17 @@ func Run(f *Factory, args []string) int {
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
+	if err != nil && cmd == root {
+		// The root runs nothing itself: its error is an unknown command.
+		err = &usageError{err}
+	}
 	if err != nil {
-		printError(f.IO.ErrOut, err)
+		if jsonRequested(cmd, args) {
+			printErrorJSON(f.IO.ErrOut, err)
+		} else {
+			printError(f.IO.ErrOut, err)
+		}
 	}
 	f.IO.Flush()
 	return exitCode(err)
@@ -136,6 +144,7 @@ the hosts the host side allows.`,
 		NewCmdDoctor(f, nil),
 		NewCmdGC(f, nil),
 		NewCmdAudit(f, nil),
+		NewCmdReview(f, nil),
 		NewCmdPull(f, nil),
 		NewCmdHost(f),
 		NewCmdProject(f),
@@ -152,6 +161,7 @@ the hosts the host side allows.`,
 		}
 	}
 	strictGroups(root)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	forwardRemote(f, root)
 	return root
 }
@@ -175,8 +185,30 @@ func strictGroups(c *cobra.Command) {
 		}
 		err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-			return hint.New(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))
+			return &usageError{hint.New(err, fmt.Sprintf("did you mean %s %s?", cmd.CommandPath(), s[0]))}
 		}
-		return hint.New(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))
+		return &usageError{hint.New(err, fmt.Sprintf("see %s --help", cmd.CommandPath()))}
 	}
+}
+
+// jsonRequested says whether the command that ran (or failed to parse)
+// was asked for --json: its error is then one JSON object on stderr. A
+// literal --json before "--" counts too (a flag error stops parsing before
+// --json is read; a command without the flag, or an unknown one, was still
+// asked for JSON by a script).
+func jsonRequested(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Changed {
+			return fl.Value.String() == "true"
+		}
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
 }

@@ -61,7 +61,7 @@ func sessionsRun(opts *SessionsOptions) error {
 		all = append(all, gs...)
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, all)
+		return printJSONList(opts.IO.Out, SchemaSessions, "sessions", all)
 	}
 	if len(all) == 0 {
 		if opts.IO.OutTTY {

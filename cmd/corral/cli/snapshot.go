@@ -114,7 +114,7 @@ func snapshotLsRun(opts *SnapshotOptions) error {
 		if snaps == nil {
 			snaps = []box.Snapshot{}
 		}
-		return printJSON(opts.IO.Out, snaps)
+		return printJSONList(opts.IO.Out, SchemaSnapshots, "snapshots", snaps)
 	}
 	if len(snaps) == 0 {
 		fmt.Fprintf(opts.IO.Out, "box %s has no snapshots\n", opts.Box)

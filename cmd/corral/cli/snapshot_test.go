@@ -85,17 +85,20 @@ func TestSnapshotLs(t *testing.T) {
 		t.Errorf("not a terminal: %q, want %q", out, want)
 	}
 	_, out, _ = runSnapshot(t, someSnaps(), false, "", "ls", "web-1", "--json")
-	if out != `[
-  {
-    "name": "auto-20260102T150405Z",
-    "created": "2026-01-02T15:04:05Z",
-    "auto": true
-  },
-  {
-    "name": "clean",
-    "auto": false
-  }
-]`+"\n" {
+	if out != `{
+  "schema": "corral.snapshots/v1",
+  "snapshots": [
+    {
+      "name": "auto-20260102T150405Z",
+      "created": "2026-01-02T15:04:05Z",
+      "auto": true
+    },
+    {
+      "name": "clean",
+      "auto": false
+    }
+  ]
+}`+"\n" {
 		t.Errorf("json %s", out)
 	}
 	_, out, _ = runSnapshot(t, &fakeSnaps{}, true, "", "ls", "web-1")

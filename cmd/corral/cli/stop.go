@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/spf13/cobra"
 )
 
@@ -14,6 +16,7 @@ type boxStopper interface {
 	Stop(ctx context.Context, box string, kind audit.Kind) error
 	Save(ctx context.Context, box string, kind audit.Kind) error
 	Sweep(ctx context.Context) ([]string, error)
+	List() ([]box.Status, error)
 }
 
 var _ boxStopper = (*box.Service)(nil)
@@ -27,6 +30,9 @@ type StopOptions struct {
 	Project func() (string, error)
 	Boxes   []string
 	Idle    bool
+	// All stops every box whose VM or broker runs (the Homebrew cask's
+	// uninstall runs it before the binary goes).
+	All bool
 	// Save suspends the boxes to disk instead (qemu only): the next up
 	// resumes them.
 	Save bool
@@ -40,9 +46,12 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "stop [BOX...]",
 		Short:   "Stop boxes and their brokers (default: the project's box)",
-		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01\n  corral stop --idle\n  corral stop --save",
+		Example: "  corral stop\n  corral stop web-3f2a1c api-77aa01\n  corral stop --idle\n  corral stop --all\n  corral stop --save",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Boxes = args
+			if opts.All && len(args) > 0 {
+				return fmt.Errorf("corral stop --all takes no box names")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -51,13 +60,14 @@ func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.Idle, "idle", false, "stop every idle box (no session, no activity for longer than its idle_stop)")
 	cmd.Flags().BoolVar(&opts.Save, "save", false, "save the box's running state to its disk and free its memory; corral up resumes it (qemu only; idle_action = \"save\" does it for --idle)")
-	cmd.MarkFlagsMutuallyExclusive("idle", "save")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "stop every box whose VM or broker runs")
+	cmd.MarkFlagsMutuallyExclusive("idle", "save", "all")
 	return cmd
 }
 
 func stopRun(opts *StopOptions) error {
 	names := opts.Boxes
-	if len(names) == 0 && !opts.Idle {
+	if len(names) == 0 && !opts.Idle && !opts.All {
 		b, err := opts.Project()
 		if err != nil {
 			return err
@@ -70,6 +80,28 @@ func stopRun(opts *StopOptions) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if opts.All {
+		st, err := s.List()
+		if err != nil && len(st) == 0 {
+			return err
+		}
+		names = runningBoxes(st)
+		if len(names) == 0 {
+			fmt.Fprintln(opts.IO.Out, "no running boxes")
+			return nil
+		}
+		// Every box, even after one fails: an uninstall must leave none
+		// running from the removed binary.
+		var errs []error
+		for _, b := range names {
+			if err := s.Stop(ctx, b, ""); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			fmt.Fprintf(opts.IO.Out, "stopped %s\n", b)
+		}
+		return errors.Join(errs...)
+	}
 	if opts.Idle {
 		stopped, err := s.Sweep(ctx)
 		for _, b := range stopped {
@@ -94,4 +126,17 @@ func stopRun(opts *StopOptions) error {
 		fmt.Fprintf(opts.IO.Out, "stopped %s\n", b)
 	}
 	return nil
+}
+
+// runningBoxes are the boxes `corral stop --all` stops: those whose VM
+// runs, whose Lima processes disagree (Broken: a host agent without its
+// VM, or the reverse) or whose broker still runs.
+func runningBoxes(st []box.Status) []string {
+	var out []string
+	for _, b := range st {
+		if b.State == boxstate.Running || b.State == boxstate.Broken || b.Broker {
+			out = append(out, b.Name)
+		}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/box/boxtest"
+	"github.com/corral-dev/corral/core/boxmeta"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/paths"
 )
@@ -53,6 +55,13 @@ func (f *fakeStopper) Save(_ context.Context, name string, kind audit.Kind) erro
 	return nil
 }
 func (f *fakeStopper) Sweep(context.Context) ([]string, error) { return nil, nil }
+func (f *fakeStopper) List() ([]box.Status, error) {
+	st := func(name string, s boxstate.State, broker bool) box.Status {
+		return box.Status{Meta: boxmeta.Meta{Name: name}, State: s, Broker: broker}
+	}
+	return []box.Status{st("run-1", boxstate.Running, true), st("off-1", boxstate.Stopped, false),
+		st("broker-1", boxstate.Stopped, true), st("broken-1", boxstate.Broken, false), st("gone-1", boxstate.Missing, false)}, nil
+}
 
 func TestStopNamesOrProject(t *testing.T) {
 	for _, c := range []struct {
@@ -64,6 +73,8 @@ func TestStopNamesOrProject(t *testing.T) {
 		{[]string{"--idle"}, "no idle boxes\n"},
 		{[]string{"--save", "a-1"}, "saved a-1\n"},
 		{[]string{"--save"}, "saved web-3f2a1c\n"},
+		// The cask's uninstall: every box whose VM or broker runs.
+		{[]string{"--all"}, "stopped run-1\nstopped broker-1\nstopped broken-1\n"},
 	} {
 		fake := &fakeStopper{}
 		ios, _, out, errOut := Test(false)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 
@@ -52,7 +51,7 @@ func versionRun(opts *VersionOptions) error {
 				out["run_dir"] = d
 			}
 		}
-		return json.NewEncoder(dataOut(opts.IO.Out)).Encode(out)
+		return jsonLine(opts.IO.Out, SchemaVersion, out)
 	}
 	fmt.Fprintf(opts.IO.Out, "corral %s (commit %s, %s/%s)\ntested with Lima %s\n",
 		version.Version, version.Commit, runtime.GOOS, runtime.GOARCH, version.LimaTested)

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -31,7 +30,7 @@ func doctorChecks(t *testing.T, x *h) {
 			Detail string `json:"detail"`
 			Fix    string `json:"fix"`
 		}
-		must(t, json.Unmarshal([]byte(x.ok("doctor", x.box, "--json")), &checks))
+		jsonList(t, x.ok("doctor", x.box, "--json"), "corral.doctor/v1", "checks", &checks)
 		names := map[string]bool{}
 		for _, c := range checks {
 			names[c.Check] = true
@@ -39,7 +38,7 @@ func doctorChecks(t *testing.T, x *h) {
 				t.Errorf("failed: %+v", c)
 			}
 		}
-		for _, want := range []string{"lima", "provisioned", "unit corral-network.service", "network full", "session variables"} {
+		for _, want := range []string{"lima", "provisioned", "unit corral-network.service", "network full", "session variables", "guest user"} {
 			if !names[want] {
 				t.Errorf("no %q check in %v", want, names)
 			}

@@ -78,6 +78,18 @@ $` + name + `
 EOF`
 }
 
+// jsonList decodes a list corral prints with --json: the object
+// {"schema": "corral.KIND/v1", KEY: [...]} (docs/JSON.md), into v.
+func jsonList(t *testing.T, out, schema, key string, v any) {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	must(t, json.Unmarshal([]byte(out), &doc))
+	if got := string(doc["schema"]); got != `"`+schema+`"` {
+		t.Fatalf("schema %s, want %q:\n%s", got, schema, out)
+	}
+	must(t, json.Unmarshal(doc[key], v))
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -136,7 +148,7 @@ type lsEntry struct {
 
 func (x *h) ls() []lsEntry {
 	var out []lsEntry
-	must(x.t, json.Unmarshal([]byte(x.ok("ls", "--json")), &out))
+	jsonList(x.t, x.ok("ls", "--json"), "corral.boxes/v1", "boxes", &out)
 	return out
 }
 
@@ -178,6 +190,10 @@ func TestBoxLifecycle(t *testing.T) {
 				t.Errorf("the box lacks %q:\n%s", want, got)
 			}
 		}
+	})
+	t.Run("the guest user is the one Lima made, as the template names it", func(t *testing.T) {
+		x.t = t
+		guestUserIsLimas(t, x)
 	})
 	t.Run("run reads the project mount", func(t *testing.T) {
 		x.t = t

@@ -119,7 +119,7 @@ func learnThenEnforce(t *testing.T, x *h, proxy string) {
 		Name          string    `json:"name"`
 		LearningUntil time.Time `json:"learning_until"`
 	}
-	must(t, json.Unmarshal([]byte(x.ok("ls", "--json")), &ls))
+	jsonList(t, x.ok("ls", "--json"), "corral.boxes/v1", "boxes", &ls)
 	if i := slices.IndexFunc(ls, func(e struct {
 		Name          string    `json:"name"`
 		LearningUntil time.Time `json:"learning_until"`

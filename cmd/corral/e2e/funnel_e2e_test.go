@@ -354,6 +354,10 @@ rm -f .corral.toml; printf 'EGRESS = ["widen.example.test"]\n' > .corral.toml
 		x.t = t
 		gitGuardOptOut(t, x)
 	})
+	t.Run("corral review lists what the last session did", func(t *testing.T) {
+		x.t = t
+		reviewLastSession(t, x, proxy, srv.port)
+	})
 	t.Run("a named host port is reachable and an unnamed one is not", func(t *testing.T) {
 		x.t = t
 		ideBridge(t, x, ideNamed, ideUnnamed)

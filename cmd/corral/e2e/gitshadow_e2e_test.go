@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -318,4 +319,54 @@ true`
 			t.Error("host git ran a command the box planted")
 		}
 	})
+}
+
+// reviewLastSession, on TestHostFunnel's box (broker mode, the watch on):
+// one session reaches an allowed upstream, is denied a host, writes a file
+// and makes a nested repository; corral review --json lists each, and its
+// Markdown shows the box's hostile file name escaped.
+func reviewLastSession(t *testing.T, x *h, proxy, port string) {
+	script := `curl -sS --max-time 30 --noproxy '' -x "$1" -o /dev/null "http://127.0.0.1:$2/review"
+curl -sS --max-time 30 --noproxy '' -x "$1" -o /dev/null -w '%{http_code}\n' http://review-denied.example.test/
+printf 'x\n' > review.txt; printf 'x\n' > "$(printf 'evil\033[31m.txt')"
+mkdir -p rv/nested && git init -q rv/nested
+sleep 3`
+	x.ok("run", "--", "sh", "-c", script, "sh", proxy, port)
+	out := x.ok("review", "--json")
+	var r struct {
+		Schema string
+		Egress []struct {
+			Host    string
+			Allowed bool
+		}
+		Events []struct {
+			Kind string
+		}
+		Files []struct {
+			Path string
+		}
+	}
+	must(t, json.Unmarshal([]byte(out), &r))
+	got := map[string]bool{}
+	for _, e := range r.Egress {
+		got[e.Host+"/"+strconv.FormatBool(e.Allowed)] = true
+	}
+	for _, e := range r.Events {
+		got["event "+e.Kind] = true
+	}
+	for _, f := range r.Files {
+		got["file "+f.Path] = true
+	}
+	for _, want := range []string{"127.0.0.1/true", "review-denied.example.test/false", "event nested-git", "file review.txt"} {
+		if !got[want] {
+			t.Errorf("corral review --json lacks %q:\n%s", want, out)
+		}
+	}
+	if r.Schema != "corral.review/v1" {
+		t.Errorf("schema %q", r.Schema)
+	}
+	if md := x.ok("review"); strings.Contains(md, "\x1b") || !strings.Contains(md, `evil\x1b[31m.txt`) {
+		t.Errorf("the Markdown review does not show the box's file name escaped:\n%s", md)
+	}
+	x.ok("run", "--", "sh", "-c", `rm -rf rv review.txt evil*`)
 }

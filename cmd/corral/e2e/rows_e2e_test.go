@@ -90,7 +90,7 @@ type snapshotEntry struct {
 // manual one alone. Reads only.
 func autoSnapshots(t *testing.T, x *h) {
 	var snaps []snapshotEntry
-	must(t, json.Unmarshal([]byte(x.ok("snapshot", "ls", "--json")), &snaps))
+	jsonList(t, x.ok("snapshot", "ls", "--json"), "corral.snapshots/v1", "snapshots", &snaps)
 	auto, manual := 0, false
 	for _, s := range snaps {
 		if s.Auto {

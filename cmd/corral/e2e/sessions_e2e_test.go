@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -170,7 +169,7 @@ type sessionEntry struct {
 
 func (x *h) sessions(t *testing.T) []sessionEntry {
 	var out []sessionEntry
-	must(t, json.Unmarshal([]byte(x.ok("sessions", "--json")), &out))
+	jsonList(t, x.ok("sessions", "--json"), "corral.sessions/v1", "sessions", &out)
 	return out
 }
 
