@@ -78,7 +78,7 @@ var rawReaders = map[string]string{
 	"core/box/provision.go:provisionFailure":     "a console log's tail, shown escaped",
 	"core/box/lock.go:LockBox":                   "a pid in a lock file, 64 bytes, parsed with strconv",
 	"core/box/gitlinks.go:GitlinkDrift":          "a pid file and /proc mountinfo: fields",
-	"core/atomicfile/flock.go:LockHolder":        "/proc/locks: kernel-made, fields",
+	"core/atomicfile/flock.go:procLockHolder":    "/proc/locks: kernel-made, fields",
 	"core/atomicfile/flock.go:commandOf":         "/proc/PID/cmdline: kernel-made, split on NUL",
 	"core/gitshadow/gitlinks.go:mergeSplitIndex": "git's shared index, binary, parsed with its own caps",
 	"core/namerule/supervise_linux.go:get":       "/proc/TID/mem, kept open per thread: path strings read a page at a time, capped at PATH_MAX",
