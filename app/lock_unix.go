@@ -25,7 +25,7 @@ func acquireLock(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("creating app state directory %s: %w", dir, err)
 	}
 	p := filepath.Join(dir, "app.lock")
-	f, err := untrusted.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := untrusted.OpenLock(p, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening app lock %s: %w", p, err)
 	}

@@ -204,7 +204,7 @@ const MaxFile = 1 << 20
 // regular file of at most MaxFile bytes, without blocking (core/untrusted):
 // a FIFO or a device in its place is an error naming it.
 func (s *Store) All() ([]Approval, error) {
-	b, err := untrusted.ReadFile(s.path, MaxFile)
+	b, err := untrusted.ReadJSON(s.path, untrusted.State(MaxFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -295,42 +295,55 @@ func (s *Store) AddFor(entry string, d time.Duration, actor audit.Actor) (Approv
 }
 
 // add is Add with a record step: record (when not nil) runs under the file
-// lock after the approval is made and before it is written, and a failure
-// stops the write, so an approval is never in force without its record.
-func (s *Store) add(entry string, scope Scope, d time.Duration, actor audit.Actor, record func(Approval) error) (Approval, error) {
-	canon, err := Canonical(entry)
+// lock after the new file is made and checked whole (its cap, the reader's
+// parse) and just before it is written, with its content; a failure stops
+// the write, so an approval is never in force without its record, and no
+// record is made of a change a check refuses.
+func (s *Store) add(entry string, scope Scope, d time.Duration, actor audit.Actor, record func(Approval, []byte) error) (Approval, error) {
+	canon, err := checkGrant(entry, scope, d)
 	if err != nil {
 		return Approval{}, err
+	}
+	now := s.now()
+	a := Approval{Entry: canon, Scope: scope, Added: now.UTC(), Expires: scope.expiry(now.UTC(), d), Actor: actor}
+	var commit func([]byte) error
+	if record != nil {
+		commit = func(out []byte) error { return record(a, out) }
+	}
+	err = s.updateFile(func(f *file) error {
+		f.Approvals = slices.DeleteFunc(f.Approvals, func(x Approval) bool { return x.Entry == canon || !x.ActiveAt(now) })
+		f.Approvals = append(f.Approvals, a)
+		return nil
+	}, commit)
+	if err != nil {
+		return Approval{}, fmt.Errorf("allowing %s for box %s: %w", canon, s.box, err)
+	}
+	return a, nil
+}
+
+// checkGrant checks what a grant asks for (the entry, its scope and
+// duration) and returns the canonical entry: the checks of the request,
+// before any file is read.
+func checkGrant(entry string, scope Scope, d time.Duration) (string, error) {
+	canon, err := Canonical(entry)
+	if err != nil {
+		return "", err
 	}
 	// The one grant check (config.CheckGrant): no approval may open a
 	// whole public suffix ("*.com"). Only granting checks it: an old
 	// approval of one can still be revoked, and AllowList leaves it out.
 	if err := config.CheckGrant("egress", canon, config.GrantContext{}).Err(); err != nil {
-		return Approval{}, err
+		return "", err
 	}
 	if _, err := ParseScope(string(scope)); err != nil {
-		return Approval{}, err
+		return "", err
 	}
 	if scope == ScopeFor {
 		if err := CheckFor(d); err != nil {
-			return Approval{}, err
+			return "", err
 		}
 	}
-	now := s.now()
-	a := Approval{Entry: canon, Scope: scope, Added: now.UTC(), Expires: scope.expiry(now.UTC(), d), Actor: actor}
-	err = s.update(func(list []Approval) ([]Approval, error) {
-		if record != nil {
-			if err := record(a); err != nil {
-				return nil, err
-			}
-		}
-		list = slices.DeleteFunc(list, func(x Approval) bool { return x.Entry == canon || !x.ActiveAt(now) })
-		return append(list, a), nil
-	})
-	if err != nil {
-		return Approval{}, fmt.Errorf("allowing %s for box %s: %w", canon, s.box, err)
-	}
-	return a, nil
+	return canon, nil
 }
 
 // Remove revokes the approval of entry and returns it. It returns an error
@@ -408,13 +421,14 @@ func (s *Store) update(fn func([]Approval) ([]Approval, error)) error {
 		next, err := fn(slices.Clone(f.Approvals))
 		f.Approvals = next
 		return err
-	})
+	}, nil)
 }
 
 // updateFile is update with the whole file (approvals and denials): fn
-// changes f in place.
-func (s *Store) updateFile(fn func(f *file) error) error {
-	err := atomicfile.Update(s.path, MaxFile, func(b []byte) ([]byte, error) {
+// changes f in place. commit, when not nil, runs after every check of the
+// new content, just before it is written (see add).
+func (s *Store) updateFile(fn func(f *file) error, commit func(out []byte) error) error {
+	err := atomicfile.UpdateJSON(s.path, untrusted.State(MaxFile), func(b []byte) ([]byte, error) {
 		var old file
 		if b != nil {
 			var err error
@@ -442,13 +456,22 @@ func (s *Store) updateFile(fn func(f *file) error) error {
 			return nil, hint.New(fmt.Errorf("approvals of box %s: the file would be %d bytes, more than the %d allowed", s.box, len(out), MaxFile),
 				fmt.Sprintf("revoke approvals first (corral allow --list %s shows them)", s.box))
 		}
+		if err := untrusted.CheckJSON(out, untrusted.State(MaxFile)); err != nil {
+			return nil, fmt.Errorf("approvals of box %s: refusing to write a file corral would not read: %w", s.box, err)
+		}
 		if _, err := s.parse(out); err != nil {
 			return nil, fmt.Errorf("approvals of box %s: refusing to write a file corral would not read: %w", s.box, err)
+		}
+		if commit != nil {
+			if err := commit(out); err != nil {
+				return nil, err
+			}
 		}
 		return out, nil
 	})
 	var fe *untrusted.FileError
-	if errors.As(err, &fe) {
+	var se *untrusted.ShapeError
+	if errors.As(err, &fe) || errors.As(err, &se) {
 		return hint.New(fmt.Errorf("approvals of box %s: %w", s.box, err), s.remedy())
 	}
 	return err
@@ -473,21 +496,37 @@ func allow(l paths.Layout, box, entry string, scope Scope, d time.Duration, acto
 	if err != nil {
 		return Approval{}, err
 	}
-	// The record is written first, under the approvals lock: if it cannot
-	// be written, the approval is not either. (A record whose write then
-	// fails says "allow" for a grant that did not happen; that is the safe
-	// side of the two.)
-	return s.add(entry, scope, d, actor, func(a Approval) error {
+	// A request that fails its own checks (a bad entry, "*.com") is an
+	// error of the command, not a grant refused: nothing is recorded.
+	if _, err := checkGrant(entry, scope, d); err != nil {
+		return Approval{}, err
+	}
+	// The record is written under the approvals lock once the new file is
+	// checked whole, before the write: if it cannot be written, the
+	// approval is not either. A grant refused after all (a check or a cap,
+	// or its write failed: disk full) is recorded as a refusal, with the
+	// content hash of its record when one was made.
+	fields := map[string]any{"entry": entry, "scope": string(scope)}
+	recorded := ""
+	a, err := s.add(entry, scope, d, actor, func(a Approval, out []byte) error {
 		expires := "never"
 		if !a.Expires.IsZero() {
 			expires = a.Expires.Format(time.RFC3339)
 		}
-		if err := recordAudit(l, audit.Event{Time: a.Added, Kind: audit.KindAllow, Box: box, Actor: actor,
-			Fields: map[string]any{"entry": a.Entry, "scope": string(a.Scope), "expires": expires}}); err != nil {
+		fields = map[string]any{"entry": a.Entry, "scope": string(a.Scope), "expires": expires, audit.FieldSHA256: audit.Written(out)}
+		if err := recordAudit(l, audit.Event{Time: a.Added, Kind: audit.KindAllow, Box: box, Actor: actor, Fields: fields}); err != nil {
 			return fmt.Errorf("recording the approval in the audit log (nothing was allowed): %w", err)
 		}
+		recorded = audit.Written(out)
 		return nil
 	})
+	if err != nil {
+		if recorded == "" {
+			delete(fields, audit.FieldSHA256)
+		}
+		_ = recordAudit(l, audit.Refusal(audit.KindAllow, box, actor, fields, err)) // best effort: err is the answer
+	}
+	return a, err
 }
 
 // Revoke removes the approval of entry from box. The audit log has no event
@@ -510,11 +549,4 @@ func ClearSession(l paths.Layout, box string) error {
 	return s.ClearSession()
 }
 
-func recordAudit(l paths.Layout, ev audit.Event) error {
-	log, err := audit.Open(l.AuditLog())
-	if err != nil {
-		return err
-	}
-	err = log.Record(ev)
-	return errors.Join(err, log.Close())
-}
+func recordAudit(l paths.Layout, ev audit.Event) error { return audit.Append(l.AuditLog(), ev) }

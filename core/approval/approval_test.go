@@ -325,7 +325,11 @@ func TestAllowRecordsAudit(t *testing.T) {
 		t.Fatalf("%d events", len(evs))
 	}
 	ev := evs[0]
-	want := map[string]any{"entry": "api.example.test", "scope": "once", "expires": a.Expires.Format(time.RFC3339)}
+	written, err := os.ReadFile(Path(l, testBox))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"entry": "api.example.test", "scope": "once", "expires": a.Expires.Format(time.RFC3339), audit.FieldSHA256: audit.Written(written)}
 	if ev.Kind != audit.KindAllow || ev.Box != testBox || ev.Actor != audit.ActorCLI || !reflect.DeepEqual(ev.Fields, want) {
 		t.Errorf("event %+v", ev)
 	}

@@ -89,7 +89,7 @@ func ParseRequest(s string) (egress.RequestWhat, string, error) {
 
 // Denials returns the stored denials, oldest first.
 func (s *Store) Denials() ([]Denial, error) {
-	b, err := untrusted.ReadFile(s.path, MaxFile)
+	b, err := untrusted.ReadJSON(s.path, untrusted.State(MaxFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func (s *Store) Deny(req string, actor audit.Actor) (Denial, error) {
 			f.Denials = f.Denials[n:]
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return Denial{}, fmt.Errorf("denying %s for box %s: %w", key, s.box, err)
 	}

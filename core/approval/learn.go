@@ -63,7 +63,7 @@ func ReadLearning(l paths.Layout, box string) (Learning, error) {
 		return Learning{}, fmt.Errorf("learning of box %q: %w", box, err)
 	}
 	path := LearnPath(l, box)
-	b, err := untrusted.ReadFile(path, maxLearnFile)
+	b, err := untrusted.ReadJSON(path, untrusted.State(maxLearnFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Learning{}, nil
 	}

@@ -36,27 +36,21 @@ func lock(path string, wait time.Duration) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
 	}
-	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
-	}
 	deadline := time.Now().Add(wait)
-	delay := 100 * time.Microsecond
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		f, err := untrusted.OpenLock(path, FileMode)
+		if err != nil {
+			return nil, fmt.Errorf("opening lock %s: %w", path, err)
+		}
+		if err := Flock(f, path, syscall.LOCK_EX, max(time.Until(deadline), 0)); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if StillAt(f, path) {
+			MarkHolder(f)
 			return func() { f.Close() }, nil // closing the descriptor releases the lock
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w (%s)", path, ErrLockTimeout, wait)
-		}
-		time.Sleep(delay)
-		delay = min(2*delay, 20*time.Millisecond)
+		f.Close() // removed by gc while we waited: lock the new file
 	}
 }
 
@@ -75,12 +69,32 @@ func lock(path string, wait time.Duration) (func(), error) {
 // new content with the same decoder its readers use. Content equal to the
 // old one is not written (a no-op does not wake a file watcher).
 func Update(path string, limit int64, fn func(old []byte) ([]byte, error)) error {
+	return update(path, untrusted.Limits{Size: limit}, nil, fn)
+}
+
+// UpdateJSON is Update for a JSON file: the old content is read with
+// untrusted.ReadJSON (size, nesting and item caps checked before fn's
+// parser sees it) and the new content must pass the same check before it
+// is written, so corral never writes a file its reader would refuse.
+func UpdateJSON(path string, lim untrusted.Limits, fn func(old []byte) ([]byte, error)) error {
+	return update(path, lim, untrusted.CheckJSON, fn)
+}
+
+func update(path string, lim untrusted.Limits, check func([]byte, untrusted.Limits) error, fn func(old []byte) ([]byte, error)) error {
+	limit := lim.Size
 	unlock, err := Lock(path + LockSuffix)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	old, err := untrusted.ReadFile(path, limit)
+	if err == nil && check != nil {
+		err = check(old, lim)
+		var se *untrusted.ShapeError
+		if errors.As(err, &se) {
+			se.Path = path
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		old, err = nil, nil
 	}
@@ -96,6 +110,11 @@ func Update(path string, limit int64, fn func(old []byte) ([]byte, error)) error
 	}
 	if int64(len(next)) > limit {
 		return fmt.Errorf("writing %s: %d bytes, more than the %d allowed: %w", path, len(next), limit, untrusted.ErrTooLarge)
+	}
+	if check != nil {
+		if err := check(next, lim); err != nil {
+			return fmt.Errorf("writing %s: refusing content its reader would refuse: %w", path, err)
+		}
 	}
 	return WriteFile(path, next, FileMode)
 }

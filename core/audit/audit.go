@@ -11,7 +11,10 @@
 package audit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,7 +80,59 @@ const (
 	// host (corral project receive, docs/REMOTE.md); fields as a pull's,
 	// with "branch", or "refused".
 	KindReceive Kind = "receive"
+	// KindRefused: a change to a box's trusted layer or approvals, or to
+	// the hosts file, was refused (a check or a cap, or its write failed):
+	// nothing of it was written. Fields: FieldOf (the kind the change
+	// would have recorded: allow, host), FieldReason, the change's own
+	// fields, and FieldSHA256 when its "allow" or "host" line was already
+	// recorded (the write failed after it): that line's grant did not
+	// happen. See [Written].
+	KindRefused Kind = "refused"
 )
+
+// Fields of a change's record (allow, host) and of its refusal.
+const (
+	// FieldSHA256 is the SHA-256 (hex) of the whole file the change
+	// writes, recorded before the write: the file holding exactly that
+	// content is the proof the change was written; a refusal with the
+	// same value says it was not.
+	FieldSHA256 = "sha256"
+	// FieldOf is the kind a refused change would have been recorded as.
+	FieldOf = "of"
+)
+
+// Written is the FieldSHA256 value of content.
+func Written(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
+}
+
+// Append records ev in the audit log at path, opening and closing it: for
+// commands that record one event.
+func Append(path string, ev Event) error {
+	l, err := Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(l.Record(ev), l.Close())
+}
+
+// Refusal is the refused-change event for a change that would have been
+// recorded as of, refused for reason err (cut to 300 bytes); fields are
+// the change's own (copied).
+func Refusal(of Kind, box string, actor Actor, fields map[string]any, err error) Event {
+	f := map[string]any{}
+	for k, v := range fields {
+		f[k] = v
+	}
+	f[FieldOf] = string(of)
+	reason := err.Error()
+	if len(reason) > 300 {
+		reason = reason[:300] + "…"
+	}
+	f[FieldReason] = reason
+	return Event{Kind: KindRefused, Box: box, Actor: actor, Fields: f}
+}
 
 // Field names of the credential events. Never a value, a token, a path or
 // a query: the path class instead (core/egress PathClass).

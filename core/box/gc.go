@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/broker"
 	"github.com/corral-dev/corral/core/golden"
+	"github.com/corral-dev/corral/core/jsonl"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/procinfo"
 )
@@ -44,6 +45,8 @@ const (
 	GCLog       GCKind = "log"       // an egress or broker log of a deleted box
 	GCApprovals GCKind = "approvals" // the approvals of a deleted box
 	GCTemp      GCKind = "temp"      // an atomic-write temp file left by a killed writer
+	GCRelay     GCKind = "relay"     // a credential relay's socket or directory nothing answers on
+	GCLock      GCKind = "lock"      // a lock file nobody holds, of a box or file that is gone
 )
 
 // GCItem is one thing gc removes.
@@ -101,6 +104,11 @@ type GCState struct {
 	// Temps are atomic-write temp files in corral's own state directories
 	// (not in agents, seeds, snapshots or Lima's directory).
 	Temps []GCFile
+	// Relays are the credential relays' sockets and directories in the
+	// run directory, this user's only (see gcleft.go).
+	Relays []GCRelaySocket
+	// Locks are the lock files of corral's state, this user's only.
+	Locks []GCLockFile
 	// Goldens removes unused golden images (--goldens).
 	Goldens bool
 }
@@ -188,6 +196,25 @@ func PlanGC(st GCState) GCPlan {
 			p.Items = append(p.Items, GCItem{Kind: GCApprovals, Box: box, Path: f.Path, Reason: "approvals of a deleted box"})
 		}
 	}
+	for _, r := range st.Relays {
+		if age := st.Now.Sub(r.ModTime); !r.Listening && age >= LeftoverGrace {
+			p.Items = append(p.Items, GCItem{Kind: GCRelay, Path: r.Path,
+				Reason: fmt.Sprintf("credential relay of a corral process that ended (nothing answers on it), %s old", age.Round(time.Minute))})
+		}
+	}
+	for _, k := range st.Locks {
+		gone := !k.SubjectExists
+		if k.Box != "" {
+			gone = !hasMeta[k.Box] && !hasInst[k.Box]
+		}
+		if gone && !k.Held && st.Now.Sub(k.ModTime) >= atomicfile.OrphanAge {
+			what := "a file that is gone"
+			if k.Box != "" {
+				what = "box " + k.Box + ", which is gone"
+			}
+			p.Items = append(p.Items, GCItem{Kind: GCLock, Box: k.Box, Path: k.Path, Reason: "lock of " + what + ", held by no one"})
+		}
+	}
 	for _, f := range sortedFiles(st.Temps) {
 		if age := st.Now.Sub(f.ModTime); age >= atomicfile.OrphanAge {
 			p.Items = append(p.Items, GCItem{Kind: GCTemp, Path: f.Path,
@@ -272,9 +299,12 @@ func (s *Service) GCState(goldens bool) (GCState, error) {
 	}
 	st.Logs = listFiles(s.Layout.LogsDir())
 	st.Projects = listFiles(s.Layout.ProjectsDir())
-	for _, dir := range []string{s.Layout.Home, s.Layout.BoxesDir(), s.Layout.ProjectsDir(), s.Layout.LogsDir(), s.Layout.RunDir()} {
+	st.Relays = scanRelays(s.Layout.RunDir())
+	st.Locks = s.scanLocks()
+	for _, dir := range []string{s.Layout.Home, s.Layout.BoxesDir(), s.Layout.ProjectsDir(), s.Layout.LogsDir(), s.Layout.RunDir(),
+		s.Layout.SSHDir(), s.Layout.CacheDir(), s.Layout.GoldensDir()} {
 		for _, f := range listFiles(dir) {
-			if atomicfile.IsTemp(filepath.Base(f.Path)) {
+			if isLeftoverTemp(filepath.Base(f.Path)) {
 				st.Temps = append(st.Temps, f)
 			}
 		}
@@ -375,10 +405,26 @@ func (s *Service) gcItem(ctx context.Context, it GCItem) error {
 		return s.Goldens().Remove(ctx, it.Box, false)
 	case GCTemp:
 		// Rechecked: a temp that is younger now is another write's.
-		if !atomicfile.RemoveOrphan(it.Path, s.now()) {
-			return errGCSkip
-		}
-		return nil
+		return removeLeftoverTemp(it.Path, s.now())
+	case GCRelay:
+		return removeRelay(it.Path, s.now())
+	case GCLock:
+		// Not under LockBox: a box's lock file is the one removed, taken
+		// here through a descriptor of its own.
+		return removeLock(it.Path, func() bool {
+			if it.Box == "" {
+				subject := strings.TrimSuffix(it.Path, atomicfile.LockSuffix)
+				for _, g := range append(jsonl.Generations(subject), subject) {
+					if _, err := os.Lstat(g); err == nil {
+						return false
+					}
+				}
+				return true
+			}
+			_, merr := boxmeta.Read(s.Layout, it.Box)
+			_, ierr := os.Stat(filepath.Join(s.Layout.LimaHome(), it.Box))
+			return errors.Is(merr, boxmeta.ErrNotFound) && errors.Is(ierr, fs.ErrNotExist)
+		})
 	}
 	lock, err := s.LockBox(ctx, it.Box)
 	if err != nil {

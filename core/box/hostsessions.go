@@ -80,7 +80,7 @@ func (s *Service) LiveSessions(box string) []Session {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		b, err := untrusted.ReadFile(p, maxSessionFile)
+		b, err := untrusted.ReadJSON(p, untrusted.State(maxSessionFile))
 		var ss Session
 		if err != nil || json.Unmarshal(b, &ss) != nil || ss.ID != e.Name() {
 			continue

@@ -3,10 +3,10 @@ package box
 import (
 	"context"
 	"fmt"
+	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/untrusted"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +16,11 @@ import (
 
 // quietLockWait is how long LockBox waits before it says so.
 const quietLockWait = time.Second
+
+// boxLockWait bounds the wait for a box's lock: longer than any create
+// (a golden build included) takes, so a wait this long means a stopped or
+// wedged holder, and the error names it.
+const boxLockWait = 45 * time.Minute
 
 // Lock is an exclusive, per-box lock held across create, start, stop and
 // rm, so two `corral up` for one project never race.
@@ -28,7 +33,7 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 	if err := os.MkdirAll(s.Layout.RunDir(), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := untrusted.OpenLock(path, 0o600)
 	if err != nil {
 		return nil, hint.New(fmt.Errorf("opening lock %s: %w", path, err), "corral writes this file: move it away or delete it")
 	}
@@ -37,9 +42,25 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 	// minutes, and the user should know why nothing happens.
 	start, told, delay := time.Now(), false, 10*time.Millisecond
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
+		ok, err := atomicfile.TryFlock(f, path, unix.LOCK_EX)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if ok && !atomicfile.StillAt(f, path) { // removed by gc meanwhile: lock the new file
+			f.Close()
+			if f, err = untrusted.OpenLock(path, 0o600); err != nil {
+				return nil, hint.New(fmt.Errorf("opening lock %s: %w", path, err), "corral writes this file: move it away or delete it")
+			}
+			continue
+		}
+		if ok {
 			break
+		}
+		if time.Since(start) > boxLockWait {
+			err := &atomicfile.LockError{Path: path, Wait: boxLockWait, Holder: atomicfile.LockHolder(f)}
+			f.Close()
+			return nil, fmt.Errorf("waiting for the lock of box %s: %w", box, err)
 		}
 		if !told && time.Since(start) >= quietLockWait {
 			b, _ := untrusted.ReadFile(path, 64)
@@ -54,8 +75,7 @@ func (s *Service) LockBox(ctx context.Context, box string) (*Lock, error) {
 		}
 		delay = min(2*delay, 200*time.Millisecond)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	atomicfile.MarkHolder(f)
 	return &Lock{f: f}, nil
 }
 

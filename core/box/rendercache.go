@@ -62,7 +62,7 @@ func (s *Service) templateHash(r boxmeta.Resolved, brokerPort int) (string, erro
 	path := filepath.Join(s.Layout.CacheDir(), r.Project.Box+".template")
 	if kerr == nil {
 		var c templateCache
-		if b, err := untrusted.ReadFile(path, maxTemplateCache); err == nil && json.Unmarshal(b, &c) == nil && c.Key == key && c.Hash != "" {
+		if b, err := untrusted.ReadJSON(path, untrusted.State(maxTemplateCache)); err == nil && json.Unmarshal(b, &c) == nil && c.Key == key && c.Hash != "" {
 			return c.Hash, nil
 		}
 	}

@@ -103,7 +103,7 @@ func (s *Service) EnsureMaster(ctx context.Context, box string) (string, error) 
 	if err := os.Chmod(dir, atomicfile.DirMode); err != nil {
 		return "", fmt.Errorf("securing %s: %w", dir, err)
 	}
-	unlock, err := flockFile(ctx, filepath.Join(dir, box+".lock"))
+	unlock, err := flockFile(ctx, filepath.Join(dir, box+".lock"), sshMasterLockWait)
 	if err != nil {
 		return "", fmt.Errorf("locking the ssh master of box %s: %w", box, err)
 	}
@@ -187,15 +187,39 @@ func (s *Service) CloseMaster(ctx context.Context, box string) {
 	}
 }
 
-// flockFile takes an exclusive lock on path, waiting until ctx ends.
-func flockFile(ctx context.Context, path string) (func(), error) {
-	f, err := untrusted.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// sshMasterLockWait bounds the wait for another session starting the
+// box's ssh master (seconds, unless its process stopped).
+const sshMasterLockWait = 2 * time.Minute
+
+// flockFile takes an exclusive lock on path (a lock file, never followed
+// if it is a symbolic link), waiting until ctx ends or for at most wait;
+// the error then names the holder when it can.
+func flockFile(ctx context.Context, path string, wait time.Duration) (func(), error) {
+	f, err := untrusted.OpenLock(path, 0o600)
 	if err != nil {
 		return nil, err
 	}
+	deadline := time.Now().Add(wait)
 	for {
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		ok, err := atomicfile.TryFlock(f, path, unix.LOCK_EX)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if ok && !atomicfile.StillAt(f, path) { // removed by gc meanwhile: lock the new file
+			f.Close()
+			if f, err = untrusted.OpenLock(path, 0o600); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ok {
 			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); _ = f.Close() }, nil
+		}
+		if time.Now().After(deadline) {
+			err := &atomicfile.LockError{Path: path, Wait: wait, Holder: atomicfile.LockHolder(f)}
+			f.Close()
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():

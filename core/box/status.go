@@ -1,6 +1,7 @@
 package box
 
 import (
+	"errors"
 	"path/filepath"
 	"time"
 
@@ -30,6 +31,9 @@ type Status struct {
 	Live     int       `json:"live_sessions"`
 	Sessions []Session `json:"sessions,omitempty"`
 	Broker   bool      `json:"broker_running"`
+	// Problem says why the box is Broken, when Lima's files say so (a pid
+	// file or lima.yaml that cannot be read, a driver without its agent).
+	Problem string `json:"problem,omitempty"`
 	// LearningUntil is when the box's learning window ends, while it
 	// learns (approval.Learning); zero otherwise.
 	LearningUntil time.Time `json:"learning_until,omitzero"`
@@ -44,8 +48,15 @@ func (s *Service) StatusOf(m boxmeta.Meta) Status { return s.statusOf(m, hostmem
 func (s *Service) statusOf(m boxmeta.Meta, scan *hostmem.Scan) Status {
 	st := Status{Meta: m, State: boxstate.Missing}
 	inst, err := lima.ReadInstanceDir(s.Layout.LimaHome(), m.Name)
-	if err == nil {
+	switch {
+	case err == nil:
 		st.State = boxstate.FromLima(inst.Status)
+		if inst.Status == lima.StatusBroken {
+			st.Problem = inst.Reason
+		}
+	case !errors.Is(err, lima.ErrNotFound):
+		// Not "missing": something is there that cannot be read.
+		st.State, st.Problem = boxstate.FromLima(lima.StatusBroken), err.Error()
 	}
 	if scan != nil && st.State == boxstate.Running {
 		if pid, err := scan.VMProcess(filepath.Join(s.Layout.LimaHome(), m.Name), string(m.VMType)); err == nil {

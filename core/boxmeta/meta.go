@@ -160,7 +160,7 @@ func Errors(err error) []*Error {
 // short, escaped part of the content.
 func Read(l paths.Layout, box string) (Meta, error) {
 	path := l.BoxMeta(box)
-	b, err := untrusted.ReadFile(path, maxMeta)
+	b, err := untrusted.ReadJSON(path, untrusted.State(maxMeta))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Meta{}, fmt.Errorf("%w: %s", ErrNotFound, box)
 	}

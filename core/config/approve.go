@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -50,46 +51,115 @@ func AddToList(path, key string, entries []string, why, who string, now time.Tim
 // problem at all, caps and port clashes included: the check `corral config
 // check` runs. Nothing is written otherwise.
 func (r Result) AddToTrusted(key string, entries []string, why, who string, now time.Time) error {
+	_, err := r.AddAllToTrusted(map[string][]string{key: entries}, why, who, now, nil)
+	return err
+}
+
+// AddAllToTrusted is AddToTrusted for several lists at once (entries per
+// key, edited in listKeys order), validated as a whole and written once:
+// a problem with any key (a refused entry, the ports cap) writes none.
+// commit, when not nil, runs under the file's lock after every check and
+// just before the write, with the content about to be written; an error
+// from it writes nothing (the caller's audit record goes there). It
+// reports whether anything was to be written (false: every entry was
+// there already, and commit was not called).
+func (r Result) AddAllToTrusted(entries map[string][]string, why, who string, now time.Time, commit func(out []byte) error) (bool, error) {
 	if r.req.TrustedPath == "" {
-		return fmt.Errorf("adding to %s: the config was loaded without a trusted layer", key)
+		return false, fmt.Errorf("adding to %s: the config was loaded without a trusted layer", strings.Join(slices.Sorted(maps.Keys(entries)), ", "))
 	}
 	req := r.req
-	return addToList(req.TrustedPath, key, entries, why, who, now, r.Settings().GrantContext(), func(out []byte) error {
+	return addToLists(req.TrustedPath, entries, why, who, now, r.Settings().GrantContext(), func(out []byte) error {
 		req.trustedData = out
 		_, err := Load(req)
 		return err
-	})
+	}, commit)
 }
 
 // TrustedPath is the trusted layer r was loaded with ("" for none).
 func (r Result) TrustedPath() string { return r.req.TrustedPath }
 
 func addToList(path, key string, entries []string, why, who string, now time.Time, ctx GrantContext, whole func([]byte) error) error {
-	if !slices.Contains(listKeys, key) {
-		return fmt.Errorf("adding to %s: not a list corral edits", key)
+	_, err := addToLists(path, map[string][]string{key: entries}, why, who, now, ctx, whole, nil)
+	return err
+}
+
+func addToLists(path string, entries map[string][]string, why, who string, now time.Time, ctx GrantContext, whole, commit func([]byte) error) (bool, error) {
+	var keys []string
+	for k := range entries {
+		if !slices.Contains(listKeys, k) {
+			return false, fmt.Errorf("adding to %s: not a list corral edits", k)
+		}
 	}
+	for _, k := range listKeys {
+		if len(entries[k]) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	what := strings.Join(keys, ", ")
 	// The grant check first: a refused entry stops the write, whatever
-	// else the list holds.
+	// else the lists hold.
 	var errs []error
-	for _, e := range entries {
-		errs = append(errs, CheckGrant(key, e, ctx).Err())
+	for _, key := range keys {
+		for _, e := range entries[key] {
+			errs = append(errs, CheckGrant(key, e, ctx).Err())
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("adding to %s of %s (nothing was written): %w", key, path, err)
+		return false, fmt.Errorf("adding to %s of %s (nothing was written): %w", what, path, err)
 	}
 	unlock, err := atomicfile.Lock(path + atomicfile.LockSuffix)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unlock()
 	data, err := readLayerFile(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	old, err := Parse(KindTrusted, path, data)
 	if err != nil {
-		return fmt.Errorf("adding to %s: the trusted file has problems; fix it first: %w", key, err)
+		return false, fmt.Errorf("adding to %s: the trusted file has problems; fix it first: %w", what, err)
 	}
+	out, cur, changed := data, old, false
+	for _, key := range keys {
+		next, again, ok, err := editList(path, out, cur, key, entries[key], why, who, now, ctx)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			out, cur, changed = next, again, true
+		}
+	}
+	if !changed {
+		return false, nil // every entry is there already: nothing to write
+	}
+	// The layer as a whole, as config check would see it.
+	errs = validate(cur)
+	// Its ports as one box forwards them (clashes, the cap); low host ports
+	// are the grant check's, in the caller's context.
+	for _, why := range CheckPorts(parsePorts(cur.Config.PortEntries), true) {
+		errs = append(errs, &Violation{File: path, Key: "ports", Reason: why})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return false, fmt.Errorf("adding to %s of %s (nothing was written): the file would not validate: %w", what, path, err)
+	}
+	if whole != nil {
+		if err := whole(out); err != nil {
+			return false, fmt.Errorf("adding to %s of %s (nothing was written): the config would not load: %w", what, path, err)
+		}
+	}
+	if commit != nil {
+		if err := commit(out); err != nil {
+			return false, err
+		}
+	}
+	return true, atomicfile.WriteFile(path, out, atomicfile.FileMode)
+}
+
+// editList adds entries to the list key of the layer text data (parsed as
+// old) and returns the new text, parsed; changed is false when every
+// entry was there already.
+func editList(path string, data []byte, old Layer, key string, entries []string, why, who string, now time.Time, ctx GrantContext) (out []byte, again Layer, changed bool, err error) {
 	want := slices.Clone(field(&old.Config, key).Interface().([]string))
 	same := sameEntry
 	if key == "ports" {
@@ -104,15 +174,14 @@ func addToList(path, key string, entries []string, why, who string, now time.Tim
 		}
 	}
 	if len(want) == len(field(&old.Config, key).Interface().([]string)) {
-		return nil // every entry is there already: nothing to write
+		return data, old, false, nil
 	}
 	stmt := fmt.Sprintf("# %s %s: %s\n%s\n", who, now.UTC().Format("2006-01-02"), why, tomlLine(key, want))
-	var out []byte
 	if line := old.Lines[key]; line > 0 {
 		start := lineOffset(data, line)
 		end, err := statementEnd(data, start)
 		if err != nil {
-			return fmt.Errorf("adding to %s: editing %s: %w", key, path, err)
+			return nil, Layer{}, false, fmt.Errorf("adding to %s: editing %s: %w", key, path, err)
 		}
 		out = append(append(append(out, data[:start]...), stmt...), bytes.TrimPrefix(data[end:], []byte("\n"))...)
 	} else {
@@ -123,26 +192,11 @@ func addToList(path, key string, entries []string, why, who string, now time.Tim
 		}
 		out = append(append(append(out, head...), stmt...), data[at:]...)
 	}
-	again, err := Parse(KindTrusted, path, out)
+	again, err = Parse(KindTrusted, path, out)
 	if err != nil || !slices.Equal(field(&again.Config, key).Interface().([]string), want) {
-		return errors.Join(fmt.Errorf("adding to %s: could not edit %s safely; add to it by hand:\n%s", key, path, tomlLine(key, want)), err)
+		return nil, Layer{}, false, errors.Join(fmt.Errorf("adding to %s: could not edit %s safely; add to it by hand:\n%s", key, path, tomlLine(key, want)), err)
 	}
-	// The layer as a whole, as config check would see it.
-	errs = validate(again)
-	// Its ports as one box forwards them (clashes, the cap); low host ports
-	// are the grant check's, in the caller's context.
-	for _, why := range CheckPorts(parsePorts(again.Config.PortEntries), true) {
-		errs = append(errs, &Violation{File: path, Key: "ports", Reason: why})
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("adding to %s of %s (nothing was written): the file would not validate: %w", key, path, err)
-	}
-	if whole != nil {
-		if err := whole(out); err != nil {
-			return fmt.Errorf("adding to %s of %s (nothing was written): the config would not load: %w", key, path, err)
-		}
-	}
-	return atomicfile.WriteFile(path, out, atomicfile.FileMode)
+	return out, again, true, nil
 }
 
 // lineOffset is the byte offset where line n (1-based) starts.

@@ -183,7 +183,7 @@ func (g Guard) Record(project string, now time.Time) error {
 // legacyRoots).
 func (g Guard) Load() (Fingerprint, error) {
 	var fp Fingerprint
-	b, err := untrusted.ReadFile(g.fingerprintPath(), 1<<30)
+	b, err := untrusted.ReadJSON(g.fingerprintPath(), untrusted.State(1<<30))
 	if err != nil {
 		return fp, err
 	}

@@ -18,6 +18,15 @@
 // appends of up to 50 ms (a lease), so that most lines cost one write(2);
 // a rotation waits for the leases to end (see appendFast).
 //
+// No lock is waited on for ever: a process stopped while it holds one
+// (SIGSTOP, a debugger, a closed laptop lid) keeps it until it resumes. A
+// rotation waits for the exclusive lock at most rotateWait (ten leases)
+// and is otherwise given up for rotateRetry: the line is appended under
+// the shared lock instead, so it is still never in a dropped file, and
+// the log grows past MaxBytes until a later append rotates it. Every other
+// wait (the shared lock, held exclusive only by a rotation) ends after
+// LockWait with an error naming the holder (atomicfile.Flock).
+//
 // Every file is opened as a regular file only, without blocking
 // (untrusted.OpenFile): a FIFO or a device in the log's place is an error
 // naming the file, never a hang or an endless read.
@@ -57,6 +66,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral/core/atomicfile"
 	"github.com/corral-dev/corral/core/untrusted"
 )
 
@@ -101,7 +111,29 @@ type Writer struct {
 	leased     bool
 	size       int64
 	leaseTimer *time.Timer
+
+	// rotateAfter: a rotation given up (see appendLine) is not tried
+	// again before this time; until then a full file grows.
+	rotateAfter time.Time
 }
+
+// Deadlines of the lock (see appendLine). No lock is waited on for ever:
+// a process stopped while it holds one (SIGSTOP, a debugger, a closed
+// laptop lid) holds it until it is resumed.
+const (
+	// rotateWait bounds the wait for the exclusive lock a rotation
+	// needs: ten leases, so every live writer's lease ends well within
+	// it; a shared holder that keeps it longer is stopped, and the
+	// rotation is given up (the line is appended without it).
+	rotateWait = 10 * leaseFor
+	// rotateRetry is how long a writer that gave up a rotation appends
+	// to the full file before it tries again.
+	rotateRetry = 5 * time.Second
+	// LockWait bounds every other wait: for the shared lock (held
+	// exclusive only by a rotation, for milliseconds unless its process
+	// stopped), after which Append and ReadAll fail naming the holder.
+	LockWait = 10 * time.Second
+)
 
 // leaseFor is how long a writer keeps the shared lock across its appends
 // (see appendFast): the longest a rotation waits for a busy writer.
@@ -128,7 +160,7 @@ func Open(path string, opt Options) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating directory for %s: %w", path, err)
 	}
-	lock, err := untrusted.OpenFile(path+lockSuffix, os.O_RDWR|os.O_CREATE, opt.Mode)
+	lock, err := untrusted.OpenLock(path+lockSuffix, opt.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock file for %s: %w", path, err)
 	}
@@ -190,16 +222,34 @@ func (w *Writer) appendLine(b []byte) error {
 		return err
 	}
 	w.endLeaseLocked() // the exclusive lock replaces it, and is dropped after
-	if err := flock(w.lock, unix.LOCK_EX); err != nil {
-		return fmt.Errorf("locking %s: %w", w.path, err)
+	// The exclusive lock only when a rotation may be due, and for at most
+	// rotateWait: a writer stopped while it holds the shared lock must not
+	// stop every other writer. Without it, the line is appended under the
+	// shared lock (no rotation can drop it) and the file grows past
+	// MaxBytes until a later append rotates it.
+	exclusive := false
+	if w.opt.MaxBytes > 0 && !time.Now().Before(w.rotateAfter) {
+		err := atomicfile.Flock(w.lock, w.path+lockSuffix, unix.LOCK_EX, rotateWait)
+		if err != nil && !errors.Is(err, atomicfile.ErrLockTimeout) {
+			return err
+		}
+		exclusive = err == nil
+		if !exclusive {
+			w.rotateAfter = time.Now().Add(rotateRetry)
+		}
 	}
-	defer flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+	if !exclusive {
+		if err := atomicfile.Flock(w.lock, w.path+lockSuffix, unix.LOCK_SH, LockWait); err != nil {
+			return fmt.Errorf("appending to %s: %w", w.path, err)
+		}
+	}
+	defer unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
 
 	size, err := w.current()
 	if err != nil {
 		return err
 	}
-	if w.opt.MaxBytes > 0 && size >= w.opt.MaxBytes {
+	if exclusive && size >= w.opt.MaxBytes {
 		if err := w.rotate(); err != nil {
 			return err
 		}
@@ -356,9 +406,11 @@ func (w *Writer) Close() error {
 // Path returns the file's path.
 func (w *Writer) Path() string { return w.path }
 
-func flock(f *os.File, how int) error {
+// unflock drops the lock held on f. Locks are taken with a deadline
+// (atomicfile.Flock), never with a blocking flock.
+func unflock(f *os.File) error {
 	for {
-		err := unix.Flock(int(f.Fd()), how)
+		err := unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		if err != unix.EINTR {
 			return err
 		}
@@ -406,10 +458,10 @@ func Generations(path string) []string {
 func openGenerations(path string) ([]*os.File, error) {
 	if lock, err := untrusted.Open(path + lockSuffix); err == nil {
 		defer lock.Close()
-		if err := flock(lock, unix.LOCK_SH); err != nil {
-			return nil, fmt.Errorf("locking %s: %w", path, err)
+		if err := atomicfile.Flock(lock, path+lockSuffix, unix.LOCK_SH, LockWait); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		defer flock(lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+		defer unflock(lock) //nolint:errcheck // closing the fd also unlocks
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -528,7 +580,7 @@ func (w *Writer) appendFast(b []byte) (bool, error) {
 	if !w.leased && !w.beginLeaseLocked() {
 		return false, nil
 	}
-	if w.opt.MaxBytes > 0 && w.size+int64(len(b)) >= w.opt.MaxBytes {
+	if w.opt.MaxBytes > 0 && w.size+int64(len(b)) >= w.opt.MaxBytes && !time.Now().Before(w.rotateAfter) {
 		return false, nil
 	}
 	if w.opt.beforeWrite != nil {
@@ -554,13 +606,15 @@ func (w *Writer) appendFast(b []byte) (bool, error) {
 // ends the lease. It reports whether all of that succeeded; if not, the
 // lock is not held. Caller holds mu.
 func (w *Writer) beginLeaseLocked() bool {
-	if err := flock(w.lock, unix.LOCK_SH); err != nil {
+	// One try: the lock is exclusive only during a rotation, and the slow
+	// path waits for that with a deadline.
+	if err := unix.Flock(int(w.lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		return false
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+			unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
 		}
 	}()
 	now, err := os.Stat(w.path)
@@ -613,5 +667,5 @@ func (w *Writer) endLeaseLocked() {
 	if w.leaseTimer != nil {
 		w.leaseTimer.Stop()
 	}
-	flock(w.lock, unix.LOCK_UN) //nolint:errcheck // closing the fd also unlocks
+	unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
 }

@@ -43,6 +43,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if spec := os.Getenv(stoppedEnv); spec != "" {
+		if err := runStopped(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "stopped writer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -89,7 +89,7 @@ const maxGitCache = 1 << 20
 func loadGitIdentity(ctx context.Context, run RunFunc, dir, cacheDir string) (gitIdentity, error) {
 	path := gitCachePath(dir, cacheDir)
 	var c gitIdentity
-	if b, err := untrusted.ReadFile(path, maxGitCache); err == nil && json.Unmarshal(b, &c) == nil && c.Key != "" {
+	if b, err := untrusted.ReadJSON(path, untrusted.State(maxGitCache)); err == nil && json.Unmarshal(b, &c) == nil && c.Key != "" {
 		if key, _ := gitKey(dir, c.Files); key == c.Key {
 			return c, nil
 		}

@@ -67,10 +67,21 @@ func ReadInstanceDir(limaHome, name string) (InstanceState, error) {
 	dir := filepath.Join(limaHome, name)
 	st := InstanceState{Name: name, Dir: dir}
 	if _, err := os.Stat(filepath.Join(dir, fileLimaYAML)); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		var lerr error
+		if _, lerr = os.Lstat(filepath.Join(dir, fileLimaYAML)); errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist) {
 			return st, fmt.Errorf("reading lima instance dir %s: %w", dir, ErrNotFound)
 		}
-		return st, fmt.Errorf("reading lima instance dir %s: %w", dir, err)
+		if lerr != nil {
+			return st, fmt.Errorf("reading lima instance dir %s: %w", dir, err)
+		}
+		// The instance is there but its config cannot be read (a
+		// symbolic link loop or a dangling one, no permission): broken,
+		// with the reason, never "missing".
+		st.Status, st.Reason = StatusBroken, fmt.Sprintf("%s: %v", fileLimaYAML, errors.Unwrap(err))
+		if errors.Unwrap(err) == nil {
+			st.Reason = err.Error()
+		}
+		return st, nil
 	}
 	var problems []string
 	ha, err := readLivePID(filepath.Join(dir, fileHostAgent))

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -87,6 +88,25 @@ func TestReadInstanceDirNotFound(t *testing.T) {
 	for _, bad := range []string{"../etc", "_config", ""} {
 		if _, err := ReadInstanceDir(home, bad); err == nil || errors.Is(err, ErrNotFound) {
 			t.Errorf("name %q: err = %v, want invalid name", bad, err)
+		}
+	}
+}
+
+// TestReadInstanceDirUnreadableConfig: an instance whose lima.yaml is a
+// symbolic link loop or a dangling link is Broken with the reason, not
+// "not found" (which the CLI and the menu show as Missing).
+func TestReadInstanceDirUnreadableConfig(t *testing.T) {
+	home := t.TempDir()
+	for name, target := range map[string]string{"loop": "lima.yaml", "dangling": "nowhere.yaml"} {
+		if err := os.MkdirAll(filepath.Join(home, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(home, name, "lima.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		st, err := ReadInstanceDir(home, name)
+		if err != nil || st.Status != StatusBroken || !strings.HasPrefix(st.Reason, "lima.yaml: ") {
+			t.Errorf("%s: %+v, %v", name, st, err)
 		}
 	}
 }

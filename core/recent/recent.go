@@ -51,7 +51,7 @@ type file struct {
 // as a regular file only, without blocking (core/untrusted): a FIFO in its
 // place cannot hang a command.
 func Read(l paths.Layout) []Entry {
-	b, err := untrusted.ReadFile(l.RecentProjects(), maxFile)
+	b, err := untrusted.ReadJSON(l.RecentProjects(), untrusted.State(maxFile))
 	if err != nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ func Read(l paths.Layout) []Entry {
 // parse decodes recent.json's content; bad content is an empty list.
 func parse(b []byte) []Entry {
 	var v file
-	if json.Unmarshal(b, &v) != nil {
+	if untrusted.CheckJSON(b, untrusted.State(maxFile)) != nil || json.Unmarshal(b, &v) != nil {
 		return nil
 	}
 	return clean(v.Projects)
@@ -100,6 +100,8 @@ func Record(l paths.Layout, dir string, now time.Time) error {
 	if list := Read(l); len(list) > 0 && list[0].Dir == dir && now.Sub(list[0].Used) < refreshAfter && !now.Before(list[0].Used) {
 		return nil
 	}
+	// Update, not UpdateJSON: content refused by its shape is bad content,
+	// replaced like any other (parse checks the shape first).
 	err := atomicfile.Update(l.RecentProjects(), maxFile, func(old []byte) ([]byte, error) {
 		list := slices.DeleteFunc(parse(old), func(e Entry) bool { return e.Dir == dir })
 		list = clean(append([]Entry{{Dir: dir, Used: now}}, list...))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -44,6 +45,13 @@ const (
 	// MaxHostCredentials caps the credentials granted to one host.
 	MaxHostCredentials = 64
 )
+
+// shape bounds the hosts file before the TOML parser runs (size, nesting,
+// items): [hosts.NAME] tables of three string keys nest 3 deep and hold
+// 4 items a host, so 8 and 16 items a host leave room for comments'
+// sake and none for a file built to exhaust the parser (10,000 nested
+// inline tables in 60 KB took it 4.2 GB).
+var shape = untrusted.Limits{Size: MaxFileSize, Depth: 8, Items: 16 * MaxHosts}
 
 // ErrUnknownHost is a name that hosts.toml does not list.
 var ErrUnknownHost = errors.New("unknown host")
@@ -126,23 +134,32 @@ func checkPath(key, p string) error {
 // exactly the keys of the format, every value checked as NewHost checks
 // it; any problem fails the whole file, naming it.
 func Load(path string) ([]Host, error) {
-	data, err := untrusted.ReadFile(path, MaxFileSize)
+	data, err := untrusted.ReadTOML(path, shape)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	var fe *untrusted.FileError
-	if errors.As(err, &fe) {
-		return nil, fmt.Errorf("reading hosts %s: %s", path, fe.What)
+	var se *untrusted.ShapeError
+	switch {
+	case errors.As(err, &fe):
+		err = fmt.Errorf("reading hosts %s: %s", path, fe.What)
+	case errors.As(err, &se):
+		err = fmt.Errorf("reading hosts %s: line %d: %s", path, se.Line, se.What)
+	case err != nil:
+		err = fmt.Errorf("reading hosts %s: %w", path, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading hosts %s: %w", path, err)
+		return nil, hint.New(err, brokenHint)
 	}
 	hosts, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, hint.New(fmt.Errorf("%s: %w", path, err), brokenHint)
 	}
 	return hosts, nil
 }
+
+// brokenHint is the hint of a hosts file that cannot be read.
+const brokenHint = "corral host add and rm write this file: fix it by hand, or move it away"
 
 // hostKeys are the keys of a [hosts.NAME] table.
 var hostKeys = []string{"url", "corral", "ssh_config", "credentials"}
@@ -150,8 +167,8 @@ var hostKeys = []string{"url", "corral", "ssh_config", "credentials"}
 // Parse decodes a hosts file. Tables are decoded into maps, never structs,
 // so a key is known only when it is exactly one of the format's names.
 func Parse(data []byte) ([]Host, error) {
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	if err := untrusted.CheckTOML(data, shape); err != nil {
+		return nil, err
 	}
 	var top map[string]any
 	if _, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&top); err != nil {
@@ -380,8 +397,35 @@ func Grant(l paths.Layout, name string, creds []string, revoke bool, actor audit
 	})
 }
 
-// update changes the hosts file under its lock: load, change, audit, write.
+// update changes the hosts file under its lock: load, change, check the
+// whole new file, audit, write once. The audit record names the SHA-256 of
+// the file it is about to write; a change refused by a check (a cap, a
+// broken file) or whose write fails after its record is recorded as a
+// refusal (audit.KindRefused), so the log says which changes happened.
 func update(l paths.Layout, op, name string, extra map[string]any, actor audit.Actor, change func([]Host) ([]Host, error)) error {
+	fields := map[string]any{"op": op, "host": name}
+	maps.Copy(fields, extra)
+	recorded := ""
+	err := updateLocked(l, op, name, func(out []byte) error {
+		f := map[string]any{audit.FieldSHA256: audit.Written(out)}
+		maps.Copy(f, fields)
+		if err := audit.Append(l.AuditLog(), audit.Event{Kind: audit.KindHost, Actor: actor, Fields: f}); err != nil {
+			return fmt.Errorf("%s host %s: recording it in the audit log (nothing was written): %w", op, name, err)
+		}
+		recorded = audit.Written(out)
+		return nil
+	}, change)
+	if err != nil {
+		f := maps.Clone(fields)
+		if recorded != "" {
+			f[audit.FieldSHA256] = recorded
+		}
+		_ = audit.Append(l.AuditLog(), audit.Refusal(audit.KindHost, "", actor, f, err)) // best effort: err is the answer
+	}
+	return err
+}
+
+func updateLocked(l paths.Layout, op, name string, record func([]byte) error, change func([]Host) ([]Host, error)) error {
 	path := l.HostsFile()
 	unlock, err := atomicfile.Lock(path + atomicfile.LockSuffix)
 	if err != nil {
@@ -390,7 +434,7 @@ func update(l paths.Layout, op, name string, extra map[string]any, actor audit.A
 	defer unlock()
 	hosts, err := Load(path)
 	if err != nil {
-		return hint.New(fmt.Errorf("%s host %s (nothing was written): %w", op, name, err), "fix the file by hand, or move it away")
+		return fmt.Errorf("%s host %s (nothing was written): %w", op, name, err) // Load's hint: brokenHint
 	}
 	hosts, err = change(hosts)
 	if err != nil {
@@ -400,17 +444,8 @@ func update(l paths.Layout, op, name string, extra map[string]any, actor audit.A
 	if _, err := Parse(out); err != nil { // what is written must load again
 		return fmt.Errorf("%s host %s (nothing was written): %w", op, name, err)
 	}
-	fields := map[string]any{"op": op, "host": name}
-	for k, v := range extra {
-		fields[k] = v
-	}
-	alog, err := audit.Open(l.AuditLog())
-	if err != nil {
+	if err := record(out); err != nil {
 		return err
-	}
-	err = alog.Record(audit.Event{Kind: audit.KindHost, Actor: actor, Fields: fields})
-	if err = errors.Join(err, alog.Close()); err != nil {
-		return fmt.Errorf("%s host %s: recording it in the audit log (nothing was written): %w", op, name, err)
 	}
 	return atomicfile.WriteFile(path, out, atomicfile.FileMode)
 }

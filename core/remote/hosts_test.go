@@ -159,3 +159,29 @@ func TestBrokenFileRefused(t *testing.T) {
 		t.Errorf("file changed: %q", got)
 	}
 }
+
+// TestDeepHostsFileRefused: 10,000 nested inline tables (60 KB, under the
+// size cap) took the TOML parser 4.2 GB; the shape check refuses them
+// before it runs, naming the file and line, as it refuses too many items.
+func TestDeepHostsFileRefused(t *testing.T) {
+	l := paths.Layout{Home: t.TempDir()}
+	for name, data := range map[string]string{
+		"deep":  "[hosts.a]\nurl = " + strings.Repeat("{a=", 10000) + "1" + strings.Repeat("}", 10000) + "\n",
+		"array": "x = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n",
+		"many":  "x = [" + strings.Repeat("1,", 5000) + "1]\n",
+	} {
+		if err := os.WriteFile(l.HostsFile(), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(l.HostsFile())
+		if err == nil || !strings.Contains(err.Error(), l.HostsFile()) || !strings.Contains(err.Error(), ": line ") {
+			t.Errorf("%s: Load = %v", name, err)
+		}
+		if _, err := Parse([]byte(data)); err == nil {
+			t.Errorf("%s: Parse accepted it", name)
+		}
+		if err := Add(l, mustHost(t, "b", "ssh://b", "", ""), false, audit.ActorCLI); err == nil || !strings.Contains(err.Error(), "nothing was written") {
+			t.Errorf("%s: add = %v", name, err)
+		}
+	}
+}

@@ -103,7 +103,7 @@ var ErrNoRecord = errors.New("no toolchain registries recorded")
 // Read returns the record of golden image name.
 func Read(l paths.Layout, name string) (Record, error) {
 	path := l.GoldenRecord(name)
-	b, err := untrusted.ReadFile(path, MaxOutput)
+	b, err := untrusted.ReadJSON(path, untrusted.State(MaxOutput))
 	if errors.Is(err, os.ErrNotExist) {
 		return Record{}, fmt.Errorf("golden image %s: %w", name, ErrNoRecord)
 	}

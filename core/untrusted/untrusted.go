@@ -212,3 +212,36 @@ func ReadFileIn(root *os.Root, name string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// OpenLock opens (creating it if missing) the lock file at path for
+// locking: OpenFile's checks, but a symbolic link at path is refused, not
+// followed, so a dangling link at a lock path never makes corral create
+// the file it points to (O_NOFOLLOW on the open, after an Lstat).
+func OpenLock(path string, perm os.FileMode) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, &FileError{Path: path, What: "is a symbolic link, not a lock file", Err: ErrNotRegular}
+		}
+		if err := check(path, fi, -1); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_NOFOLLOW, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &FileError{Path: path, What: "is a symbolic link, not a lock file", Err: ErrNotRegular}
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = check(path, fi, -1)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -83,10 +83,14 @@ func egressGroupsRun(opts *EgressGroupsOptions) error {
 	if err != nil {
 		return err
 	}
-	var using []string
-	if r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: projectDir, Platform: f.Platform}); err == nil {
-		using = r.Loaded.Settings().EgressGroups
+	// Which groups the box uses is its config's: a config that cannot be
+	// read (a project directory it may not read, a broken layer) is an
+	// error, not every group "unused".
+	r, err := boxmeta.Resolve(l, boxmeta.ResolveOptions{Dir: projectDir, Platform: f.Platform})
+	if err != nil {
+		return fmt.Errorf("egress groups of box %s: reading its config (which groups it uses): %w", name, err)
 	}
+	using := r.Loaded.Settings().EgressGroups
 	tc := recordedToolchains(l, name)
 	var groups []groupJSON
 	for _, g := range egress.Groups() {

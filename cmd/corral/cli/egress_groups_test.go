@@ -112,3 +112,26 @@ func TestRepositoryGroupRequestFollowsTheHint(t *testing.T) {
 		t.Errorf("egress allow-list lacks the group:\n%s", out)
 	}
 }
+
+// TestEgressGroupsUnreadableConfig: when the box's config cannot be read
+// (its project directory unreadable, a layer that is not a file), which
+// groups it uses is unknown: an error naming why, never every group
+// listed as unused with exit 0.
+func TestEgressGroupsUnreadableConfig(t *testing.T) {
+	e := setup(t, "")
+	l := paths.Layout{Home: e.home}
+	must(t, l.Ensure())
+	must(t, os.Mkdir(e.proj+"/.corral.toml", 0o700))
+	code, out, errOut := runEgressGroups(e, true)
+	if code == 0 || strings.Contains(out, "unused") || !strings.Contains(errOut, ".corral.toml") || !strings.Contains(errOut, "which groups it uses") {
+		t.Errorf("code %d\nout: %s\nerr: %s", code, out, errOut)
+	}
+	if os.Getuid() != 0 { // root reads any directory
+		must(t, os.Remove(e.proj+"/.corral.toml"))
+		must(t, os.Chmod(e.proj, 0))
+		defer os.Chmod(e.proj, 0o700) //nolint:errcheck
+		if code, out, errOut := runEgressGroups(e, true); code == 0 || strings.Contains(out, "unused") {
+			t.Errorf("unreadable directory: code %d\nout: %s\nerr: %s", code, out, errOut)
+		}
+	}
+}

@@ -170,6 +170,9 @@ func infoRun(opts *InfoOptions) error {
 	t := newTable(opts.IO.Out, opts.IO.OutTTY)
 	t.Row("box", st.Name)
 	t.Row("state", st.Shown())
+	if st.Problem != "" {
+		t.Row("problem", safeText(st.Problem))
+	}
 	t.Row("project", or(st.Project))
 	t.Row("template hash", or(st.TemplateHash))
 	t.Row("config drift", or(in.Drift))

@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +156,30 @@ func TestInfoReadsTheBox(t *testing.T) {
 	cmd.SetErr(io.Discard)
 	if err := cmd.Execute(); err == nil {
 		t.Error("unknown box: no error")
+	}
+}
+
+// TestInfoLimaYAMLLoop: a lima.yaml that is a symbolic link loop makes the
+// box Broken with the reason, never "Missing".
+func TestInfoLimaYAMLLoop(t *testing.T) {
+	e := setup(t, "")
+	writeBoxMeta(t, e, config.NetworkBroker)
+	l := paths.Layout{Home: e.home}
+	dir := filepath.Join(l.LimaHome(), e.box)
+	must(t, os.MkdirAll(dir, 0o700))
+	must(t, os.Symlink("lima.yaml", filepath.Join(dir, "lima.yaml")))
+	f, out, _ := testFactory(e, true)
+	svc, _ := boxtest.Service(l, time.Now(), audit.ActorCLI)
+	f.NewService = func() (*box.Service, error) { return svc, nil }
+	cmd := NewCmdInfo(f, nil)
+	cmd.SetArgs([]string{e.box})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Broken") || !strings.Contains(out.String(), "lima.yaml: too many levels of symbolic links") || strings.Contains(out.String(), "Missing") {
+		t.Errorf("info:\n%s", out)
 	}
 }
 

@@ -159,6 +159,10 @@ func TestBadStateFiles(t *testing.T) {
 			func(e env) [][]string { return [][]string{{"info"}, {"ls"}, {"version"}} }, false},
 		{"recent projects", func(e env, l paths.Layout) string { return l.RecentProjects() },
 			func(e env) [][]string { return [][]string{{"ls"}, {"info"}} }, false},
+		{"hosts file", func(e env, l paths.Layout) string { return l.HostsFile() },
+			func(e env) [][]string {
+				return [][]string{{"host", "ls"}, {"host", "add", "gpu", "ssh://gpu.example.test"}, {"host", "rm", "gpu"}}
+			}, true},
 	} {
 		for _, kind := range untrustedtest.All {
 			t.Run(sf.name+"/"+string(kind), func(t *testing.T) {

@@ -26,13 +26,14 @@ const (
 	Huge      Kind = "huge"      // a regular file of 4 MiB of digits (over every state file cap)
 	Truncated Kind = "truncated" // half of a JSON object
 	Garbage   Kind = "garbage"   // control bytes and escapes
+	Deep      Kind = "deep"      // 40 KB of nesting 20,000 deep (under every size cap; a parser's cost is in the depth)
 )
 
 // Special are the kinds that are not regular files.
 var Special = []Kind{FIFO, DevZero, Directory, Socket}
 
 // All are every kind: Special, then regular files with bad content.
-var All = append(append([]Kind{}, Special...), Sparse, Huge, Truncated, Garbage)
+var All = append(append([]Kind{}, Special...), Sparse, Huge, Truncated, Garbage, Deep)
 
 // Make puts a bad file of kind at path (creating its directory), replacing
 // what is there. A kind this system cannot make (a unix socket path longer
@@ -73,6 +74,8 @@ func Make(t testing.TB, path string, kind Kind) {
 		err = os.WriteFile(path, []byte(strings.Repeat("1234567890", 4<<20/10)), 0o600)
 	case Truncated:
 		err = os.WriteFile(path, []byte(`{"name": "a", "proj`), 0o600)
+	case Deep:
+		err = os.WriteFile(path, []byte("x = "+strings.Repeat("[", 20000)+strings.Repeat("]", 20000)+"\n"), 0o600)
 	case Garbage:
 		err = os.WriteFile(path, []byte("\x1b]0;owned\x07\x00\xff\xfe garbage \x1b[2J"), 0o600)
 	default:
