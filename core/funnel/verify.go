@@ -3,7 +3,6 @@ package funnel
 import (
 	"errors"
 	"fmt"
-	"github.com/corral-dev/corral/core/qemu"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/hint"
 
 	"github.com/corral-dev/corral/core/procinfo"
+	"github.com/corral-dev/corral/core/qemu"
 
 	"github.com/corral-dev/corral/core/untrusted"
 )
