@@ -46,6 +46,7 @@ var shapeCalls = map[string][]string{
 var rawReaders = map[string]string{
 	"app/lock_unix.go:acquireLock":               "a pid in a lock file, 64 bytes, parsed with strconv",
 	"core/progress/progress.go:followOnce":       "Lima's host agent log, 1 MiB a poll, scanned for milestone lines (a field read by hand, escaped before display)",
+	"core/namerule/start_linux.go:Verify":        "/proc: kernel-made status, children and cmdline, matched by substring",
 	"core/golden/provision.go:keepLog":           "the tail of a failed golden's boot log, copied as text to a log of its own",
 	"app/terminal/terminal.go:start":             "/dev/null for a child's stdin",
 	"cmd/gendocs/main.go:run":                    "generated docs compared byte for byte (a build tool)",
