@@ -38,7 +38,7 @@ type Settings struct {
 	PortEntries     []string              `key:"ports"`
 	HostPorts       []int                 `key:"host_ports"`
 	LowHostPorts    bool                  `key:"low_host_ports"`
-	HoldDenied      time.Duration         `key:"hold_denied"` // 0: never hold
+	HoldDenied      time.Duration         `key:"hold_denied"`    // 0: never hold
 	UpstreamProxy   UpstreamProxy         `key:"upstream_proxy"` // URL "": none
 	Agent           string                `key:"agent"`
 	Agents          map[string]agent.Def  `key:"agents"`
