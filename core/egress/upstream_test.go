@@ -409,7 +409,13 @@ func TestUpstreamProxyFailures(t *testing.T) {
 				if status != http.StatusBadGateway || reasonHeader != string(tc.reason) {
 					t.Errorf("%s: %d %q %q, want 502 %s", what, status, reasonHeader, body, tc.reason)
 				}
-				d := p.log.last()
+				// An absolute-form request's line is written after its answer.
+				var d Decision
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					if d = p.log.last(); !d.Allowed {
+						break
+					}
+				}
 				if d.Allowed || d.Reason != tc.reason || d.Detail == "" || d.Host != "allowed.test" {
 					t.Errorf("%s: decision %+v, want a %s line with its detail", what, d, tc.reason)
 				}
