@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/broker/brokertest"
+	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/secret"
 )
 
@@ -85,18 +86,13 @@ func startConnectProxy(t *testing.T) *connectProxy {
 	return p
 }
 
-// TestBoxBrokerUpstreamProxy runs a box's broker whose trusted layer sets
-// upstream_proxy with a keychain item: an allowed request leaves through
-// the proxy, for the checked address, with the keychain's credentials; a
-// denied one never reaches it; the password is in no log line, no answer
-// to the box and not in the broker's argv.
-func TestBoxBrokerUpstreamProxy(t *testing.T) {
-	proxy := startConnectProxy(t)
-	port := brokertest.Upstream(t)
+// runProxiedBroker runs a box's broker whose trusted layer is trusted,
+// with the proxy password pass in its keychain (corp-proxy/alice), until
+// the test ends. It returns the broker's address, the box's layout and
+// name, and its operational log so far.
+func runProxiedBroker(t *testing.T, trusted, pass string) (string, paths.Layout, string, func() string) {
+	t.Helper()
 	l, name := newBox(t, "")
-	trusted := `egress = ["api.example.test:*"]
-upstream_proxy = { url = "http://` + proxy.addr + `", keychain = { service = "corp-proxy", account = "alice" } }
-`
 	if err := os.MkdirAll(filepath.Dir(l.ProjectConfig(name)), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +100,7 @@ upstream_proxy = { url = "http://` + proxy.addr + `", keychain = { service = "co
 		t.Fatal(err)
 	}
 	store := &secret.Memory{}
-	if err := store.Set(context.Background(), "corp-proxy", "alice", testProxyPass); err != nil {
+	if err := store.Set(context.Background(), "corp-proxy", "alice", pass); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
@@ -117,20 +113,52 @@ upstream_proxy = { url = "http://` + proxy.addr + `", keychain = { service = "co
 			Logger:    slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Listening: func(a net.Addr) { addrc <- a.String() }})
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("broker: %v", err)
 		}
-	}()
-	var addr string
+	})
 	select {
-	case addr = <-addrc:
+	case addr := <-addrc:
+		return addr, l, name, func() string {
+			logMu.Lock()
+			defer logMu.Unlock()
+			return logs.String()
+		}
 	case err := <-done:
 		t.Fatalf("broker exited: %v", err)
 	case <-time.After(15 * time.Second):
 		t.Fatal("broker did not listen")
 	}
+	return "", l, name, nil
+}
+
+// egressLog waits until the box's egress log has n decision lines of
+// kind, and returns it.
+func egressLog(l paths.Layout, name, kind string, n int) string {
+	var log string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(l.EgressLog(name))
+		if log = string(b); strings.Count(log, `"kind":"`+kind+`"`) >= n {
+			break
+		}
+	}
+	return log
+}
+
+// TestBoxBrokerUpstreamProxy runs a box's broker whose trusted layer sets
+// upstream_proxy with a keychain item: an allowed request leaves through
+// the proxy, for the checked address, with the keychain's credentials; a
+// denied one never reaches it, nor does the proxy's own address as a
+// destination; the password is in no log line and not in the broker's
+// argv.
+func TestBoxBrokerUpstreamProxy(t *testing.T) {
+	proxy := startConnectProxy(t)
+	port := brokertest.Upstream(t)
+	addr, l, name, logs := runProxiedBroker(t, `egress = ["api.example.test:*"]
+upstream_proxy = { url = "http://`+proxy.addr+`", keychain = { service = "corp-proxy", account = "alice" } }
+`, testProxyPass)
 
 	if code, reason := brokertest.ProxyGet(t, addr, "http://api.example.test:"+port+"/"); code != http.StatusOK {
 		t.Fatalf("allowed: %d %s", code, reason)
@@ -149,24 +177,53 @@ upstream_proxy = { url = "http://` + proxy.addr + `", keychain = { service = "co
 	if got := proxy.requests(); len(got) != 1 {
 		t.Errorf("denied requests reached the proxy: %q", got)
 	}
-
-	var egressLog string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(l.EgressLog(name))
-		if egressLog = string(b); strings.Count(egressLog, `"kind":"http"`) >= 3 {
-			break
-		}
-	}
-	logMu.Lock()
-	defer logMu.Unlock()
-	for where, text := range map[string]string{"egress log": egressLog, "broker log": logs.String(),
+	log := egressLog(l, name, "http", 3)
+	for where, text := range map[string]string{"egress log": log, "broker log": logs(),
 		"broker argv": strings.Join(Argv(Args{Box: name, Listen: addr}), " ")} {
 		if strings.Contains(text, testProxyPass) {
 			t.Errorf("the proxy password is in the %s", where)
 		}
 	}
-	if !strings.Contains(logs.String(), "upstream proxy") {
-		t.Errorf("the broker's log does not say it uses the proxy:\n%s", logs.String())
+	if !strings.Contains(logs(), "upstream proxy") {
+		t.Errorf("the broker's log does not say it uses the proxy:\n%s", logs())
+	}
+}
+
+// TestBoxBrokerThroughSquid is the same with Debian's squid as the
+// upstream proxy (skipped where squid is not installed): squid logs the
+// checked address and the keychain's user for the allowed request and
+// nothing for the denied one; a wrong password in the keychain is squid's
+// 407, which the box gets as 502 upstream-proxy-refused, with the line in
+// the egress log.
+func TestBoxBrokerThroughSquid(t *testing.T) {
+	squid := brokertest.StartSquid(t, "alice", testProxyPass, []string{"127.0.0.1/32"})
+	port := brokertest.Upstream(t)
+	trusted := `egress = ["api.example.test:*"]
+upstream_proxy = { url = "http://` + squid.Addr + `", keychain = { service = "corp-proxy", account = "alice" } }
+`
+	addr, l, name, logs := runProxiedBroker(t, trusted, testProxyPass)
+	if code, reason := brokertest.ProxyGet(t, addr, "http://api.example.test:"+port+"/"); code != http.StatusOK {
+		t.Fatalf("allowed: %d %s\n%s", code, reason, squid.Logs())
+	}
+	if code, reason := brokertest.ProxyGet(t, addr, "http://other.example.test:"+port+"/"); code != http.StatusForbidden || reason != "host-not-allowed" {
+		t.Errorf("denied: %d %s", code, reason)
+	}
+	want := "CONNECT 127.0.0.1:" + port + " alice 200"
+	if got := squid.WaitRequests(1); len(got) != 1 || got[0] != want {
+		t.Errorf("squid logged %q, want [%q]", got, want)
+	}
+
+	bad, _, _, badLogs := runProxiedBroker(t, trusted, "not-the-password")
+	if code, reason := brokertest.ProxyGet(t, bad, "http://api.example.test:"+port+"/"); code != http.StatusBadGateway || reason != "upstream-proxy-refused" {
+		t.Errorf("wrong password: %d %s, want 502 upstream-proxy-refused", code, reason)
+	}
+	if got := squid.WaitRequests(2); len(got) != 2 || !strings.HasPrefix(got[1], "CONNECT 127.0.0.1:"+port+" ") || !strings.HasSuffix(got[1], " 407") {
+		t.Errorf("squid logged %q, want a 407 second", got)
+	}
+	for where, text := range map[string]string{"egress log": egressLog(l, name, "http", 2), "broker log": logs() + badLogs()} {
+		if strings.Contains(text, testProxyPass) {
+			t.Errorf("the proxy password is in the %s", where)
+		}
 	}
 }
 
