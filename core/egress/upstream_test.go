@@ -504,3 +504,36 @@ func TestParseUpstreamProxy(t *testing.T) {
 		}
 	}
 }
+
+// A credential route whose proxy refuses: 502 with the reason, and the
+// credential line records it, without the proxy's password.
+func TestUpstreamProxyRefusesCredentialRoute(t *testing.T) {
+	f := startUpstreamProxy(t, ProxyHTTP)
+	up := newCredUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }) //nolint:errcheck
+	cl := &memCredLog{}
+	b, err := NewCredentialBroker(CredentialConfig{Credentials: []Credential{{Name: "anthropic", Upstream: up.srv.URL,
+		Header: HeaderAPIKey, Secret: staticSecret(realKey), RootCAs: up.pool()}}, Resolver: testResolver{}, Log: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := brokerWithProxy(t, f, "wrong", nil, func(c *Config) {
+		c.Credentials = b
+		c.SelfAddrs = []string{"192.168.5.4:4242"}
+	})
+	tok, err := b.NewToken("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := rawRequest(t, p.addr, "GET /corral/credential/"+tok+"/anthropic/v1/models HTTP/1.1\r\nHost: 192.168.5.4:4242\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 502 || resp.Header.Get("X-Corral-Egress-Reason") != string(ReasonProxyRefused) || !strings.Contains(body, "407") {
+		t.Fatalf("status %d %q body %q", resp.StatusCode, resp.Header.Get("X-Corral-Egress-Reason"), body)
+	}
+	ev := cl.all(1)
+	if len(ev) != 1 || ev[0].Status != 502 || !strings.Contains(ev[0].Err, string(ReasonProxyRefused)) && !strings.Contains(ev[0].Err, "upstream proxy refused") {
+		t.Errorf("credential line %+v", ev)
+	}
+	noSecret(t, "the credential log", fmt.Sprintf("%+v", ev))
+	if strings.Contains(fmt.Sprintf("%+v", ev), realKey) {
+		t.Error("the credential line holds the key")
+	}
+}
