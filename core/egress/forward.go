@@ -151,7 +151,7 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bo
 	out.RequestURI = ""
 	out.Host = req.URL.Host                                                 // the absolute URI wins over any Host header
 	out.URL.Host = netip.AddrPortFrom(t.ips[0], uint16(auth.Port)).String() // dial the checked address only
-	var rt http.RoundTripper = s.transport
+	rt := s.transport
 	if s.cfg.Upstream.via(auth.Host, t.ips[0]) {
 		rt = s.proxied // the proxy gets the checked address too (see UpstreamProxy)
 	}

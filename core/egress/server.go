@@ -119,7 +119,7 @@ type Server struct {
 	dialer    net.Dialer
 	transport *http.Transport
 	// proxied is transport through Config.Upstream (nil without one).
-	proxied http.RoundTripper
+	proxied *http.Transport
 	// ctx is the parent of every upstream lookup, dial and request; it is
 	// cancelled when Shutdown gives up waiting, so nothing upstream can
 	// hold a handler past the grace period.
@@ -435,6 +435,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.wg.Wait()
 	s.cancel()
 	s.transport.CloseIdleConnections()
+	if s.proxied != nil {
+		s.proxied.CloseIdleConnections()
+	}
 	s.pipes.close()
 	return err
 }

@@ -424,7 +424,7 @@ func socks5Connect(c net.Conn, user, pass string, dst netip.AddrPort) error {
 // to the ports the allow-list opens for plain http (squid's default
 // SSL_ports rule allows only 443); where it does not, the box gets 502
 // upstream-proxy-refused with the proxy's status.
-func (u *UpstreamProxy) forwardTransport(base *http.Transport, d *net.Dialer) http.RoundTripper {
+func (u *UpstreamProxy) forwardTransport(base *http.Transport, d *net.Dialer) *http.Transport {
 	t := base.Clone()
 	t.Proxy = nil
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
