@@ -537,3 +537,43 @@ func TestUpstreamProxyRefusesCredentialRoute(t *testing.T) {
 		t.Error("the credential line holds the key")
 	}
 }
+
+// A proxy that answers nothing, too much, or not in its protocol: the box
+// gets 502 upstream-proxy-failed within the dial timeout, and the broker
+// reads at most maxProxyHead of an answer.
+func TestUpstreamProxyMisbehaves(t *testing.T) {
+	silent := serveConns(t, func(c net.Conn) { time.Sleep(5 * time.Second) })
+	flood := serveConns(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n") //nolint:errcheck
+		for range 64 {
+			if _, err := io.WriteString(c, "X-Pad: "+strings.Repeat("a", 1000)+"\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	garbage := serveConns(t, func(c net.Conn) { io.WriteString(c, "\x04\x5a\x00\x00\x00\x00\x00\x00\r\n\r\n") }) //nolint:errcheck
+	for _, tc := range []struct {
+		name, scheme, addr string
+	}{
+		{"http silent", ProxyHTTP, silent},
+		{"socks5 silent", ProxySOCKS5, silent},
+		{"http flood", ProxyHTTP, flood},
+		{"http garbage", ProxyHTTP, garbage},
+		{"socks5 garbage", ProxySOCKS5, garbage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startProxy(t, []string{"allowed.test:*"}, []string{"127.0.0.0/8"}, func(c *Config) {
+				c.DialTimeout = 500 * time.Millisecond
+				c.Upstream = &UpstreamProxy{Scheme: tc.scheme, Addr: tc.addr}
+			})
+			start := time.Now()
+			st, _, _, body := rawConnect(t, p.addr, "allowed.test:"+portOf(t, echoServer(t)))
+			if st != 502 || time.Since(start) > 4*time.Second {
+				t.Errorf("%d %q after %v, want 502 within the dial timeout", st, body, time.Since(start))
+			}
+			if d := p.log.last(); d.Reason != ReasonProxyFailed {
+				t.Errorf("decision %+v, want %s", d, ReasonProxyFailed)
+			}
+		})
+	}
+}
