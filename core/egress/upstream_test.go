@@ -577,3 +577,63 @@ func TestUpstreamProxyMisbehaves(t *testing.T) {
 		})
 	}
 }
+
+// An IPv6 destination goes to the proxy as an IPv6 address (SOCKS5
+// address type 4, CONNECT [::1]:PORT), never as a name.
+func TestUpstreamProxyIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }() //nolint:errcheck
+		}
+	}()
+	port := portOf(t, ln.Addr().String())
+	for _, scheme := range []string{ProxyHTTP, ProxySOCKS5} {
+		t.Run(scheme, func(t *testing.T) {
+			f := startUpstreamProxy(t, scheme)
+			p := startProxy(t, nil, []string{"::1/128"}, func(c *Config) {
+				c.Upstream = &UpstreamProxy{Scheme: scheme, Addr: f.addr, User: proxyUser,
+					Password: func(context.Context) (string, error) { return proxyPass, nil }}
+			})
+			st, c, br, body := rawConnect(t, p.addr, "[::1]:"+port)
+			if st != 200 {
+				t.Fatalf("CONNECT [::1]: %d %s", st, body)
+			}
+			echoRoundTrip(t, c, br, "six")
+			c.Close()
+			if got, want := f.requests(), "CONNECT [::1]:"+port; len(got) != 1 || got[0] != want {
+				t.Errorf("proxy saw %q, want [%q]", got, want)
+			}
+		})
+	}
+}
+
+// FuzzUpstreamProxyConfig: the parsers of upstream_proxy's url and
+// no_proxy never panic, never accept credentials in the URL, and give an
+// address that parses again to itself.
+func FuzzUpstreamProxyConfig(f *testing.F) {
+	for _, s := range []string{"http://proxy.example.test:3128", "socks5://[::1]:1080", "http://a:b@p:1", "*.corp.example", "10.0.0.0/8", "::ffff:10.0.0.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if scheme, addr, err := ParseUpstreamProxy(s); err == nil {
+			if strings.Contains(addr, "@") {
+				t.Fatalf("%q: address %q holds userinfo", s, addr)
+			}
+			if _, again, err := ParseUpstreamProxy(scheme + "://" + addr); err != nil || again != addr {
+				t.Fatalf("%q: %q does not parse to itself: %q %v", s, addr, again, err)
+			}
+		}
+		if n, err := ParseNoProxy([]string{s}); err == nil {
+			n.Direct(s, netip.Addr{})
+		}
+	})
+}
