@@ -24,13 +24,16 @@ func qemuPSS(t *testing.T, x *h) uint64 {
 
 func mib(n uint64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
-// settle polls x's qemu PSS every 2 s for up to max and returns it once
-// it stopped falling (two readings within 8 MiB), or at max.
+// settle waits 10 s (the guest reports freed pages 2 s after they pile
+// up, then in 64 MiB batches), then polls x's qemu PSS every 5 s for up
+// to max and returns it once it stopped falling (two readings within
+// 8 MiB), or at max.
 func settle(t *testing.T, x *h, max time.Duration) (uint64, time.Duration) {
 	start := time.Now()
+	time.Sleep(10 * time.Second)
 	last := qemuPSS(t, x)
 	for time.Since(start) < max {
-		time.Sleep(2 * time.Second)
+		time.Sleep(5 * time.Second)
 		now := qemuPSS(t, x)
 		if now+8<<20 > last && now <= last+8<<20 {
 			return now, time.Since(start)
