@@ -125,7 +125,16 @@ type Approval struct {
 
 // ActiveAt reports whether the approval is in force at now.
 func (a Approval) ActiveAt(now time.Time) bool {
-	return a.Expires.IsZero() || now.Before(a.Expires)
+	exp := a.InForceUntil()
+	return exp.IsZero() || now.Before(exp)
+}
+
+// InForceUntil is when the approval ends: Expires, capped by the
+// organisation's max_approval (the managed layer), so an approval written
+// before the policy or by hand lasts no longer than one granted under it.
+// Zero means never.
+func (a Approval) InForceUntil() time.Time {
+	return config.SystemManaged().ApprovalExpiry(a.Added, a.Expires)
 }
 
 // ErrNotFound means a box has no approval for an entry.
@@ -342,6 +351,11 @@ func checkGrant(entry string, scope Scope, d time.Duration) (string, error) {
 		if err := CheckFor(d); err != nil {
 			return "", err
 		}
+	}
+	// The organisation's floor (the managed layer): the longest an
+	// approval may last.
+	if err := config.SystemManaged().CheckApproval(string(scope), d); err != nil {
+		return "", err
 	}
 	return canon, nil
 }
