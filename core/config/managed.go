@@ -398,15 +398,17 @@ func applyManaged(m *Managed, eff *Effective, layers []Layer) []error {
 			Reason: reason, Fix: fix, Never: true})
 	}
 	f := &m.Floor
-	if f.Profile != nil && val(c.Profile) != *f.Profile {
-		if userSet("profile") {
+	// A forced key is the policy's whatever the layers say: its origin is
+	// the policy even where a layer happens to agree.
+	if f.Profile != nil {
+		if val(c.Profile) != *f.Profile && userSet("profile") {
 			violate("profile", fmt.Sprintf("%q", val(c.Profile)), fmt.Sprintf("%s sets profile = %q", m.policy(), *f.Profile), "remove the line")
 		}
 		c.Profile = ptr(*f.Profile)
 		eff.Origin["profile"] = []string{m.Origin()}
 	}
-	if f.GitShadow != nil && (c.GitShadow == nil || *c.GitShadow != *f.GitShadow) {
-		if userSet("git_shadow") {
+	if f.GitShadow != nil {
+		if (c.GitShadow == nil || *c.GitShadow != *f.GitShadow) && userSet("git_shadow") {
 			violate("git_shadow", fmt.Sprint(c.GitShadow != nil && *c.GitShadow), fmt.Sprintf("%s sets git_shadow = %t", m.policy(), *f.GitShadow), "remove the line")
 		}
 		c.GitShadow = ptr(*f.GitShadow)
