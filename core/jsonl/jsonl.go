@@ -85,6 +85,11 @@ type Options struct {
 	// KeepMaxBytes bounds path.kept; beyond it the oldest kept lines go.
 	// Zero means 256 MiB. It is a disk safety net, not a retention rule.
 	KeepMaxBytes int64
+	// Schema, when set, is written as the first key of every line that is
+	// a JSON object ({"schema":"corral.audit-event/v1",...}): a reader of
+	// the file alone (a SIEM's shipper) knows what each line is. Readers
+	// decode lines into structs without the key and ignore it.
+	Schema string
 
 	// beforeWrite, when set, runs just before each write(2), under the
 	// lock: tests stall writers there to prove no rotation loses a line.
@@ -193,7 +198,22 @@ func (w *Writer) Append(v any) error {
 		return fmt.Errorf("encoding line for %s: %w", w.path, err)
 	}
 	// json.Marshal never emits a raw newline, so the line is one line.
-	return w.appendLine(append(b, '\n'))
+	return w.appendLine(append(w.withSchema(b), '\n'))
+}
+
+// withSchema puts Options.Schema first in the object b (a new slice), or
+// returns b when there is no schema, b is no object, or it names one.
+func (w *Writer) withSchema(b []byte) []byte {
+	if w.opt.Schema == "" || len(b) < 2 || b[0] != '{' || bytes.HasPrefix(b, []byte(`{"schema":`)) {
+		return b
+	}
+	head, _ := json.Marshal(map[string]string{"schema": w.opt.Schema})
+	out := make([]byte, 0, len(head)+len(b)+1)
+	out = append(out, head[:len(head)-1]...)
+	if string(b) != "{}" {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...)
 }
 
 // AppendEncoded appends line, one JSON value its caller encoded (valid
@@ -205,6 +225,7 @@ func (w *Writer) AppendEncoded(line []byte) error {
 	if bytes.ContainsAny(line, "\n\r") || len(line) == 0 {
 		return fmt.Errorf("appending to %s: an encoded line must be one non-empty line", w.path)
 	}
+	line = w.withSchema(line)
 	b := make([]byte, len(line)+1)
 	copy(b, line)
 	b[len(line)] = '\n'
