@@ -54,6 +54,7 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -689,4 +691,82 @@ func (w *Writer) endLeaseLocked() {
 		w.leaseTimer.Stop()
 	}
 	unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
+}
+
+// Tail calls fn for each line of path from byte offset from on (0: every
+// line already there), then for each line appended, polling every poll
+// until ctx ends (then it returns nil). A rotation (the file replaced or
+// shorter than the offset) starts again at the new file's beginning; a
+// partial last line waits for its newline. Lines longer than maxLine are
+// skipped.
+func Tail(ctx context.Context, path string, from int64, poll time.Duration, fn func(line []byte) error) error {
+	off, id := from, ""
+	for {
+		if err := tailOnce(path, &off, &id, fn); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+// tailOnce reads what path holds past *off and moves *off to the end of
+// its last whole line; *id tells a replaced file from the one read before.
+func tailOnce(path string, off *int64, id *string, fn func(line []byte) error) error {
+	f, err := untrusted.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	cur := fileID(st)
+	if (*id != "" && cur != *id) || st.Size() < *off {
+		*off = 0
+	}
+	*id = cur
+	if st.Size() == *off {
+		return nil
+	}
+	if _, err := f.Seek(*off, io.SeekStart); err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	buf, err := io.ReadAll(io.LimitReader(f, st.Size()-*off))
+	if err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		if len(buf) > maxLine {
+			*off += int64(len(buf)) // a line past the cap: skip it
+		}
+		return nil
+	}
+	*off += int64(end + 1)
+	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+		line = Recover(bytes.TrimRight(line, "\r"))
+		if len(line) == 0 || len(line) > maxLine {
+			continue
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileID identifies the file st describes (device and inode).
+func fileID(st os.FileInfo) string {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d", s.Dev, s.Ino)
+	}
+	return ""
 }
