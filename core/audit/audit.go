@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -292,17 +291,11 @@ func Read(path string, f Filter) ([]Event, error) {
 	return out, nil
 }
 
-// history reads every event the log holds now (as Read does) and returns
-// the live file's size before it read, where following goes on: a line
-// appended meanwhile may be seen twice (metadata.uid, a hash of the
-// event, tells the copies apart for a SIEM).
-func history(path string, fn func([]byte) error) (int64, error) {
-	var size int64
-	if st, err := os.Stat(path); err == nil {
-		size = st.Size()
+// older reads the events of the log's older generations (kept lines, the
+// rotated file); Follow goes on with the live file from its start.
+func older(path string, fn func([]byte) error) error {
+	if err := jsonl.ReadOlder(path, fn); err != nil {
+		return fmt.Errorf("reading audit log: %w", err)
 	}
-	if err := jsonl.ReadAll(path, fn); err != nil {
-		return 0, fmt.Errorf("reading audit log: %w", err)
-	}
-	return size, nil
+	return nil
 }

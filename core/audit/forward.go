@@ -162,9 +162,8 @@ func Follow(ctx context.Context, path string, f Filter, poll time.Duration, fn f
 		}
 		return fn(ev)
 	}
-	from, err := history(path, match)
-	if err != nil {
+	if err := older(path, match); err != nil {
 		return err
 	}
-	return jsonl.Tail(ctx, path, from, poll, match)
+	return jsonl.Tail(ctx, path, 0, poll, match)
 }

@@ -453,7 +453,18 @@ const maxLine = 16 << 20
 // reading is seen whole or not at all, because appends are single writes; a
 // trailing line without a newline (which a writer never leaves) is skipped.
 func ReadAll(path string, fn func(line []byte) error) error {
-	files, err := openGenerations(path)
+	return readGenerations(path, Generations(path), fn)
+}
+
+// ReadOlder is ReadAll without the live file: the kept lines and the
+// rotated generation, for a reader that goes on with Tail(path, 0).
+func ReadOlder(path string, fn func(line []byte) error) error {
+	g := Generations(path)
+	return readGenerations(path, g[:len(g)-1], fn)
+}
+
+func readGenerations(path string, gens []string, fn func(line []byte) error) error {
+	files, err := openGenerations(path, gens)
 	if err != nil {
 		return err
 	}
@@ -478,7 +489,7 @@ func Generations(path string) []string {
 
 // openGenerations opens path.kept, path.1 and path, whichever exist, under
 // a shared lock when a lock file exists. Each must be a regular file.
-func openGenerations(path string) ([]*os.File, error) {
+func openGenerations(path string, gens []string) ([]*os.File, error) {
 	if lock, err := untrusted.Open(path + lockSuffix); err == nil {
 		defer lock.Close()
 		if err := atomicfile.Flock(lock, path+lockSuffix, unix.LOCK_SH, LockWait); err != nil {
@@ -489,7 +500,7 @@ func openGenerations(path string) ([]*os.File, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var files []*os.File
-	for _, p := range Generations(path) {
+	for _, p := range gens {
 		f, err := untrusted.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -739,7 +750,9 @@ func tailOnce(path string, off *int64, id *string, fn func(line []byte) error) e
 	if _, err := f.Seek(*off, io.SeekStart); err != nil {
 		return fmt.Errorf("following %s: %w", path, err)
 	}
-	buf, err := io.ReadAll(io.LimitReader(f, st.Size()-*off))
+	// At most maxTailRead per poll: a file grown past it is read on in
+	// the next polls.
+	buf, err := io.ReadAll(io.LimitReader(f, min(st.Size()-*off, maxTailRead)))
 	if err != nil {
 		return fmt.Errorf("following %s: %w", path, err)
 	}
@@ -762,6 +775,9 @@ func tailOnce(path string, off *int64, id *string, fn func(line []byte) error) e
 	}
 	return nil
 }
+
+// maxTailRead bounds what one poll of Tail reads (more than a line's cap).
+const maxTailRead = maxLine + 4<<20
 
 // fileID identifies the file st describes (device and inode).
 func fileID(st os.FileInfo) string {

@@ -271,7 +271,9 @@ func auditFollow(opts *AuditOptions, path string, filter audit.Filter) error {
 			Host: auditHost(opts), Version: version.Version}
 		defer f.Close()
 		return audit.Follow(ctx, path, filter, opts.Poll, func(ev audit.Event) error {
-			if err := f.Send(ctx, ev); err != nil {
+			// An event being sent is sent whole when following ends:
+			// the send has its own timeout.
+			if err := f.Send(context.WithoutCancel(ctx), ev); err != nil {
 				// The collector may be restarting: say so and go on;
 				// the event stays in the log.
 				fmt.Fprintf(opts.IO.ErrOut, "corral: %s\n", display.Text(err.Error(), 300))
