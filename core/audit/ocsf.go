@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // OCSFVersion is the OCSF schema version the events follow.
@@ -225,4 +226,97 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// Decision is one line of a box's egress log (core/egress Entry) as the
+// OCSF mapping reads it: a broker decision (Kind "connect" or "http"), or
+// a request the box filed (Kind "request").
+type Decision struct {
+	Time    time.Time
+	Box     string
+	Kind    string
+	Host    string
+	Port    int
+	IP      string
+	Allowed bool
+	Reason  string
+	Count   int
+	// Request and Why are a request's entry and the box's words.
+	Request, Why string
+	// Raw is the log line, for raw_data.
+	Raw []byte
+}
+
+// OCSFDecision returns a broker decision as one OCSF Network Activity
+// event (4001: Open for an allowed connection, Refuse for a denied one)
+// and a box's request as an API Activity event (6003, operation
+// "egress-request": the box asked, nothing was granted). Session marks
+// (ok false) have no OCSF event: the audit log's session events are.
+func OCSFDecision(d Decision, version string) (map[string]any, bool) {
+	var class, activity int
+	var name string
+	switch {
+	case d.Kind == "request":
+		class, activity, name = ClassAPIActivity, 1, "Create"
+	case d.Kind == "connect" || d.Kind == "http":
+		class, activity, name = ClassNetworkActivity, 1, "Open"
+		if !d.Allowed {
+			activity, name = 5, "Refuse"
+		}
+	default:
+		return nil, false
+	}
+	raw := string(d.Raw)
+	o := map[string]any{
+		"time":          d.Time.UnixMilli(),
+		"class_uid":     class,
+		"category_uid":  class / 1000,
+		"activity_id":   activity,
+		"activity_name": name,
+		"type_uid":      class*100 + activity,
+		"severity_id":   1,
+		"status_id":     1,
+		"status":        "Success",
+		"metadata": map[string]any{
+			"version":  OCSFVersion,
+			"log_name": "egress",
+			"product":  map[string]any{"name": "corral", "vendor_name": "corral", "version": version},
+			"uid":      Written(d.Raw)[:32],
+		},
+		"raw_data": raw,
+	}
+	unmapped := map[string]any{"box": d.Box, "kind": d.Kind}
+	if class == ClassAPIActivity {
+		o["actor"] = map[string]any{"app_name": "a program in box " + d.Box}
+		o["api"] = map[string]any{"operation": "egress-request", "service": map[string]any{"name": "corral"}}
+		o["src_endpoint"] = map[string]any{"name": d.Box, "uid": d.Box}
+		o["resources"] = []any{map[string]any{"name": d.Box, "type": "box"}, map[string]any{"name": d.Request, "type": "requested entry"}}
+		o["message"] = fmt.Sprintf("box %s requests %s", d.Box, d.Request)
+		unmapped["request"], unmapped["why"] = d.Request, d.Why
+		o["unmapped"] = unmapped
+		return o, true
+	}
+	dst := map[string]any{"hostname": d.Host, "port": d.Port}
+	if d.IP != "" {
+		dst["ip"] = d.IP
+	}
+	o["src_endpoint"] = map[string]any{"name": d.Box, "uid": d.Box}
+	o["dst_endpoint"] = dst
+	o["connection_info"] = map[string]any{"protocol_name": "tcp", "direction_id": 2, "direction": "Outbound"}
+	if d.Allowed {
+		o["action_id"], o["action"] = 1, "Allowed"
+		o["disposition_id"], o["disposition"] = 1, "Allowed"
+		o["message"] = fmt.Sprintf("box %s: %s:%d allowed", d.Box, d.Host, d.Port)
+	} else {
+		o["action_id"], o["action"] = 2, "Denied"
+		o["disposition_id"], o["disposition"] = 2, "Blocked"
+		o["severity_id"], o["status_id"], o["status"] = 3, 2, "Failure"
+		o["message"] = fmt.Sprintf("box %s: %s:%d denied: %s", d.Box, d.Host, d.Port, d.Reason)
+		unmapped["reason"] = d.Reason
+	}
+	if d.Count > 1 {
+		o["count"] = d.Count
+	}
+	o["unmapped"] = unmapped
+	return o, true
 }

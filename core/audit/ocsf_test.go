@@ -145,3 +145,45 @@ func TestEveryKindIsMapped(t *testing.T) {
 		}
 	}
 }
+
+// TestOCSFDecisionGolden: egress decisions (allowed, denied) are Network
+// Activity events and a box's request an API Activity event, each with
+// its class's required fields; session marks have none.
+func TestOCSFDecisionGolden(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for name, d := range map[string]Decision{
+		"egress-allowed": {Time: at, Box: "web-3f2a1c", Kind: "connect", Host: "api.example.test", Port: 443, IP: "192.0.2.10", Allowed: true, Raw: []byte(`{"kind":"connect"}`)},
+		"egress-denied-decision": {Time: at, Box: "web-3f2a1c", Kind: "http", Host: "evil.example", Port: 80, Reason: "host-not-allowed", Count: 4, Raw: []byte(`{"kind":"http"}`)},
+		"egress-request": {Time: at, Box: "web-3f2a1c", Kind: "request", Request: "registry.example.test", Why: "npm install", Raw: []byte(`{"kind":"request"}`)},
+	} {
+		o, ok := OCSFDecision(d, "1.0.0")
+		if !ok {
+			t.Fatalf("%s: no event", name)
+		}
+		class := o["class_uid"].(int)
+		for _, path := range append(slices.Clone(ocsfBase), ocsfRequired[class]...) {
+			found := false
+			for _, alt := range strings.Split(path, "|") {
+				if _, ok := lookup(o, alt); ok {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s (class %d): required %s missing", name, class, path)
+			}
+		}
+		got, _ := json.MarshalIndent(o, "", "  ")
+		golden := filepath.Join("testdata", "ocsf", name+".json")
+		if *update {
+			os.WriteFile(golden, append(got, '\n'), 0o644)
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil || string(want) != string(got)+"\n" {
+			t.Errorf("%s: differs from %s (%v):\n%s", name, golden, err, got)
+		}
+	}
+	if _, ok := OCSFDecision(Decision{Kind: "session-start"}, ""); ok {
+		t.Error("a session mark became an OCSF event")
+	}
+}

@@ -114,3 +114,30 @@ func TestAuditFollowForward(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressLogOCSF: `corral egress --log --format ocsf` prints each
+// broker decision as OCSF Network Activity (Open when allowed, Refuse when
+// denied) and no session marks.
+func TestEgressLogOCSF(t *testing.T) {
+	e := setup(t, "")
+	seedEgress(t, e)
+	code, out, errOut := runEgressAt(e, false, fixedNow, "--log", "--since", "3h", "--format", "ocsf")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) < 7 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	activity := map[float64]int{}
+	for _, l := range lines {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(l), &o); err != nil || o["class_uid"] != float64(audit.ClassNetworkActivity) {
+			t.Fatalf("%v: %s", err, l)
+		}
+		activity[o["activity_id"].(float64)]++
+	}
+	if activity[1] == 0 || activity[5] == 0 {
+		t.Errorf("activities %v, want Open (1) and Refuse (5)", activity)
+	}
+	if code, _, _ := runEgressAt(e, false, fixedNow, "--format", "ocsf"); code != 1 {
+		t.Errorf("--format without --log: exit %d", code)
+	}
+}
