@@ -152,9 +152,9 @@ func TestEveryKindIsMapped(t *testing.T) {
 func TestOCSFDecisionGolden(t *testing.T) {
 	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	for name, d := range map[string]Decision{
-		"egress-allowed": {Time: at, Box: "web-3f2a1c", Kind: "connect", Host: "api.example.test", Port: 443, IP: "192.0.2.10", Allowed: true, Raw: []byte(`{"kind":"connect"}`)},
+		"egress-allowed":         {Time: at, Box: "web-3f2a1c", Kind: "connect", Host: "api.example.test", Port: 443, IP: "192.0.2.10", Allowed: true, Raw: []byte(`{"kind":"connect"}`)},
 		"egress-denied-decision": {Time: at, Box: "web-3f2a1c", Kind: "http", Host: "evil.example", Port: 80, Reason: "host-not-allowed", Count: 4, Raw: []byte(`{"kind":"http"}`)},
-		"egress-request": {Time: at, Box: "web-3f2a1c", Kind: "request", Request: "registry.example.test", Why: "npm install", Raw: []byte(`{"kind":"request"}`)},
+		"egress-request":         {Time: at, Box: "web-3f2a1c", Kind: "request", Request: "registry.example.test", Why: "npm install", Raw: []byte(`{"kind":"request"}`)},
 	} {
 		o, ok := OCSFDecision(d, "1.0.0")
 		if !ok {
