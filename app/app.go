@@ -221,6 +221,15 @@ func CommandArgv(corral string, a menu.Action) ([]string, error) {
 	return nil, fmt.Errorf("no terminal command for menu action %d", a.Kind)
 }
 
+// ReviewArgv is the command the menu's "Review last session" runs (not in
+// a terminal: the report opens in the browser).
+func ReviewArgv(corral, box string) ([]string, error) {
+	if err := project.CheckName(box, ""); err != nil {
+		return nil, err
+	}
+	return []string{corral, "review", box, "--open"}, nil
+}
+
 func (o *Options) fill() error {
 	var errs []error
 	if o.Backend == nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/app/menu"
@@ -41,6 +42,18 @@ func TestCommandArgv(t *testing.T) {
 	} {
 		if got, err := CommandArgv(c, a); err == nil {
 			t.Errorf("%+v: %q, want an error", a, got)
+		}
+	}
+}
+
+func TestReviewArgv(t *testing.T) {
+	got, err := ReviewArgv("/usr/bin/corral", "web-3f2a1c")
+	if err != nil || strings.Join(got, " ") != "/usr/bin/corral review web-3f2a1c --open" {
+		t.Errorf("ReviewArgv = %q, %v", got, err)
+	}
+	for _, bad := range []string{"", "-x", "--help", "a b", "../x", "Web"} {
+		if _, err := ReviewArgv("corral", bad); err == nil {
+			t.Errorf("ReviewArgv accepts box %q", bad)
 		}
 	}
 }

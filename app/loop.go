@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -297,6 +298,8 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 		l.pickFolder(ctx)
 	case menu.ActShowLog:
 		l.open(ctx, "show egress log of "+a.Box, l.b.EgressLogPath(a.Box))
+	case menu.ActReviewSession:
+		l.review(ctx, a.Box)
 	case menu.ActRevealProject:
 		l.open(ctx, "reveal project "+a.Project, a.Project)
 	case menu.ActOpenPort:
@@ -316,6 +319,25 @@ func (l *loop) click(ctx context.Context, c tray.Click) {
 			return nil
 		})
 	}
+}
+
+// review runs `corral review BOX --open` off the loop: the same report as
+// the CLI's, as a page in the browser. The box name passes its rule first.
+func (l *loop) review(ctx context.Context, box string) {
+	argv, err := ReviewArgv(l.opts.CorralPath, box)
+	if err != nil {
+		l.fail("review "+box, err)
+		l.render()
+		return
+	}
+	l.goDo(ctx, func(ctx context.Context) func() {
+		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+			return func() { l.fail("review "+box, err); l.render() }
+		}
+		return nil
+	})
 }
 
 // toggleLogin turns "Open at login" on or off off the loop (registering

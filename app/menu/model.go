@@ -40,6 +40,7 @@ const (
 	ActOpenPort                         // open http://localhost:Port/ in the browser (a port Box forwards)
 	ActToggleLogin                      // turn "Open at login" on or off (macOS login item)
 	ActDenyRequest                      // answer no to Box's request for Host (an entry or "port N")
+	ActReviewSession                    // show what Box's last session did (corral review BOX --open)
 )
 
 // LoginState is the app's login item as the menu shows it.
@@ -412,6 +413,8 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 			askedItem(k, b, ui.Now, lim),
 			deniedItem(k, b, ui.Now, lim),
 			credentialsItem(k, b, ui.Now, lim),
+			Item{Key: k + "/review", Title: "Review last session", Tooltip: "What the last session did: network, requests, grants, credentials, git, files",
+				Action: Action{Kind: ActReviewSession, Box: b.Name}},
 			Item{Key: k + "/log", Title: "Show egress log", Action: Action{Kind: ActShowLog, Box: b.Name}},
 			reveal,
 			rebuild,

@@ -45,6 +45,7 @@ Quit corral
   Open Claude session
   Open shell
   Start
+  Review last session
   Show egress log
   Reveal project
   Rebuild…
@@ -52,6 +53,7 @@ Quit corral
   Open Claude session
   Open shell
   Stop
+  Review last session
   Show egress log
   Reveal project
   Rebuild…
@@ -99,6 +101,7 @@ Quit corral
   Credentials used (2) >
     anthropic\x1b[31m · 12 uses · last 14:59 [disabled]
     github · 1 use · last 14:57 [disabled]
+  Review last session
   Show egress log
   Reveal project [disabled]
   Rebuild… [disabled]
@@ -122,6 +125,7 @@ Quit corral
   Open Claude session [disabled]
   Open shell [disabled]
   Start
+  Review last session
   Show egress log
   Reveal project [disabled]
   Click again to rebuild a-very-long-project…

@@ -104,6 +104,7 @@ Attach claude · active · 1 attached
 Attach tests (shell) · quiet 12m
 Attach old
 Stop
+Review last session
 Show egress log
 Reveal project
 Rebuild…

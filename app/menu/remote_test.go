@@ -36,6 +36,7 @@ func TestRemoteGrouping(t *testing.T) {
   Open Claude session
   Open shell
   Start
+  Review last session
   Show egress log
   Reveal project
   Rebuild…

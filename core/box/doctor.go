@@ -32,9 +32,11 @@ import (
 	"github.com/corral-dev/corral/core/launchenv"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
+	"github.com/corral-dev/corral/core/namerule"
 	"github.com/corral-dev/corral/core/project"
 	"github.com/corral-dev/corral/core/qemu"
 	"github.com/corral-dev/corral/core/secret"
+	"github.com/corral-dev/corral/core/untrusted"
 	"github.com/corral-dev/corral/core/version"
 	"github.com/corral-dev/corral/guest"
 )
@@ -560,6 +562,7 @@ func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOption
 		}
 	}
 
+	out = append(out, nameRuleCheck(s.Layout.LimaHome(), m))
 	want := guestWant{Box: box, Network: m.Network, Units: guest.Units, EnvNames: env.Names(), User: limayaml.GuestUser(limaUser())}
 	if opt.Resolved.Project.Box == box {
 		want.GitHosts = opt.Resolved.Loaded.Settings().GitTokens
@@ -808,4 +811,28 @@ func agentStateCheck(m boxmeta.Meta, r boxmeta.Resolved) Check {
 	}
 	return fail(name, "box created before per-box agent state: it may mount the shared agent directory",
 		"corral rebuild -C "+m.Project)
+}
+
+// nameRuleCheck says whether the host refuses a .git in the running box's
+// work tree (core/namerule: Linux qemu, unless git_shadow = false) and
+// proves it from the running qemu; elsewhere it says what reports them.
+func nameRuleCheck(limaHome string, m boxmeta.Meta) Check {
+	switch {
+	case m.Project == "" || m.Source == config.SourceClone:
+		return pass("name rule", "no shared project")
+	case runtime.GOOS != "linux" || m.VMType != config.VMTypeQEMU || m.GitShadowOff:
+		if m.Network == config.NetworkBroker {
+			return pass("name rule", "not enforced by this host (vz or git_shadow = false): the broker reports a .git made in the work tree within 2 s")
+		}
+		return pass("name rule", "not enforced by this host (vz or git_shadow = false): a .git made in the work tree is reported at stop, pull and doctor")
+	}
+	pid, err := untrusted.ReadPID(funnel.PIDFile(limaHome, m.Name))
+	if err != nil {
+		return fail("name rule", "cannot read qemu's pid: "+err.Error(), "corral stop "+m.Name+" && corral start "+m.Name)
+	}
+	sup, err := namerule.Verify(pid)
+	if err != nil {
+		return fail("name rule", err.Error(), "corral stop "+m.Name+" && corral start "+m.Name)
+	}
+	return pass("name rule", fmt.Sprintf("qemu (pid %d) cannot make a .git in the work tree; its supervisor is pid %d", pid, sup))
 }

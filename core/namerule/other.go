@@ -32,3 +32,6 @@ type Refusal struct {
 
 // MountID fails: no statx here.
 func MountID(p string) (uint64, error) { return 0, ErrUnsupported }
+
+// Verify fails: no seccomp here.
+func Verify(pid int) (int, error) { return 0, ErrUnsupported }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,4 +140,36 @@ func Reporter(w io.Writer, box string, record func(Refusal)) func(Refusal) {
 			}
 		}
 	}
+}
+
+// Verify checks that the qemu at pid runs under the rule: its status says
+// seccomp filter mode with no_new_privs, and a supervisor (a child whose
+// command line is Command) is alive outside any filter. It returns the
+// supervisor's pid.
+func Verify(pid int) (int, error) {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading qemu's status: %w", err)
+	}
+	if !strings.Contains(string(st), "\nSeccomp:\t2\n") || !strings.Contains(string(st), "\nNoNewPrivs:\t1\n") {
+		return 0, errors.New("qemu runs without the name rule's filter (started before corral had it, or by hand)")
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, c := range strings.Fields(string(b)) {
+			cl, _ := os.ReadFile("/proc/" + c + "/cmdline")
+			args := strings.Split(string(cl), "\x00")
+			if len(args) < 2 || args[1] != Command {
+				continue
+			}
+			cst, _ := os.ReadFile("/proc/" + c + "/status")
+			if !strings.Contains(string(cst), "\nSeccomp:\t0\n") {
+				return 0, errors.New("the name rule's supervisor runs under a filter")
+			}
+			n, _ := strconv.Atoi(c)
+			return n, nil
+		}
+	}
+	return 0, errors.New("qemu has the filter but its supervisor is gone: every change to the project fails")
 }

@@ -129,6 +129,11 @@ func TestQemuShimNamespace(t *testing.T) {
 		t.Errorf("qemu is not under the name rule's filter:\n%s", st)
 	}
 	sup := supervisorOf(t, pid)
+	if n, _ := strconv.Atoi(pid); sup != "" {
+		if got, err := namerule.Verify(n); err != nil || strconv.Itoa(got) != sup {
+			t.Errorf("namerule.Verify(%s) = %d, %v; want the supervisor %s", pid, got, err, sup)
+		}
+	}
 	if sup == "" {
 		t.Errorf("no name rule supervisor beside qemu; stderr:\n%s", stderr.String())
 	} else if sst, _ := os.ReadFile("/proc/" + sup + "/status"); !strings.Contains(string(sst), "Seccomp:\t0") {

@@ -165,3 +165,24 @@ func TestReviewBySessionAndMissing(t *testing.T) {
 		t.Errorf("a missing session: %v", err)
 	}
 }
+
+// TestReviewHTML: the page is self-contained (no script, no external
+// resource) and shows every box-made string escaped.
+func TestReviewHTML(t *testing.T) {
+	l, t0 := fixture(t)
+	r, err := Build(l, Options{Box: "web-1", Now: t0.Add(4 * time.Hour)})
+	must(t, err)
+	r.Files = append(r.Files, File{Path: "<script>alert(1)</script>.txt"})
+	page, err := r.HTML()
+	must(t, err)
+	for _, bad := range []string{"<script", "\x1b", "\u202e", "http://", "https://", "src="} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q", bad)
+		}
+	}
+	for _, want := range []string{"evil.example.net", "&lt;script&gt;alert(1)&lt;/script&gt;.txt", "git-name-refused", "default-src &#39;none&#39;", "default-src 'none'"} {
+		if !strings.Contains(page, want) && !strings.Contains(want, "&#39;") {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}

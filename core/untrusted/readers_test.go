@@ -45,6 +45,7 @@ var shapeCalls = map[string][]string{
 // listed here and on an entry no read matches.
 var rawReaders = map[string]string{
 	"app/lock_unix.go:acquireLock":               "a pid in a lock file, 64 bytes, parsed with strconv",
+	"core/namerule/start_linux.go:Verify":        "/proc: kernel-made status, children and cmdline, matched by substring",
 	"core/golden/provision.go:keepLog":           "the tail of a failed golden's boot log, copied as text to a log of its own",
 	"app/terminal/terminal.go:start":             "/dev/null for a child's stdin",
 	"cmd/gendocs/main.go:run":                    "generated docs compared byte for byte (a build tool)",

@@ -2,7 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
+
+	"github.com/corral-dev/corral/core/atomicfile"
 
 	"github.com/corral-dev/corral/core/review"
 	"github.com/spf13/cobra"
@@ -15,6 +22,10 @@ type ReviewOptions struct {
 	Box     string
 	Session string
 	JSON    bool
+	// Open writes the review as an HTML page under the run directory and
+	// opens it in the browser; Browse does the opening (tests fake it).
+	Open   bool
+	Browse func(path string) error
 	// Now and Location are the clock and time zone of the report; tests
 	// fix them.
 	Now      func() time.Time
@@ -23,7 +34,7 @@ type ReviewOptions struct {
 
 // NewCmdReview builds `corral review`.
 func NewCmdReview(f *Factory, runF func(*ReviewOptions) error) *cobra.Command {
-	opts := &ReviewOptions{IO: f.IO, Factory: f, Now: time.Now, Location: time.Local}
+	opts := &ReviewOptions{IO: f.IO, Factory: f, Now: time.Now, Location: time.Local, Browse: browse}
 	cmd := &cobra.Command{
 		Use:   "review [BOX]",
 		Short: "Review what a session did: network, requests, grants, credentials, git, files",
@@ -52,6 +63,7 @@ box running at the same time share its egress lines. Session IDs are in
 	}
 	cmd.Flags().StringVar(&opts.Session, "session", "", "review session `ID` (or a prefix of it; \"last\" is the latest)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON (schema corral.review/v1)")
+	cmd.Flags().BoolVar(&opts.Open, "open", false, "write the report as one HTML page and open it in the browser")
 	return cmd
 }
 
@@ -67,6 +79,41 @@ func reviewRun(opts *ReviewOptions) error {
 	if opts.JSON {
 		return printJSON(opts.IO.Out, SchemaReview, r)
 	}
+	if opts.Open {
+		page, err := r.HTML()
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(l.RunDir(), "review")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("review: %w", err)
+		}
+		// Box and session names passed their rules: the file name is theirs.
+		path := filepath.Join(dir, r.Box+"-"+r.Session+".html")
+		if err := atomicfile.WriteFile(path, []byte(page), 0o600); err != nil {
+			return fmt.Errorf("review: %w", err)
+		}
+		fmt.Fprintln(opts.IO.Out, path)
+		return opts.Browse(path)
+	}
 	_, err = fmt.Fprint(opts.IO.Out, r.Markdown(opts.Location))
 	return err
+}
+
+// browserArgv is how a page is opened in the default browser: open(1) on
+// macOS (without -t, which would pick the text editor), xdg-open elsewhere.
+func browserArgv(goos, path string) []string {
+	if goos == "darwin" {
+		return []string{"/usr/bin/open", path}
+	}
+	return []string{"xdg-open", path}
+}
+
+func browse(path string) error {
+	argv := browserArgv(runtime.GOOS, path)
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("opening %s with %s: %w: %s", path, argv[0], err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

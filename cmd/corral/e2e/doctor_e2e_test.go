@@ -38,7 +38,7 @@ func doctorChecks(t *testing.T, x *h) {
 				t.Errorf("failed: %+v", c)
 			}
 		}
-		for _, want := range []string{"lima", "provisioned", "provision steps", "unit corral-network.service", "network full", "session variables", "guest user"} {
+		for _, want := range []string{"lima", "provisioned", "provision steps", "unit corral-network.service", "network full", "session variables", "guest user", "name rule"} {
 			if !names[want] {
 				t.Errorf("no %q check in %v", want, names)
 			}
