@@ -513,6 +513,14 @@ func allow(l paths.Layout, box, entry string, scope Scope, d time.Duration, acto
 	// A request that fails its own checks (a bad entry, "*.com") is an
 	// error of the command, not a grant refused: nothing is recorded.
 	if _, err := checkGrant(entry, scope, d); err != nil {
+		// A refusal by the organisation's policy is recorded: its SIEM
+		// sees who asked for what the policy forbids.
+		if config.IsPolicyRefusal(err) {
+			f := map[string]any{"entry": entry, "scope": string(scope)}
+			if rerr := recordAudit(l, audit.Refusal(audit.KindAllow, box, actor, f, err)); rerr != nil {
+				return Approval{}, errors.Join(err, rerr)
+			}
+		}
 		return Approval{}, err
 	}
 	// The record is written under the approvals lock once the new file is

@@ -51,3 +51,33 @@ func TestManagedFloorBindsApprovals(t *testing.T) {
 		t.Errorf("denied host: %v", err)
 	}
 }
+
+// TestPolicyRefusalsAreAudited: a live allow the organisation's policy
+// refuses is recorded as a refused event (for its SIEM); a malformed
+// entry is only an error.
+func TestPolicyRefusalsAreAudited(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "managed.toml")
+	os.WriteFile(policy, []byte("deny_egress = [\"*.corp.example\"]\nmax_approval = \"8h\"\n"), 0o644)
+	t.Setenv(config.ManagedEnv, policy)
+	_, _, l := newStore(t)
+	if _, err := Allow(l, testBox, "db.corp.example", ScopeSession, audit.ActorApp); err == nil {
+		t.Fatal("denied host allowed")
+	}
+	if _, err := Allow(l, testBox, "api.example.test", ScopeAlways, audit.ActorCLI); err == nil {
+		t.Fatal("always allowed under max_approval")
+	}
+	if _, err := Allow(l, testBox, "https://x/", ScopeSession, audit.ActorCLI); err == nil {
+		t.Fatal("malformed entry allowed")
+	}
+	evs, err := audit.Read(l.AuditLog(), audit.Filter{})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("%v: %+v", err, evs)
+	}
+	for i, want := range []string{"db.corp.example", "api.example.test"} {
+		ev := evs[i]
+		if ev.Kind != audit.KindRefused || ev.Fields[audit.FieldOf] != "allow" || ev.Fields["entry"] != want ||
+			!strings.Contains(ev.Fields[audit.FieldReason].(string), "the organisation's policy") {
+			t.Errorf("event %d: %+v", i, ev)
+		}
+	}
+}

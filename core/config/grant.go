@@ -60,6 +60,9 @@ type Verdict struct {
 	// says what to grant instead.
 	Why string `json:"why,omitempty"`
 	Fix string `json:"fix,omitempty"`
+	// Policy: the organisation's managed policy refused it (not corral's
+	// own check).
+	Policy bool `json:"policy,omitempty"`
 }
 
 // Err is nil unless the verdict refuses: then an error naming the key,
@@ -142,7 +145,7 @@ func CheckGrant(key, entry string, ctx GrantContext) Verdict {
 		m = SystemManaged()
 	}
 	if why := m.refuseGrant(key, v.Entry); why != "" {
-		v.Risk, v.Why, v.Fix = RiskRefused, why, "ask your organisation's administrator"
+		v.Risk, v.Why, v.Fix, v.Policy = RiskRefused, why, "ask your organisation's administrator", true
 	}
 	return v
 }

@@ -354,6 +354,16 @@ type PolicyError struct {
 
 func (e *PolicyError) Error() string { return e.Managed.policy() + " refuses it: " + e.Msg }
 
+// IsPolicyRefusal reports whether err is a refusal by the organisation's
+// managed policy (a live approval's scope or duration, or an entry the
+// floor denies): such a refusal is recorded in the audit log, for the
+// organisation's SIEM, where a malformed request is only an error.
+func IsPolicyRefusal(err error) bool {
+	var pe *PolicyError
+	var ge *GrantError
+	return errors.As(err, &pe) || errors.As(err, &ge) && ge.Verdict.Policy
+}
+
 // RepoRequestsRefused is why the floor refuses every repository request,
 // or "".
 func (m *Managed) RepoRequestsRefused() string {
