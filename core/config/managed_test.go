@@ -261,3 +261,29 @@ func TestManagedViolationsNameThePolicy(t *testing.T) {
 		t.Errorf("refused requests %+v", q)
 	}
 }
+
+// FuzzManagedSources: any managed file or plist either is refused or
+// yields a floor whose every value validates (and CheckGrant never panics
+// under it).
+func FuzzManagedSources(f *testing.F) {
+	f.Add([]byte(testManaged), false)
+	f.Add([]byte(testPlist), true)
+	f.Add([]byte("<plist><dict><key>audit</key><dict><key>forward</key><string>http://[::1]:1/x</string></dict></dict></plist>"), true)
+	f.Fuzz(func(t *testing.T, data []byte, plist bool) {
+		var m *Managed
+		var err error
+		if plist {
+			m, err = ParseManagedPlist("prefs", data)
+		} else {
+			m, err = ParseManaged("m.toml", data)
+		}
+		if err != nil {
+			return
+		}
+		if errs := m.validate(nil); len(errs) > 0 {
+			t.Fatalf("accepted a floor that does not validate: %v", errs)
+		}
+		CheckGrant("egress", "api.example.test", GrantContext{Managed: m})
+		_ = m.CheckApproval("always", time.Hour)
+	})
+}
