@@ -25,6 +25,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"net/url"
@@ -140,8 +141,17 @@ func ParseManaged(path string, data []byte) (*Managed, error) {
 }
 
 // LoadManaged reads the managed file at path; a missing file is no policy
-// (nil, nil).
+// (nil, nil). So is a file in a directory the user cannot search (stat
+// itself is refused: whether a file is there cannot be known): /etc/corral
+// is also where a box keeps corral's own files, and a host that ran guest
+// scripts may have it private to root. An administrator deploys the
+// directory searchable and the file readable (docs/ORGANISATIONS.md); a
+// file that is there but cannot be read, or does not decode, is in force
+// as an error (fail closed).
 func LoadManaged(path string) (*Managed, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrPermission) {
+		return nil, nil
+	}
 	data, err := readLayerFile(path)
 	if err != nil || data == nil {
 		return nil, err

@@ -287,3 +287,25 @@ func FuzzManagedSources(f *testing.F) {
 		_ = m.CheckApproval("always", time.Hour)
 	})
 }
+
+// TestManagedFileAccess: a file in a directory the user cannot search is
+// no policy; a file there but unreadable is in force as an error.
+func TestManagedFileAccess(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file")
+	}
+	dir := t.TempDir()
+	hidden := filepath.Join(dir, "hidden")
+	os.Mkdir(hidden, 0o700)
+	os.WriteFile(filepath.Join(hidden, "managed.toml"), []byte(testManaged), 0o644)
+	os.Chmod(hidden, 0o600) // not searchable
+	defer os.Chmod(hidden, 0o700)
+	if m, err := LoadManaged(filepath.Join(hidden, "managed.toml")); m != nil || err != nil {
+		t.Errorf("unsearchable directory: %v %v", m, err)
+	}
+	unreadable := filepath.Join(dir, "managed.toml")
+	os.WriteFile(unreadable, []byte(testManaged), 0o000)
+	if _, err := LoadManaged(unreadable); err == nil {
+		t.Error("an unreadable policy file is no policy")
+	}
+}
