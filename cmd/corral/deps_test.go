@@ -48,7 +48,7 @@ var floors = []struct {
 	{"libraries", []string{
 		"core/atomicfile", "core/display", "core/hint", "core/hostbin", "core/hostinfo", "core/jsonl",
 		"core/procinfo", "core/secret", "core/untrusted", "core/version", "core/paths", "core/project",
-		"core/lima", "core/qmp", "core/qemu", "core/hostmem", "core/pins", "core/audit", "core/dotgit",
+		"core/lima", "core/qmp", "core/qemu", "core/hostmem", "core/pins", "core/audit", "core/dotgit", "core/progress",
 	}},
 	// Rules: each owns one rule of corral's (a box's states, the egress
 	// decision, trust classes, credential injection, ...).

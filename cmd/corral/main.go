@@ -2,7 +2,8 @@
 // One binary, five modes, chosen here and nowhere else: under the name
 // qemu-system-<arch> it is the qemu wrapper Lima runs for corral's boxes
 // (core/qemuwrap); `corral guest-conn BOX` is what that qemu runs per guest
-// connection (core/guestconn, with no command tree); `corral
+// connection (core/guestconn, with no command tree), `corral host-conn BOX
+// PORT` per connection to a named host port (core/funnel, the same); `corral
 // qemu-name-rule` is the supervisor that wrapper starts beside qemu
 // (core/namerule); everything else is the
 // CLI (cmd/corral/cli), whose `corral app` is the menu-bar app and whose
@@ -13,6 +14,7 @@ import (
 	"os"
 
 	"github.com/corral-dev/corral/cmd/corral/cli"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/guestconn"
 	"github.com/corral-dev/corral/core/namerule"
 	"github.com/corral-dev/corral/core/qemuwrap"
@@ -27,6 +29,8 @@ func run(argv []string) int {
 		return qemuwrap.Main(argv)
 	case len(argv) > 1 && argv[1] == guestconn.Command:
 		return guestconn.Main(argv[1:])
+	case len(argv) > 1 && argv[1] == funnel.BridgeCommandName:
+		return funnel.HostConnMain(argv[2:])
 	case len(argv) > 1 && argv[1] == namerule.Command:
 		return qemuwrap.NameRuleMain(argv[2:])
 	}

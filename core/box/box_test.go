@@ -60,13 +60,13 @@ func (f *fakeLima) command(ctx context.Context, name string, args ...string) *ex
 	case "list":
 		var lines []string
 		for n, st := range f.insts {
-			if len(args) > 2 && args[len(args)-1] != "--json" && args[len(args)-1] != n {
+			if len(args) > 2 && !listAll(args) && args[len(args)-1] != n {
 				continue
 			}
 			b, _ := json.Marshal(map[string]any{"name": n, "status": st, "vmType": "qemu"})
 			lines = append(lines, string(b))
 		}
-		if len(args) > 2 && args[len(args)-1] != "--json" && len(lines) == 0 {
+		if len(args) > 2 && !listAll(args) && len(lines) == 0 {
 			return fail("No instance matching " + args[len(args)-1] + " found.")
 		}
 		return exec.Command("printf", "%s", strings.Join(lines, "\n")+"\n")
@@ -324,4 +324,10 @@ func TestRebuildChecksLimaFirst(t *testing.T) {
 			t.Errorf("limactl %s ran", c)
 		}
 	}
+}
+
+// listAll: a `limactl list` of every instance (no name after the format).
+func listAll(args []string) bool {
+	last := args[len(args)-1]
+	return last == "--json" || last == "{{json .}}"
 }

@@ -351,7 +351,7 @@ func hintOf(err error, def string) string {
 const doctorProbeService = "corral-doctor-probe"
 
 // keychainRefs are the keychain items a box's sessions and broker read:
-// keychain_env and [credentials.NAME] keychain.
+// keychain_env, [credentials.NAME] keychain and upstream_proxy's keychain.
 func keychainRefs(c config.Settings) []config.SecretRef {
 	var out []config.SecretRef
 	for _, r := range c.KeychainEnv {
@@ -361,6 +361,9 @@ func keychainRefs(c config.Settings) []config.SecretRef {
 		if cr.Keychain != nil {
 			out = append(out, *cr.Keychain)
 		}
+	}
+	if k := c.UpstreamProxy.Keychain; k != nil {
+		out = append(out, *k)
 	}
 	return out
 }

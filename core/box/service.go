@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/progress"
 	"github.com/corral-dev/corral/core/qemu"
 	"github.com/corral-dev/corral/core/qemuwrap"
 )
@@ -39,7 +40,10 @@ type Service struct {
 	Logger   *slog.Logger
 	Actor    audit.Actor
 	Progress io.Writer // short human progress lines; nil discards
-	Now      func() time.Time
+	// ProgressTTY says Progress is a terminal: a long step (a boot) is one
+	// updating line there (core/progress).
+	ProgressTTY bool
+	Now         func() time.Time
 	// GuestCommand builds the ssh process of a non-interactive guest
 	// command (corral pull); nil = exec.CommandContext. Tests run the
 	// guest script locally instead.
@@ -173,7 +177,7 @@ func replaceLink(link, target string) error {
 // Goldens are the golden images, built with this service's Lima client,
 // progress and guest commands.
 func (s *Service) Goldens() golden.Images {
-	return golden.Images{Layout: s.Layout, Lima: s.Lima, Progress: s.Progress, Logger: s.Logger,
+	return golden.Images{Layout: s.Layout, Lima: s.Lima, Progress: s.Progress, ProgressTTY: s.ProgressTTY, Logger: s.Logger,
 		Now: s.now, GuestScript: s.guestScript, StartTimeout: StartTimeout}
 }
 
@@ -181,6 +185,20 @@ func (s *Service) progress(format string, args ...any) {
 	if s.Progress != nil {
 		fmt.Fprintf(s.Progress, format+"\n", args...)
 	}
+}
+
+// booting runs start (a Lima start of box) as a progress step: on a slow
+// boot the user sees what the VM is doing (Lima's host agent log) and for
+// how long.
+func (s *Service) booting(ctx context.Context, name, box string, start func() error) error {
+	w := &progress.Writer{W: s.Progress, TTY: s.ProgressTTY}
+	step := w.Start(name)
+	fctx, cancel := context.WithCancel(ctx)
+	go progress.Follow(fctx, lima.HostAgentLog(s.Layout.LimaHome(), box), step)
+	err := start()
+	cancel()
+	step.End(err)
+	return err
 }
 
 func (s *Service) audit(ev audit.Event) {

@@ -276,8 +276,17 @@ func (s *Service) sessionEnv(ctx context.Context, r boxmeta.Resolved, m boxmeta.
 	// saying to choose "Always Allow" (which covers the broker, the same
 	// program); the broker itself never asks and refuses an item that
 	// still needs the dialog at once.
-	if tty && in.Brokered != nil && len(in.Brokered.Keychain) > 0 && in.Secrets != nil {
-		for _, d := range secret.Decide(actx, in.Secrets, in.Brokered.Keychain, s.Progress) {
+	// The upstream proxy's item is one of them (the broker reads it for
+	// its proxied connections; core/broker upstreamProxy).
+	var brokerItems []secret.Ref
+	if in.Brokered != nil {
+		brokerItems = slices.Clone(in.Brokered.Keychain)
+		if k := r.Loaded.Settings().UpstreamProxy.Keychain; k != nil {
+			brokerItems = append(brokerItems, secret.Ref{Service: k.Service, Account: k.Account})
+		}
+	}
+	if tty && len(brokerItems) > 0 && in.Secrets != nil {
+		for _, d := range secret.Decide(actx, in.Secrets, brokerItems, s.Progress) {
 			if d.Err != nil {
 				s.Logger.Warn("reading a keychain item the broker uses", "box", m.Name, "service", d.Ref.Service, "account", d.Ref.Account, "err", d.Err)
 			}

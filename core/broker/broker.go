@@ -188,11 +188,23 @@ func runBox(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	var upstream *egress.UpstreamProxy
+	bp.mu.Lock()
+	cfg := bp.cfg
+	bp.mu.Unlock()
+	if cfg != nil {
+		if upstream, err = upstreamProxy(o, cfg.Settings()); err != nil {
+			return fmt.Errorf("egress of box %s: %w", o.Box, err)
+		}
+	}
+	if upstream != nil {
+		logger.Info("upstream proxy", "box", o.Box, "scheme", upstream.Scheme, "addr", upstream.Addr, "user_set", upstream.User != "")
+	}
 	inbox := newInbox(decisionLog, o.RequestHold)
 	srv, err := egress.NewServer(egress.Config{Listen: o.Listen, Box: o.Box, Policy: policy,
 		Log: decisions, Resolver: o.Resolver, Logger: logger,
 		Credentials: creds.Broker(), SelfAddrs: selfAddrs(m.BrokerPort), HostPorts: limaSSHPorts(l.LimaHome()),
-		Hold: bp.hold(), ConsumeOnce: bp.consumeOnce, Requests: inbox})
+		Hold: bp.hold(), ConsumeOnce: bp.consumeOnce, Requests: inbox, Upstream: upstream})
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,12 @@ func judgeRepoKey(name string, repo, user *Config, in PolicyInput, strict bool) 
 	key, _ := KeyByName(name)
 	v := field(repo, name).Interface()
 	ok := TrustVerdict{Allowed: true}
+	if name == "upstream_proxy" {
+		// Not even the value the user's layers give: the proxy is where
+		// the box's allowed traffic goes, and a repository has no say in it.
+		return TrustVerdict{Reason: "a repository may never set the upstream proxy (where the broker sends the box's traffic)",
+			Never: true, Fix: "remove it from the repository's .corral.toml; set upstream_proxy in ~/.corral/config.toml or ~/.corral/projects/<box>.toml"}
+	}
 	if key.Merge == MergeReplace && trustedSets(in, name) {
 		return ok
 	}

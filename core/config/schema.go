@@ -90,6 +90,7 @@ var Schema = []Key{
 	{"host_ports", "list of integers", "[]", ClassHost, MergeUnion, "Host loopback ports the box may reach, one by one (never a range; from 1024, at most 16, none in corral's broker range), e.g. [63342] for an IDE's server that an agent's IDE integration (Claude Code's /ide) connects to. In the box each is at PROXY_HOST:PORT, the broker's address (192.168.5.4 under the host funnel, 192.168.5.2 on vz; `corral info` lists them; a client that honours the proxy variables must be told to connect directly, e.g. NO_PROXY, as the broker refuses a CONNECT to a private address). With vm_type = \"qemu\" in broker mode each is one more guestfwd rule of the box's qemu to the host's 127.0.0.1:PORT (host-enforced: the VM process still reaches nothing else); on vz the guest's nftables open PROXY_HOST:PORT (guest-enforced, like the rest of vz's funnel). Broker mode only. Applied at every start. Only trusted layers may set it: the box talks to a host service."},
 	{"low_host_ports", "boolean", "false", ClassHost, MergeReplace, "Allow host ports below 1024 in ports."},
 	{"hold_denied", "duration", `"0"`, ClassHost, MergeReplace, `Hold a connection the broker denies by host or port for up to this long (at most 10m) instead of answering at once: the app asks as for any denial, and an approval given meanwhile (` + "`corral allow`" + `, the menu) lets the held connection proceed with no retry; at the end of the hold it is answered 403 as before. At most 8 connections per box are held at once; more are denied at once. "0" never holds. Only trusted layers may set it: a hold keeps the box's tools waiting on the user.`},
+	{"upstream_proxy", "table", "", ClassHost, MergeReplace, "{ url = \"http://proxy.example.com:3128\" or \"socks5://127.0.0.1:1080\", keychain = { service, account }, no_proxy = [\"intranet.example.com\", \"*.corp.example\", \"10.0.0.0/8\"] }: the proxy the box's broker sends allowed traffic through (tunnels, plain http and the credential routes), after its own decision and checks, which are unchanged: it resolves the name, checks every address, and asks the proxy for the checked address (CONNECT 203.0.113.7:443 or a SOCKS5 CONNECT of the address), never the name, so the proxy resolves nothing; plain http goes through a tunnel too (the proxy must allow CONNECT to the ports the allow-list opens for it). keychain names the proxy's credentials: the item's account is the user name, its secret the password (Basic for http, RFC 1929 for socks5), read by the broker; never put them in url. no_proxy: hosts, *.suffix (or .suffix), addresses and ranges dialled directly. The proxy's own address may be loopback or private; the box can never reach it as a destination. A proxy that refuses or fails gives the box 502 and a decision line with reason upstream-proxy-refused or upstream-proxy-failed. The whole table is replaced by a later layer; a change applies when the box's broker restarts (corral stop, then up). A repository's .corral.toml may never set it, not even to the value your layers give."},
 	{"agent", "string", `"claude"`, ClassHost, MergeReplace, "The box's agent: installed when its golden image is built, its state seeded, its hosts allowed by the broker. Built in: " + fmt.Sprint(agent.Builtins()) + "; or a name defined under [agents]. `corral agent NAME` (and `corral claude`, `corral codex`, `corral gemini`) run any agent the box has installed; `corral agents` lists them."},
 	{"agents", "table of tables", "{}", ClassHost, MergeKeys, "NAME = { command = [\"aider\", \"--yes-always\"], install = \"…\", forward_env = [\"OPENAI_API_KEY\"], egress = [\"api.openai.com\"], state_dir = \".aider\" }: an agent besides the built-in ones. command is the argv a session runs (required); install is a shell script run as root once when the golden image of a box with agent = NAME is built; forward_env are host variables its sessions get when set; egress are hosts its broker allows while it is the box's agent; state_dir is where it keeps its state, relative to the box user's home (linked to the box's agent state). Built-in names cannot be redefined. Only trusted layers may define agents: an install step is code run as root in the golden build."},
 	{"agent_state", "string", `"seeded"`, ClassTighten, MergeReplace, `Where the agent's state (settings, hooks, MCP servers, instructions, login) lives. "seeded": on the box's own disk, copied at its first boot from the host-owned template ~/.corral/agent-templates/<agent> (corral writes the first-run settings there; it is never mounted into a box). "isolated": on the box's own disk, starting empty. "shared": ~/.corral/agents/<agent> mounted writable into every box that chooses it — a trusted opt-in only: a box working on an untrusted repository can plant a hook or MCP server that the next session in another box runs, and the strict profile refuses it. Order: shared < seeded < isolated.`},
@@ -158,6 +159,15 @@ type Credential struct {
 	ReadOnly bool     `toml:"read_only" json:"read_only,omitempty"`
 }
 
+// UpstreamProxy is the upstream_proxy table: the proxy a box's broker
+// sends allowed traffic through (core/egress UpstreamProxy). Host-only,
+// and refused outright in a repository layer.
+type UpstreamProxy struct {
+	URL      string     `toml:"url" json:"url"`
+	Keychain *SecretRef `toml:"keychain" json:"keychain,omitempty"`
+	NoProxy  []string   `toml:"no_proxy" json:"no_proxy,omitempty"`
+}
+
 // MaxHoldDenied bounds hold_denied: a tool held longer has given up anyway.
 const MaxHoldDenied = 10 * time.Minute
 
@@ -217,6 +227,7 @@ type Config struct {
 	HostPorts       []int                 `toml:"host_ports" json:"host_ports,omitempty"`
 	LowHostPorts    *bool                 `toml:"low_host_ports" json:"low_host_ports,omitempty"`
 	HoldDenied      *Duration             `toml:"hold_denied" json:"hold_denied,omitempty"`
+	UpstreamProxy   *UpstreamProxy        `toml:"upstream_proxy" json:"upstream_proxy,omitempty"`
 	Agent           *string               `toml:"agent" json:"agent,omitempty"`
 	Agents          map[string]agent.Def  `toml:"agents" json:"agents,omitempty"`
 	AgentState      *agentstate.Mode      `toml:"agent_state" json:"agent_state,omitempty"`

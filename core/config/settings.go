@@ -38,7 +38,8 @@ type Settings struct {
 	PortEntries     []string              `key:"ports"`
 	HostPorts       []int                 `key:"host_ports"`
 	LowHostPorts    bool                  `key:"low_host_ports"`
-	HoldDenied      time.Duration         `key:"hold_denied"` // 0: never hold
+	HoldDenied      time.Duration         `key:"hold_denied"`    // 0: never hold
+	UpstreamProxy   UpstreamProxy         `key:"upstream_proxy"` // URL "": none
 	Agent           string                `key:"agent"`
 	Agents          map[string]agent.Def  `key:"agents"`
 	AgentState      agentstate.Mode       `key:"agent_state"`
@@ -98,6 +99,7 @@ func (e Effective) Settings() Settings {
 		HostPorts:       c.HostPorts,
 		LowHostPorts:    or(c.LowHostPorts, false),
 		HoldDenied:      or(c.HoldDenied, *d.HoldDenied).Duration,
+		UpstreamProxy:   or(c.UpstreamProxy, UpstreamProxy{}),
 		Agent:           or(c.Agent, *d.Agent),
 		Agents:          c.Agents,
 		AgentState:      or(c.AgentState, *d.AgentState),

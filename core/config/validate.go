@@ -168,6 +168,7 @@ func validate(l Layer) []error {
 		bad("terminal", strconv.Quote(*c.Terminal), "not an app or command name", `use a name such as "Terminal", "iTerm2" or "Ghostty"`)
 	}
 	checkProjectRoots(c.ProjectRoots, bad)
+	checkUpstreamProxy(c.UpstreamProxy, bad)
 	if c.Image != nil && strings.TrimSpace(*c.Image) == "" {
 		bad("image", `""`, "must not be empty", "remove the key to use the default image")
 	}
@@ -412,4 +413,21 @@ func CheckProjectPath(p string) error {
 		}
 	}
 	return nil
+}
+
+// checkUpstreamProxy: a URL egress reads (no credentials in it), a whole
+// keychain reference, no_proxy entries egress reads.
+func checkUpstreamProxy(u *UpstreamProxy, bad func(k, v, r, f string)) {
+	if u == nil {
+		return
+	}
+	if _, _, err := egress.ParseUpstreamProxy(u.URL); err != nil {
+		bad("upstream_proxy.url", strconv.QuoteToASCII(u.URL), err.Error(), `use "http://HOST:PORT" or "socks5://HOST:PORT"; name the credentials with keychain = { service = "…", account = "USER" }`)
+	}
+	if k := u.Keychain; k != nil && (k.Service == "" || k.Account == "") {
+		bad("upstream_proxy.keychain", "", "needs both service and account", `e.g. keychain = { service = "corp-proxy", account = "alice" }: account is the proxy user name, the item's secret its password`)
+	}
+	if _, err := egress.ParseNoProxy(u.NoProxy); err != nil {
+		bad("upstream_proxy.no_proxy", "", err.Error(), `use host names, "*.suffix", addresses or CIDR ranges`)
+	}
 }

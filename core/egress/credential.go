@@ -204,6 +204,7 @@ type credential struct {
 type CredentialBroker struct {
 	resolver  Resolver
 	policy    func() *Policy
+	upstream  *UpstreamProxy // the server's Config.Upstream
 	log       CredentialLogger
 	logger    *slog.Logger
 	timeout   time.Duration
@@ -416,7 +417,7 @@ func (b *CredentialBroker) lookup(name string) *credential {
 // (or addresses in the box's explicitly allowed ranges) are dialled.
 func (b *CredentialBroker) dial(ctx context.Context, d *net.Dialer, a Authority) (net.Conn, error) {
 	if a.IP.IsValid() {
-		return d.DialContext(ctx, "tcp", netip.AddrPortFrom(a.IP, uint16(a.Port)).String())
+		return b.dialAddr(ctx, d, a.Host, netip.AddrPortFrom(a.IP, uint16(a.Port)))
 	}
 	res, err := b.resolver.LookupIPAddr(ctx, a.Host)
 	if err != nil {
@@ -437,7 +438,7 @@ func (b *CredentialBroker) dial(ctx context.Context, d *net.Dialer, a Authority)
 			errs = append(errs, fmt.Errorf("%s resolves to non-public %s", a.Host, ip))
 			continue
 		}
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(ip, uint16(a.Port)).String())
+		c, err := b.dialAddr(ctx, d, a.Host, netip.AddrPortFrom(ip, uint16(a.Port)))
 		if err == nil {
 			return c, nil
 		}
@@ -447,6 +448,15 @@ func (b *CredentialBroker) dial(ctx context.Context, d *net.Dialer, a Authority)
 		return nil, fmt.Errorf("resolving %s: no addresses", a.Host)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// dialAddr dials a checked address of an upstream, through the upstream
+// proxy unless its no_proxy list names host.
+func (b *CredentialBroker) dialAddr(ctx context.Context, d *net.Dialer, host string, ap netip.AddrPort) (net.Conn, error) {
+	if b.upstream.via(host, ap.Addr()) {
+		return b.upstream.dial(ctx, d, ap)
+	}
+	return d.DialContext(ctx, "tcp", ap.String())
 }
 
 // credentialPath splits "/corral/credential/TOKEN/NAME/REST" into the

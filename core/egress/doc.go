@@ -16,4 +16,6 @@
 //     [ReadLog], [Summarize] and [Follow] for `corral egress` and the menu
 //     bar app.
 //   - [WatchFiles]: live reload of the policy when its files change.
+//   - [UpstreamProxy]: an HTTP (CONNECT) or SOCKS5 proxy allowed
+//     connections leave through, asked for the checked address only.
 package egress

@@ -151,7 +151,15 @@ func (s *Server) handleHTTP(nc net.Conn, br *bufio.Reader, req *http.Request, bo
 	out.RequestURI = ""
 	out.Host = req.URL.Host                                                 // the absolute URI wins over any Host header
 	out.URL.Host = netip.AddrPortFrom(t.ips[0], uint16(auth.Port)).String() // dial the checked address only
-	keep, _ := s.exchange(nc, br, req, out, s.transport, auth.String())
+	rt := s.transport
+	if s.cfg.Upstream.via(auth.Host, t.ips[0]) {
+		rt = s.proxied // the proxy gets the checked address too (see UpstreamProxy)
+	}
+	keep, res := s.exchange(nc, br, req, out, rt, auth.String())
+	if pe := (*ProxyError)(nil); errors.As(res.rtErr, &pe) {
+		d, _ := proxyFailure(t, KindHTTP, pe)
+		s.logDecision(d)
+	}
 	return keep
 }
 
@@ -160,6 +168,7 @@ type exchangeResult struct {
 	status int   // the status the client got (502/503 from the broker when the upstream was not reached)
 	bytes  int64 // response body bytes relayed to the client
 	err    string
+	rtErr  error // the round trip's error, when the upstream was not reached
 }
 
 // exchange sends out (prepared from req: URL, Host and headers other than
@@ -215,8 +224,13 @@ func (s *Server) exchange(nc net.Conn, br *bufio.Reader, req, out *http.Request,
 	if err != nil {
 		stopWatch()
 		msg := "forwarding to " + dest + ": " + display.Text(err.Error(), 0)
-		s.writeError(nc, http.StatusBadGateway, "corral: "+msg+"\n")
-		return false, exchangeResult{status: http.StatusBadGateway, err: msg}
+		var extra []string
+		if pe := (*ProxyError)(nil); errors.As(err, &pe) {
+			msg = "forwarding to " + dest + ": " + pe.Error()
+			extra = []string{"X-Corral-Egress-Reason", string(pe.Reason)}
+		}
+		s.writeError(nc, http.StatusBadGateway, "corral: "+msg+"\n", extra...)
+		return false, exchangeResult{status: http.StatusBadGateway, err: msg, rtErr: err}
 	}
 	defer resp.Body.Close()
 	cb := &countingBody{r: resp.Body}

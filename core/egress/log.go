@@ -59,6 +59,10 @@ type Entry struct {
 	// SNI is the TLS server name of a tunnel refused for it
 	// (ReasonSNIMismatch): canonical, at most MaxLoggedHost bytes.
 	SNI string `json:"sni,omitempty"`
+	// Detail says why the upstream proxy did not carry an allowed
+	// connection (ReasonProxyRefused, ReasonProxyFailed): at most
+	// MaxLoggedHost bytes.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Held is how long the request of a decision line waited in a hold; 0 when
@@ -205,7 +209,7 @@ func (l *DecisionLog) Flush(force bool) {
 // LogDecision appends one decision line, or counts a repeated denial.
 func (l *DecisionLog) LogDecision(d Decision) {
 	e := Entry{Time: d.Time, Box: l.box, Kind: d.Kind, Host: capText(d.Host), Port: d.Port,
-		Allowed: d.Allowed, Reason: d.Reason, SNI: capText(d.SNI)}
+		Allowed: d.Allowed, Reason: d.Reason, SNI: capText(d.SNI), Detail: capText(d.Detail)}
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}

@@ -69,6 +69,10 @@ type Decision struct {
 	// SNI is the TLS server name a tunnel's client asked for, set only on
 	// a refusal for it (ReasonSNIMismatch).
 	SNI string
+	// Detail is what the upstream proxy said or what failed, set only on
+	// ReasonProxyRefused and ReasonProxyFailed (scrubbed of its
+	// credentials).
+	Detail string
 }
 
 // Decider decides whether a request may go out. [*Policy] implements it.

@@ -103,6 +103,10 @@ type Config struct {
 	// Requests, when set, serves the request channel (see [RequestPath])
 	// and holds connections to hosts the box asked for.
 	Requests *RequestInbox
+	// Upstream, when set, is the proxy allowed connections leave through
+	// (tunnels, absolute-form requests and credential routes), after the
+	// same decision and checks; see [UpstreamProxy].
+	Upstream *UpstreamProxy
 }
 
 // Server is the egress proxy. Create it with [NewServer]; it is safe for
@@ -114,6 +118,8 @@ type Server struct {
 	resolved  resolveCache
 	dialer    net.Dialer
 	transport *http.Transport
+	// proxied is transport through Config.Upstream (nil without one).
+	proxied *http.Transport
 	// ctx is the parent of every upstream lookup, dial and request; it is
 	// cancelled when Shutdown gives up waiting, so nothing upstream can
 	// hold a handler past the grace period.
@@ -226,8 +232,15 @@ func NewServer(cfg Config) (*Server, error) {
 		DisableCompression:     true, // pass Accept-Encoding and bodies through untouched
 		MaxResponseHeaderBytes: 1 << 20,
 	}
+	if u := cfg.Upstream; u != nil {
+		if (u.Scheme != ProxyHTTP && u.Scheme != ProxySOCKS5) || u.Addr == "" {
+			return nil, fmt.Errorf("egress broker upstream proxy: scheme %q, address %q: want http or socks5 and host:port", u.Scheme, u.Addr)
+		}
+		s.proxied = u.forwardTransport(s.transport, &s.dialer)
+	}
 	if cfg.Credentials != nil {
 		cfg.Credentials.policy = s.Policy
+		cfg.Credentials.upstream = cfg.Upstream
 	}
 	if cfg.Requests != nil {
 		cfg.Requests.setWake(s.broadcast)
@@ -422,6 +435,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.wg.Wait()
 	s.cancel()
 	s.transport.CloseIdleConnections()
+	if s.proxied != nil {
+		s.proxied.CloseIdleConnections()
+	}
 	s.pipes.close()
 	return err
 }
@@ -735,7 +751,7 @@ func (s *Server) refusedLocal(ip netip.Addr, port int) bool {
 			}
 		}
 	}
-	return false
+	return s.isUpstreamProxy(ip, port)
 }
 
 // isLocal reports whether a connection to ip ends on this host: loopback,
@@ -901,6 +917,11 @@ func (s *Server) handleConnect(c *conn, br *bufio.Reader, req *http.Request, rel
 		nc.Close()
 		return
 	}
+	if pe := (*ProxyError)(nil); errors.As(err, &pe) {
+		s.writeProxyFailure(nc, t, KindConnect, pe)
+		nc.Close()
+		return
+	}
 	if err != nil {
 		s.writeError(nc, http.StatusBadGateway, "corral: connecting to "+auth.String()+": "+err.Error()+"\n")
 		nc.Close()
@@ -941,15 +962,32 @@ func outOfFiles(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
-// dial connects to the first checked address that answers.
+// dial connects to the first checked address that answers, through the
+// upstream proxy unless its no_proxy list names the destination. When
+// every address failed and the proxy was asked for one, the proxy's
+// answer is the error.
 func (s *Server) dial(t target) (net.Conn, error) {
 	var errs []error
+	var proxyErr error
 	for _, ip := range t.ips {
-		c, err := s.dialer.DialContext(s.ctx, "tcp", netip.AddrPortFrom(ip, uint16(t.auth.Port)).String())
+		ap := netip.AddrPortFrom(ip, uint16(t.auth.Port))
+		var c net.Conn
+		var err error
+		if s.cfg.Upstream.via(t.auth.Host, ip) {
+			c, err = s.cfg.Upstream.dial(s.ctx, &s.dialer, ap)
+			if err != nil && proxyErr == nil {
+				proxyErr = err
+			}
+		} else {
+			c, err = s.dialer.DialContext(s.ctx, "tcp", ap.String())
+		}
 		if err == nil {
 			return c, nil
 		}
 		errs = append(errs, err)
+	}
+	if proxyErr != nil {
+		return nil, proxyErr
 	}
 	return nil, errors.Join(errs...)
 }

@@ -7,10 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/paths"
 )
 
 // The IDE bridge: named host loopback ports (host_ports) a box may reach.
@@ -66,4 +69,44 @@ func halfCopy(dst, src net.Conn) error {
 		dst.Close()
 	}
 	return err
+}
+
+// Bridge is one guest connection to a named host port, as qemu starts it:
+// `corral host-conn BOX PORT`, the connection on conn. It relays only while
+// the box's metadata still names the port (host_ports as applied at its
+// last start): a port taken away since is refused whatever qemu's
+// command line says. The rule lives here, not in the CLI; cmd/corral runs
+// it without the command tree (HostConnMain) and the hidden cobra command
+// calls the same function.
+func Bridge(l paths.Layout, box string, port int, conn *os.File) error {
+	m, err := boxmeta.Read(l, box)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(m.HostPorts, port) {
+		return fmt.Errorf("box %s does not name host port %d", box, port)
+	}
+	return Relay(conn, port)
+}
+
+// HostConnMain is the program mode `corral host-conn BOX PORT` (args
+// after the subcommand): it prints nothing, because stdout and stderr are
+// the guest connection itself, and says how it went by its exit code only
+// (2: bad arguments, 1: refused or failed).
+func HostConnMain(args []string) int {
+	if len(args) != 2 || args[0] == "" {
+		return 2
+	}
+	port, err := strconv.Atoi(args[1])
+	if err != nil || strconv.Itoa(port) != args[1] {
+		return 2
+	}
+	l, err := paths.Default()
+	if err != nil {
+		return 1
+	}
+	if Bridge(l, args[0], port, os.Stdin) != nil {
+		return 1
+	}
+	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/core/hint"
 
 	"github.com/corral-dev/corral/core/procinfo"
+	"github.com/corral-dev/corral/core/qemu"
 
 	"github.com/corral-dev/corral/core/untrusted"
 )
@@ -95,7 +96,7 @@ func CheckArgs(args []string, pidFile, box string, w Want) error {
 	if len(netdevs) != 1 {
 		return fail("qemu has %d netdevs, want exactly Lima's one slirp NIC", len(netdevs))
 	}
-	opts := splitOpts(netdevs[0])
+	opts := qemu.SplitOpts(netdevs[0])
 	if len(opts) == 0 || opts[0] != "user" && !strings.HasPrefix(opts[0], "type=user") {
 		return fail("the netdev is not slirp: %s", netdevs[0])
 	}
@@ -145,25 +146,4 @@ func CheckArgs(args []string, pidFile, box string, w Want) error {
 		return fmt.Errorf("proving the egress funnel of box %s: network %q needs no funnel", box, w.Network)
 	}
 	return nil
-}
-
-// splitOpts splits a qemu option string at single commas; ",," is a literal
-// comma (QemuOpts syntax).
-func splitOpts(s string) []string {
-	var out []string
-	var cur strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' {
-			if i+1 < len(s) && s[i+1] == ',' {
-				cur.WriteByte(',')
-				i++
-				continue
-			}
-			out = append(out, cur.String())
-			cur.Reset()
-			continue
-		}
-		cur.WriteByte(s[i])
-	}
-	return append(out, cur.String())
 }

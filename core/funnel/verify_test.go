@@ -113,10 +113,10 @@ func TestCheckArgs(t *testing.T) {
 }
 
 func TestSplitOpts(t *testing.T) {
-	got := splitOpts("user,id=net0,guestfwd=tcp:1.2.3.4:5-cmd:/a,,b/c x,ipv6=off")
+	got := qemu.SplitOpts("user,id=net0,guestfwd=tcp:1.2.3.4:5-cmd:/a,,b/c x,ipv6=off")
 	want := []string{"user", "id=net0", "guestfwd=tcp:1.2.3.4:5-cmd:/a,b/c x", "ipv6=off"}
 	if !slices.Equal(got, want) {
-		t.Errorf("splitOpts = %q, want %q", got, want)
+		t.Errorf("SplitOpts = %q, want %q", got, want)
 	}
 }
 

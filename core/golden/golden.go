@@ -28,6 +28,7 @@ import (
 	"github.com/corral-dev/corral/core/lima"
 	"github.com/corral-dev/corral/core/limayaml"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/progress"
 	"github.com/corral-dev/corral/core/toolreg"
 	"github.com/corral-dev/corral/guest"
 )
@@ -94,6 +95,7 @@ type Images struct {
 	// stdin, at most limit bytes of stdout back), and how long its start
 	// may take.
 	Progress     io.Writer
+	ProgressTTY  bool
 	Logger       *slog.Logger
 	Now          func() time.Time
 	GuestScript  func(ctx context.Context, name, script string, limit int) ([]byte, error)
@@ -175,7 +177,14 @@ func (im Images) Build(ctx context.Context, yaml []byte) (string, error) {
 	if err := im.Lima.Create(ctx, name, tmpl); err != nil {
 		return "", fmt.Errorf("creating golden image %s: %w", name, err)
 	}
-	if err := im.Lima.Start(ctx, name, im.StartTimeout); err != nil {
+	w := &progress.Writer{W: im.Progress, TTY: im.ProgressTTY}
+	step := w.Start("building golden image " + name)
+	fctx, cancel := context.WithCancel(ctx)
+	go progress.Follow(fctx, lima.HostAgentLog(im.Layout.LimaHome(), name), step)
+	err = im.Lima.Start(ctx, name, im.StartTimeout)
+	cancel()
+	step.End(err)
+	if err != nil {
 		_ = im.Lima.Delete(context.WithoutCancel(ctx), name, true)
 		return "", fmt.Errorf("provisioning golden image %s: %w", name, err)
 	}

@@ -159,9 +159,16 @@ func (c *Client) CheckVersion(ctx context.Context) (Version, error) {
 	return v, nil
 }
 
-// List runs `limactl list --json`: one JSON object per line, nothing at all when there are no instances.
+// listFormat asks `limactl list` for each instance as one JSON object through Lima's own template (json.Marshal),
+// not through --json: Lima 2.x pipes --json through yq with a line scanner that fails on an instance over 64 KiB
+// ("bufio.Scanner: token too long"), and a box's resolved config (its provision scripts) is near that. The objects
+// are the same (--json only drops empty maps); Lima 1.2.2 has the same template function.
+const listFormat = "{{json .}}"
+
+// List runs `limactl list --format '{{json .}}'`: one JSON object per line, nothing at all when there are no
+// instances.
 func (c *Client) List(ctx context.Context) ([]Instance, error) {
-	res, err := c.run(ctx, nil, "list", "--json")
+	res, err := c.run(ctx, nil, "list", "--format", listFormat)
 	if err != nil {
 		return nil, fmt.Errorf("listing lima instances: %w", err)
 	}
@@ -177,7 +184,7 @@ func (c *Client) Get(ctx context.Context, name string) (Instance, error) {
 	if err := validName(name); err != nil {
 		return Instance{}, fmt.Errorf("getting lima instance: %w", err)
 	}
-	res, err := c.run(ctx, nil, "list", "--json", name)
+	res, err := c.run(ctx, nil, "list", "--format", listFormat, name)
 	if err != nil {
 		return Instance{}, fmt.Errorf("getting lima instance %q: %w", name, err)
 	}

@@ -89,7 +89,7 @@ func TestArgv(t *testing.T) {
 		want []string
 	}{
 		{"version", func(c *Client) error { _, err := c.Version(ctx); return err }, []string{"--version"}},
-		{"list", func(c *Client) error { _, err := c.List(ctx); return err }, []string{"list", "--json"}},
+		{"list", func(c *Client) error { _, err := c.List(ctx); return err }, []string{"list", "--format", "{{json .}}"}},
 		{"create", func(c *Client) error { return c.Create(ctx, "box1", "/t/box.yaml") },
 			[]string{"create", "--tty=false", "--name", "box1", "/t/box.yaml"}},
 		{"start", func(c *Client) error { return c.Start(ctx, "box1", 0) }, []string{"start", "--tty=false", "box1"}},
@@ -288,7 +288,7 @@ func TestGetNotFoundWhenListIsEmpty(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("err = %v, want ErrNotFound", err)
 	}
-	if want := []string{"/opt/lima/bin/limactl", "list", "--json", "nope"}; !slices.Equal(f.calls[0], want) {
+	if want := []string{"/opt/lima/bin/limactl", "list", "--format", "{{json .}}", "nope"}; !slices.Equal(f.calls[0], want) {
 		t.Errorf("argv = %q", f.calls[0])
 	}
 }

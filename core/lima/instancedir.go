@@ -156,3 +156,9 @@ func SSHPorts(limaHome string) []int {
 	}
 	return out
 }
+
+// HostAgentLog is the log of Lima's host agent for instance name: JSON
+// lines, with a line at each step of a start (core/progress follows it).
+func HostAgentLog(limaHome, name string) string {
+	return filepath.Join(limaHome, name, "ha.stderr.log")
+}

@@ -293,3 +293,24 @@ func guestFwd(port int, cmd string) (string, error) {
 	escaped := strings.ReplaceAll(cmd, ",", ",,")
 	return fmt.Sprintf("guestfwd=tcp:%s:%d-cmd:%s", GuestFwdAddr, port, escaped), nil
 }
+
+// SplitOpts splits a qemu option string at single commas; ",," is a literal
+// comma (QemuOpts syntax).
+func SplitOpts(s string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			if i+1 < len(s) && s[i+1] == ',' {
+				cur.WriteByte(',')
+				i++
+				continue
+			}
+			out = append(out, cur.String())
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(s[i])
+	}
+	return append(out, cur.String())
+}

@@ -172,7 +172,7 @@ func exports(args []string) ([]string, error) {
 		if args[i] != "-virtfs" && args[i] != "--virtfs" {
 			continue
 		}
-		for _, opt := range splitQemuOpts(args[i+1]) {
+		for _, opt := range qemu.SplitOpts(args[i+1]) {
 			v, ok := strings.CutPrefix(opt, "path=")
 			if !ok {
 				continue
@@ -190,27 +190,6 @@ func exports(args []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// splitQemuOpts splits a qemu option string at single commas (",," is a
-// comma inside a value).
-func splitQemuOpts(s string) []string {
-	var out []string
-	var cur strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' {
-			if i+1 < len(s) && s[i+1] == ',' {
-				cur.WriteByte(',')
-				i++
-				continue
-			}
-			out = append(out, cur.String())
-			cur.Reset()
-			continue
-		}
-		cur.WriteByte(s[i])
-	}
-	return append(out, cur.String())
 }
 
 // planGitlinks adds the project's submodule paths to a plan (see

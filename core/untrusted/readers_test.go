@@ -45,6 +45,7 @@ var shapeCalls = map[string][]string{
 // listed here and on an entry no read matches.
 var rawReaders = map[string]string{
 	"app/lock_unix.go:acquireLock":               "a pid in a lock file, 64 bytes, parsed with strconv",
+	"core/progress/progress.go:followOnce":       "Lima's host agent log, 1 MiB a poll, scanned for milestone lines (a field read by hand, escaped before display)",
 	"core/namerule/start_linux.go:Verify":        "/proc: kernel-made status, children and cmdline, matched by substring",
 	"core/golden/provision.go:keepLog":           "the tail of a failed golden's boot log, copied as text to a log of its own",
 	"app/terminal/terminal.go:start":             "/dev/null for a child's stdin",
@@ -66,6 +67,9 @@ var rawReaders = map[string]string{
 	"core/qemu/namespace_linux.go:BindReadOnly":  "/proc/self/mountinfo: kernel-made, fields",
 	"core/qemu/namespace_linux.go:MountPrivate":  "/proc/self/mountinfo: kernel-made, fields",
 	"core/qemu/qemutest/qemutest.go:LimaLaunch":  "test data of a test helper",
+	"core/broker/brokertest/squid.go:StartSquid": "a test helper: the squid it started says it is ready in its own log",
+	"core/broker/brokertest/squid.go:Requests":   "a test helper: the access log of the squid it started, as lines",
+	"core/broker/brokertest/squid.go:Logs":       "a test helper: the logs of the squid it started, shown in a failure",
 	"core/jsonl/jsonl.go:saveKept":               "a JSON-lines log: read line by line, each line capped (maxLine) and checked by json.Valid",
 	"core/jsonl/jsonl.go:openGenerations":        "a JSON-lines log: read line by line, each line capped (maxLine)",
 	"core/jsonl/jsonl.go:tailOnce":               "a JSON-lines log followed (Tail): at most maxTailRead per poll, lines over maxLine skipped, each through Recover",

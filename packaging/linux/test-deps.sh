@@ -14,11 +14,19 @@ apt-get install -y -q --no-install-recommends \
 	shellcheck shfmt git curl ca-certificates make iproute2 util-linux \
 	dbus gnome-keyring libsecret-tools xvfb dunst \
 	dpkg-dev desktop-file-utils \
-	openssh-server
-# The tests run their own sshd on 127.0.0.1; the system's stays off where
-# systemd started it on installation.
+	openssh-server squid openssl
+# The tests run their own sshd on 127.0.0.1, and their own squid there
+# (the upstream proxy of the broker's tests, core/broker/brokertest
+# StartSquid); the system's services stay off where systemd started them
+# on installation.
 if [ -d /run/systemd/system ]; then
 	systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+	systemctl disable --now squid.service >/dev/null 2>&1 || true
+elif [ -x /etc/init.d/squid ]; then
+	# Without systemd the package's init script may have started squid
+	# (a proxy on port 3128 for every local user): stop it.
+	/etc/init.d/squid stop >/dev/null 2>&1 || true
+	update-rc.d squid disable >/dev/null 2>&1 || true
 fi
 # npm fetches the pinned agent packages (core/pins). Machines of this kind
 # already have Node.js and npm from outside Debian, and Debian's npm

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"os"
-	"slices"
 	"strconv"
 
-	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/spf13/cobra"
 )
@@ -21,7 +19,9 @@ type HostConnOptions struct {
 
 // NewCmdHostConn builds the hidden `corral host-conn BOX PORT`, which qemu
 // runs once per guest connection to a named host port (host_ports; the
-// guestfwd rules of the IDE bridge, see core/funnel).
+// guestfwd rules of the IDE bridge, see core/funnel). cmd/corral/main.go
+// runs it through funnel.HostConnMain, without a command tree; this is the
+// same command in the tree, for help and tests.
 func NewCmdHostConn(f *Factory, runF func(*HostConnOptions) error) *cobra.Command {
 	opts := &HostConnOptions{Factory: f}
 	return &cobra.Command{
@@ -48,9 +48,8 @@ func NewCmdHostConn(f *Factory, runF func(*HostConnOptions) error) *cobra.Comman
 	}
 }
 
-// hostConnRun relays the connection when the box's metadata still names
-// the port (host_ports as applied at its last start), and prints nothing:
-// stdout and stderr are the guest connection itself.
+// hostConnRun is funnel.Bridge (the rule's one home): it prints nothing,
+// because stdout and stderr are the guest connection itself.
 func hostConnRun(opts *HostConnOptions) error {
 	conn := opts.Conn
 	if conn == nil {
@@ -60,11 +59,7 @@ func hostConnRun(opts *HostConnOptions) error {
 	if err != nil {
 		return &ExitCodeError{Code: 1}
 	}
-	m, err := boxmeta.Read(l, opts.Box)
-	if err != nil || !slices.Contains(m.HostPorts, opts.Port) {
-		return &ExitCodeError{Code: 1}
-	}
-	if funnel.Relay(conn, opts.Port) != nil {
+	if funnel.Bridge(l, opts.Box, opts.Port, conn) != nil {
 		return &ExitCodeError{Code: 1}
 	}
 	return nil

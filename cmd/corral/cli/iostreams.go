@@ -23,8 +23,9 @@ type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
-	// OutTTY and InTTY say whether Out and In are terminals.
-	OutTTY, InTTY bool
+	// OutTTY, InTTY and ErrTTY say whether Out, In and ErrOut are
+	// terminals (ErrTTY: progress is one updating line there).
+	OutTTY, InTTY, ErrTTY bool
 }
 
 // System returns the process's streams.
@@ -33,6 +34,7 @@ func System() *IOStreams {
 		In: os.Stdin, Out: display.NewWriter(os.Stdout), ErrOut: display.NewWriter(os.Stderr),
 		OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 }
 

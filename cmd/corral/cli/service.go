@@ -45,7 +45,7 @@ func (f *Factory) newService() (*box.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Progress = f.IO.ErrOut
+	s.Progress, s.ProgressTTY = f.IO.ErrOut, f.IO.ErrTTY
 	return s, nil
 }
 

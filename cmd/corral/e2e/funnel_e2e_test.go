@@ -164,14 +164,22 @@ func TestHostFunnel(t *testing.T) {
 	// boot: host_ports take a restart, minutes under TCG.
 	ideNamed, ideUnnamed := startHostServer(t), startHostServer(t)
 	tlsSrv := startTLSHostServer(t, newTestCA(t, t.TempDir()))
+	// The upstream proxy (upstreamProxySubtest) is read when the broker
+	// starts, so it is in the trusted layer from the first boot; its
+	// no_proxy keeps every other subtest's upstream direct.
+	upProxy, upProxyWhy := startE2EUpstreamProxy(t)
 	must(t, os.MkdirAll(filepath.Join(x.home, "projects"), 0o700))
 	must(t, os.WriteFile(filepath.Join(x.home, "projects", x.box+".toml"),
-		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\", \"localhost:"+tlsSrv.port+"\"]\nsudo = true\ngit_shadow = false\nhost_ports = ["+ideNamed.port+"]\n"), 0o600))
+		[]byte("network = \"broker\"\negress = [\"127.0.0.0/8\", \"localhost:"+tlsSrv.port+"\"]\nsudo = true\ngit_shadow = false\nhost_ports = ["+ideNamed.port+"]\n"+upProxy.trustedLines()), 0o600))
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(x.project), "outside-marker"), []byte("HOST-SECRET\n"), 0o644))
 	defer x.corral("rm", "-f")
 	srv := startHostServer(t)
 
-	x.ok("up")
+	if upProxy != nil {
+		x.okEnv(upProxy.env, "up") // the broker reads the proxy's password from this keyring
+	} else {
+		x.ok("up")
+	}
 	meta := x.meta(t)
 	if meta.Network != "broker" {
 		t.Fatalf("box network %q, want broker", meta.Network)
@@ -215,6 +223,13 @@ func TestHostFunnel(t *testing.T) {
 		if got != "HOST-REACHED /via-broker" || srv.count("/via-broker") != 1 {
 			t.Errorf("via broker: %q, server hits %d", got, srv.count("/via-broker"))
 		}
+	})
+	t.Run("allowed traffic leaves through the upstream proxy (squid), denied never reaches it", func(t *testing.T) {
+		x.t = t
+		if upProxy == nil {
+			t.Skip(upProxyWhy)
+		}
+		upstreamProxySubtest(t, x, upProxy, proxy, srv)
 	})
 	testBoxRequests(t, x, proxy, srv)
 	t.Run("a CONNECT whose TLS server name is not the CONNECT host is refused; the matching name passes", func(t *testing.T) {
