@@ -319,6 +319,22 @@ func entriesOverlap(a, b egress.AllowEntry) bool {
 	return a.Host == b.Host || covers(a, b.Host) || covers(b, a.Host)
 }
 
+// DenyEntries are the floor's deny_egress, parsed, for the broker's
+// policy (egress.Policy.Deny): what no grant can allow is refused at the
+// connection too, by name and by the address a name resolves to.
+func (m *Managed) DenyEntries() []egress.AllowEntry {
+	if !m.active() {
+		return nil
+	}
+	var out []egress.AllowEntry
+	for _, d := range m.Floor.DenyEgress {
+		if e, err := egress.ParseAllowEntry(d); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // CheckApproval refuses a live approval of scope ("always", "session",
 // "once", "for") and duration d the floor forbids. A session's and a
 // single connection's approvals end with them and are allowed.
