@@ -71,6 +71,9 @@ type GitRevert struct {
 	Project string
 	Changes []string // "modified config", … (relative to Project/.git)
 	Err     error
+	// Appeared are repository entries the box's broker saw appear in the
+	// work tree (core/gitwatch), each reported once: no revert, a warning.
+	Appeared []string
 }
 
 // Backend is everything the app needs from the lifecycle service.

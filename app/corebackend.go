@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/egress"
+	"github.com/corral-dev/corral/core/gitwatch"
 	"github.com/corral-dev/corral/core/paths"
 	"github.com/corral-dev/corral/core/recent"
 	"github.com/corral-dev/corral/core/remote"
@@ -36,6 +37,10 @@ type coreBackend struct {
 	counts   map[string]commitCount  // box -> commits not pulled yet
 	sessions map[string]sessionCache // box -> its detachable sessions
 	repos    reposCache              // repositories under project_roots
+
+	// appearedSeen: the repository entries already notified (box, path).
+	appearedMu   sync.Mutex
+	appearedSeen map[string]bool
 
 	// guestSessions lists a running box's detachable sessions; nil means
 	// svc.GuestSessions (an ssh channel into the box). Tests replace it.
@@ -420,7 +425,7 @@ func (b *coreBackend) StopIdle(ctx context.Context) ([]string, error) {
 // GuardGit reverts what boxes changed in their projects' git directories
 // (audited by core/box) and reports it for the app's notifications.
 func (b *coreBackend) GuardGit(ctx context.Context) []GitRevert {
-	var out []GitRevert
+	out := b.appeared()
 	for _, r := range b.svc.GuardGit() {
 		g := GitRevert{Box: r.Box, Err: r.Err}
 		if m, err := boxmeta.Read(b.svc.Layout, r.Box); err == nil {
@@ -435,6 +440,39 @@ func (b *coreBackend) GuardGit(ctx context.Context) []GitRevert {
 			g.Changes = append(g.Changes, c.String())
 		}
 		out = append(out, g)
+	}
+	return out
+}
+
+// appeared lists, once each, the repository entries boxes' brokers saw
+// appear in their work trees (gitwatch records), for the notification.
+func (b *coreBackend) appeared() []GitRevert {
+	list, err := boxmeta.List(b.svc.Layout)
+	if err != nil {
+		return nil
+	}
+	b.appearedMu.Lock()
+	defer b.appearedMu.Unlock()
+	if b.appearedSeen == nil {
+		b.appearedSeen = map[string]bool{}
+	}
+	var out []GitRevert
+	for _, m := range list {
+		seen, err := gitwatch.Read(b.svc.Layout, m.Name)
+		if err != nil {
+			continue
+		}
+		r := GitRevert{Box: m.Name, Project: m.Project}
+		for _, x := range seen {
+			key := m.Name + "\x00" + x.Path
+			if !b.appearedSeen[key] {
+				b.appearedSeen[key] = true
+				r.Appeared = append(r.Appeared, x.Path)
+			}
+		}
+		if len(r.Appeared) > 0 {
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -639,6 +639,18 @@ const maxRevertLines = 3
 func gitRevertText(r GitRevert) (title, body string) {
 	gitDir := display.Text(filepath.Join(r.Project, ".git"), 0)
 	boxName := display.Text(r.Box, 0)
+	if len(r.Appeared) > 0 {
+		what := make([]string, 0, maxRevertLines+1)
+		for i, p := range r.Appeared {
+			if i == maxRevertLines {
+				what = append(what, fmt.Sprintf("and %d more (corral ls)", len(r.Appeared)-i))
+				break
+			}
+			what = append(what, display.Text(p, 0))
+		}
+		return "A repository appeared in box " + boxName + "'s project",
+			fmt.Sprintf("%s. Git run there (your editor's too) would use its config: remove it if you did not make it.", strings.Join(what, "; "))
+	}
 	what := make([]string, 0, maxRevertLines+1)
 	for i, c := range r.Changes {
 		if i == maxRevertLines {

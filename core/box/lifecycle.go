@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/gitshadow"
+	"github.com/corral-dev/corral/core/gitwatch"
 	"github.com/corral-dev/corral/core/golden"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostinfo"
@@ -204,6 +205,7 @@ func (s *Service) up(ctx context.Context, r boxmeta.Resolved, opt UpOptions) (bo
 		return m, err
 	}
 	s.progress("starting box %s", box)
+	_ = gitwatch.Clear(s.Layout, box) // what a previous run found was reported then
 	if err := s.booting(ctx, "starting box "+box, box, func() error { return s.startBox(ctx, &m) }); err != nil { // resumes a saved box (suspend.go)
 		return m, fmt.Errorf("starting box %s: %w", box, err)
 	}
@@ -367,6 +369,7 @@ func (s *Service) create(ctx context.Context, r boxmeta.Resolved, opt UpOptions)
 		return m, err
 	}
 	s.progress("starting box %s (provisioning)", box)
+	_ = gitwatch.Clear(s.Layout, box) // what a previous run found was reported then
 	if err := s.booting(ctx, "starting box "+box, box, func() error { return s.Lima.Start(ctx, box, StartTimeout) }); err != nil {
 		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, string(m.VMType))))
 	}

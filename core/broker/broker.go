@@ -240,7 +240,7 @@ func runBox(ctx context.Context, o Options) error {
 	})
 	wg.Go(func() { bp.expireLoop(ctx, reload) })
 	if watchesGitNames(m, runtime.GOOS) {
-		wg.Go(func() { watchGitNames(ctx, m, auditLog.Record, logger) })
+		wg.Go(func() { watchGitNames(ctx, l, m, auditLog.Record, logger) })
 	}
 	// Guest connections under the host funnel arrive as fds passed by
 	// `corral guest-conn` on the box's Unix socket (core/funnel).

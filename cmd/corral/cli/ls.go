@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/gitwatch"
 	"github.com/spf13/cobra"
 )
 
@@ -27,12 +28,26 @@ type LsOptions struct {
 	// refused (boxmeta.OpenRequestsErr), with the error when its config
 	// does not load; nil reads none.
 	Pending func(boxName, project string) (boxmeta.OpenRequests, error)
-	JSON    bool
+	// Appeared reads what the box's broker saw appear in its work tree
+	// (gitwatch.Read); nil reads nothing.
+	Appeared func(boxName string) []gitwatch.Seen
+	JSON     bool
 }
 
 // NewCmdLs builds `corral ls`.
 func NewCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 	opts := &LsOptions{IO: f.IO, Service: func() (boxLister, error) { return f.Service() },
+		Appeared: func(boxName string) []gitwatch.Seen {
+			if f.Layout == nil {
+				return nil
+			}
+			l, err := f.Layout()
+			if err != nil {
+				return nil
+			}
+			seen, _ := gitwatch.Read(l, boxName)
+			return seen
+		},
 		Pending: func(boxName, project string) (boxmeta.OpenRequests, error) {
 			if f.Layout == nil {
 				return boxmeta.OpenRequests{}, nil
@@ -82,7 +97,7 @@ func lsRun(opts *LsOptions) error {
 		boxes := []lsBox{}
 		for _, st := range list {
 			open, err := pending(opts, st)
-			boxes = append(boxes, lsBox{Status: st, Requests: lsRequests{Pending: len(open.Pending), Refused: len(open.Refused), Unknown: err != nil}})
+			boxes = append(boxes, lsBox{Status: st, Requests: lsRequests{Pending: len(open.Pending), Refused: len(open.Refused), Unknown: err != nil}, GitAppeared: appeared(opts, st.Name)})
 		}
 		return printJSONList(opts.IO.Out, SchemaBoxes, "boxes", boxes)
 	}
@@ -125,6 +140,7 @@ func lsRun(opts *LsOptions) error {
 			// does not say what to fix.
 			failed = append(failed, fmt.Sprintf("! %s: %s (corral up %s says where its boot log is)", display.Text(st.Name, 0), display.Text(st.ProvisionError, 0), display.Text(st.Name, 0)))
 		}
+		failed = append(failed, appearedLines(st.Name, appeared(opts, st.Name))...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -135,11 +151,34 @@ func lsRun(opts *LsOptions) error {
 	return nil
 }
 
+func appeared(opts *LsOptions, box string) []gitwatch.Seen {
+	if opts.Appeared == nil {
+		return nil
+	}
+	return opts.Appeared(box)
+}
+
 func pending(opts *LsOptions, st box.Status) (boxmeta.OpenRequests, error) {
 	if opts.Pending == nil {
 		return boxmeta.OpenRequests{}, nil
 	}
 	return opts.Pending(st.Name, st.Project)
+}
+
+// appearedLines are the lines under the table for the repository entries
+// the box's broker saw appear in its work tree since it started
+// (core/gitwatch: where the host cannot refuse them): at most three, then
+// a count.
+func appearedLines(box string, seen []gitwatch.Seen) []string {
+	var out []string
+	for i, x := range seen {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("! %s: and %d more (corral doctor %s)", display.Text(box, 0), len(seen)-3, display.Text(box, 0)))
+			break
+		}
+		out = append(out, fmt.Sprintf("! %s: a repository entry appeared in the work tree: %s (host git run there would use its config; remove it if you did not make it)", display.Text(box, 0), display.Text(x.Path, maxCell)))
+	}
+	return out
 }
 
 // lsBox is one box of ls --json: its status and, beside it, how many of
@@ -148,6 +187,9 @@ func pending(opts *LsOptions, st box.Status) (boxmeta.OpenRequests, error) {
 type lsBox struct {
 	box.Status
 	Requests lsRequests `json:"requests"`
+	// GitAppeared are the repository entries the box's broker saw appear
+	// in its work tree since it started (core/gitwatch).
+	GitAppeared []gitwatch.Seen `json:"git_appeared,omitempty"`
 }
 
 type lsRequests struct {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
+	"github.com/corral-dev/corral/core/gitwatch"
 	"github.com/corral-dev/corral/core/remotebox"
 )
 
@@ -195,5 +197,20 @@ func TestLsNamesTheFailedStep(t *testing.T) {
 		"! web-3f2a1c: provisioning box web-3f2a1c failed in guest/provision/40-network.sh (corral up web-3f2a1c says where its boot log is)\n"
 	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
 		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}
+
+func TestAppearedLines(t *testing.T) {
+	seen := []gitwatch.Seen{{Path: "/p/a/.git"}, {Path: "/p/b/.GIT\x1b[31m"}, {Path: "/p/c/.git"}, {Path: "/p/d/.git"}, {Path: "/p/e/.git"}}
+	got := strings.Join(appearedLines("web-1", seen), "\n")
+	want := `! web-1: a repository entry appeared in the work tree: /p/a/.git (host git run there would use its config; remove it if you did not make it)
+! web-1: a repository entry appeared in the work tree: /p/b/.GIT\x1b[31m (host git run there would use its config; remove it if you did not make it)
+! web-1: a repository entry appeared in the work tree: /p/c/.git (host git run there would use its config; remove it if you did not make it)
+! web-1: and 2 more (corral doctor web-1)`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if appearedLines("web-1", nil) != nil {
+		t.Error("lines for nothing seen")
 	}
 }

@@ -226,6 +226,9 @@ func gitGuardOptOut(t *testing.T, x *h) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if out := x.ok("ls"); !strings.Contains(out, "a repository entry appeared in the work tree: "+filepath.Join(proj, "deep", "er", ".git")) {
+		t.Errorf("corral ls does not name the repository the box made:\n%s", out)
+	}
 	x.ok("run", "--", "rm", "-rf", "deep")
 }
 
