@@ -355,6 +355,9 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 			// which step, in its submenu, as corral up and ls do.
 			Err: s.ProvisionError,
 		}
+		if s.Saved != nil && s.Saved.Reason == boxmeta.SavedLowMemory {
+			v.SavedLowMemory, v.SavedAt = true, s.Saved.At
+		}
 		for _, p := range s.Ports {
 			v.Ports = append(v.Ports, p.Host)
 		}

@@ -317,6 +317,9 @@ func BoxTitle(b BoxView, maxName int) string {
 		fmt.Fprintf(&s, "  %s", FormatBytes(b.MemBytes))
 	default:
 		s.WriteString("  " + strings.ToLower(string(b.State)))
+		if b.State == boxstate.Saved && b.SavedLowMemory {
+			s.WriteString(" for low memory")
+		}
 	}
 	if b.Running() {
 		switch {
@@ -352,6 +355,9 @@ func boxItem(b BoxView, ui UI, lim Limits) Item {
 	}
 	if b.IdleStop > 0 {
 		tip += " · auto-stop after " + FormatDuration(b.IdleStop) + " idle"
+	}
+	if b.State == boxstate.Saved && b.SavedLowMemory {
+		tip += " · saved at " + b.SavedAt.Local().Format("15:04") + " because the host ran short of memory (save_when_free_below); Start resumes it"
 	}
 	if !b.LearningUntil.IsZero() {
 		tip += " · learning until " + b.LearningUntil.Local().Format("15:04") + ": its broker allows public hosts off the allow-list (corral egress learn " + b.Name + ")"

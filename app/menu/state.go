@@ -83,6 +83,10 @@ type BoxView struct {
 	// IdleDue is the lifecycle service's idle rule (core/box IsIdle): the
 	// box is due to be stopped, and "Stop idle boxes" stops it.
 	IdleDue bool
+	// SavedLowMemory says a Saved box was saved by the low-memory rule
+	// (save_when_free_below: the host ran short of memory), at SavedAt.
+	SavedLowMemory bool
+	SavedAt        time.Time
 
 	// NewCommits are commits on the box's branches the host has not
 	// pulled yet (corral pull); 0 when none or unknown.

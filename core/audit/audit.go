@@ -41,18 +41,22 @@ const (
 	KindIdleStop Kind = "idle-stop"
 	// KindSave, KindIdleSave and KindResume: a box's VM state was saved
 	// to its disk (corral stop --save, idle_action = "save") and resumed.
-	KindSave         Kind = "save"
-	KindIdleSave     Kind = "idle-save"
-	KindResume       Kind = "resume"
-	KindRebuild      Kind = "rebuild"
-	KindRm           Kind = "rm"
-	KindSessionStart Kind = "session-start"
-	KindSessionEnd   Kind = "session-end"
-	KindEgressDenied Kind = "egress-denied"
-	KindAllow        Kind = "allow"
-	KindGC           Kind = "gc"
-	KindSnapshot     Kind = "snapshot"
-	KindRestore      Kind = "restore"
+	KindSave     Kind = "save"
+	KindIdleSave Kind = "idle-save"
+	KindResume   Kind = "resume"
+	// KindLowMemorySave: the idle sweep saved the least recently used idle
+	// box because the host's available memory was under
+	// save_when_free_below (FieldAvailableBytes, FieldThresholdBytes).
+	KindLowMemorySave Kind = "low-memory-save"
+	KindRebuild       Kind = "rebuild"
+	KindRm            Kind = "rm"
+	KindSessionStart  Kind = "session-start"
+	KindSessionEnd    Kind = "session-end"
+	KindEgressDenied  Kind = "egress-denied"
+	KindAllow         Kind = "allow"
+	KindGC            Kind = "gc"
+	KindSnapshot      Kind = "snapshot"
+	KindRestore       Kind = "restore"
 	// KindGitGuard: the host guard reverted a change to what git executes
 	// from a box's project (core/gitshadow).
 	KindGitGuard Kind = "git-guard"
@@ -155,6 +159,10 @@ const (
 	// FieldHost is the remote host a laptop's relay served (core/broker
 	// LaptopRelay): each relayed use and refusal names it.
 	FieldHost = "host"
+	// FieldAvailableBytes and FieldThresholdBytes are the host's available
+	// memory and save_when_free_below of a KindLowMemorySave.
+	FieldAvailableBytes = "available_bytes"
+	FieldThresholdBytes = "threshold_bytes"
 )
 
 // Actor says which part of corral acted.

@@ -52,6 +52,7 @@ var ocsfClasses = map[Kind]ocsfClass{
 	KindIdleStop:          {ClassAPIActivity, 3, "Update", false},
 	KindSave:              {ClassAPIActivity, 3, "Update", false},
 	KindIdleSave:          {ClassAPIActivity, 3, "Update", false},
+	KindLowMemorySave:     {ClassAPIActivity, 3, "Update", false},
 	KindResume:            {ClassAPIActivity, 3, "Update", false},
 	KindRebuild:           {ClassAPIActivity, 3, "Update", false},
 	KindRm:                {ClassAPIActivity, 4, "Delete", false},

@@ -62,7 +62,7 @@ func sampleEvents() []Event {
 	}
 	return []Event{
 		ev(KindCreate, nil), ev(KindStart, nil), ev(KindStop, nil), ev(KindIdleStop, nil),
-		ev(KindSave, nil), ev(KindIdleSave, nil), ev(KindResume, nil), ev(KindRebuild, nil), ev(KindRm, nil),
+		ev(KindSave, nil), ev(KindIdleSave, nil), ev(KindLowMemorySave, map[string]any{"free": "1.2GiB"}), ev(KindResume, nil), ev(KindRebuild, nil), ev(KindRm, nil),
 		{Time: at, Kind: KindSessionStart, Box: "web-3f2a1c", Actor: ActorCLI, EnvNames: []string{"GH_TOKEN"}, Fields: map[string]any{"session": "a1b2c3", "agent": "claude"}},
 		ev(KindSessionEnd, map[string]any{"session": "a1b2c3", "agent": "claude"}),
 		ev(KindEgressDenied, map[string]any{"host": "evil.example", "port": float64(443), "reason": "host-not-allowed", "count": float64(3)}),

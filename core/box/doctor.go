@@ -27,6 +27,7 @@ import (
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/golden"
+	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/hostbin"
 	"github.com/corral-dev/corral/core/hostinfo"
 	"github.com/corral-dev/corral/core/launchenv"
@@ -135,7 +136,7 @@ func HostChecks(f HostFacts) []Check {
 	}
 	switch {
 	case f.LimaErr != nil:
-		out = append(out, fail(limaName, f.LimaErr.Error(), hintOf(f.LimaErr, limaInstallFix(f, false))))
+		out = append(out, fail(limaName, f.LimaErr.Error(), hint.Or(f.LimaErr, limaInstallFix(f, false))))
 	case f.LimaVersion.Less(lima.MinVersion):
 		out = append(out, fail(limaName, fmt.Sprintf("%s %s is older than %s", limactl, f.LimaVersion, lima.MinVersion),
 			limaInstallFix(f, true)))
@@ -252,7 +253,7 @@ func HostChecks(f HostFacts) []Check {
 		out = append(out, pass("keychain", "unavailable, and no box uses keychain_env: "+f.Keychain.Error()))
 	default:
 		out = append(out, fail("keychain", fmt.Sprintf("unavailable, and boxes %s use keychain_env: %v", strings.Join(f.KeychainUsers, ", "), f.Keychain),
-			hintOf(f.Keychain, "unlock or start the OS keychain")))
+			hint.Or(f.Keychain, "unlock or start the OS keychain")))
 	}
 	out = append(out, keychainItemChecks(f.GOOS, f.KeychainItems)...)
 	if f.Images != nil {
@@ -335,15 +336,6 @@ func limaInstallFix(f HostFacts, tooOld bool) string {
 		how = lima.DetectInstall(f.GOOS, "", func(string) bool { return false })
 	}
 	return lima.InstallHint(how, f.Arch, tooOld)
-}
-
-// hintOf is the Hint() of err or of an error it wraps, else def.
-func hintOf(err error, def string) string {
-	var h interface{ Hint() string }
-	if errors.As(err, &h) && h.Hint() != "" {
-		return h.Hint()
-	}
-	return def
 }
 
 // doctorProbeService is the keychain item the keychain check reads; it is
@@ -510,7 +502,7 @@ const guestTimeout = time.Minute
 func (s *Service) DoctorBox(ctx context.Context, box string, opt DoctorBoxOptions) []Check {
 	m, err := boxmeta.Read(s.Layout, box)
 	if err != nil {
-		return []Check{fail("box "+box, err.Error(), hintOf(err, "corral ls lists the boxes"))}
+		return []Check{fail("box "+box, err.Error(), hint.Or(err, "corral ls lists the boxes"))}
 	}
 	var out []Check
 	st := s.StatusOf(m)
@@ -629,7 +621,7 @@ func envChecks(err error) []Check {
 		if errors.As(e, &le) {
 			out = append(out, fail(le.Key, le.Err.Error(), le.Hint()))
 		} else {
-			out = append(out, fail("session environment", e.Error(), hintOf(e, "")))
+			out = append(out, fail("session environment", e.Error(), hint.Or(e, "")))
 		}
 	}
 	return out

@@ -42,13 +42,23 @@ func IsIdle(state boxstate.State, liveSessions int, last time.Time, idleStop tim
 
 // IdleBoxes lists the boxes whose Status.IdleDue is set.
 func (s *Service) IdleBoxes() ([]Status, error) {
-	metas, err := boxmeta.List(s.Layout)
+	all, err := s.statuses()
 	var out []Status
-	for _, m := range metas {
-		st := s.statusOf(m, nil)
+	for _, st := range all {
 		if st.IdleDue {
 			out = append(out, st)
 		}
+	}
+	return out, err
+}
+
+// statuses reads every box's status without its memory (the sweep needs
+// none).
+func (s *Service) statuses() ([]Status, error) {
+	metas, err := boxmeta.List(s.Layout)
+	out := make([]Status, 0, len(metas))
+	for _, m := range metas {
+		out = append(out, s.statusOf(m, nil))
 	}
 	return out, err
 }
@@ -60,9 +70,24 @@ func (s *Service) IdleBoxes() ([]Status, error) {
 // daemon. A box whose idle time ran out is asked for its detachable
 // sessions first (one ssh channel, only then): one running counts as
 // activity and keeps the box up for another idle_stop.
+//
+// First the low-memory rule (lowmem.go): when the host's available memory
+// is under save_when_free_below, the least recently used idle box is
+// saved (audit: low-memory-save), whatever its idle_action and before its
+// idle_stop runs out; it is among the returned names.
 func (s *Service) Sweep(ctx context.Context) ([]string, error) {
-	idle, err := s.IdleBoxes()
+	all, err := s.statuses()
 	var stopped []string
+	var idle []Status
+	saved := s.saveForMemory(ctx, all)
+	if saved != "" {
+		stopped = append(stopped, saved)
+	}
+	for _, st := range all {
+		if st.IdleDue && st.Name != saved {
+			idle = append(idle, st)
+		}
+	}
 	for _, st := range idle {
 		// A detachable session running in the box (an agent working with
 		// no client attached) is activity.

@@ -205,8 +205,10 @@ func (s *Service) up(ctx context.Context, r boxmeta.Resolved, opt UpOptions) (bo
 		return m, err
 	}
 	s.progress("starting box %s", box)
-	_ = gitwatch.Clear(s.Layout, box) // what a previous run found was reported then
-	if err := s.booting(ctx, "starting box "+box, box, func() error { return s.startBox(ctx, &m) }); err != nil { // resumes a saved box (suspend.go)
+	// What a previous run found was reported then.
+	_ = gitwatch.Clear(s.Layout, box)
+	// startBox resumes a saved box (suspend.go).
+	if err := s.booting(ctx, "starting box "+box, box, func() error { return s.startBox(ctx, &m) }); err != nil {
 		return m, fmt.Errorf("starting box %s: %w", box, err)
 	}
 	s.audit(audit.Event{Kind: audit.KindStart, Box: box})
@@ -369,7 +371,8 @@ func (s *Service) create(ctx context.Context, r boxmeta.Resolved, opt UpOptions)
 		return m, err
 	}
 	s.progress("starting box %s (provisioning)", box)
-	_ = gitwatch.Clear(s.Layout, box) // what a previous run found was reported then
+	// What a previous run found was reported then.
+	_ = gitwatch.Clear(s.Layout, box)
 	if err := s.booting(ctx, "starting box "+box, box, func() error { return s.Lima.Start(ctx, box, StartTimeout) }); err != nil {
 		return m, hint.New(fmt.Errorf("starting box %s: %w", box, err), fmt.Sprintf("the provisioning log is in the box's console log: %s", lima.ConsoleLog(s.Layout.LimaHome(), box, string(m.VMType))))
 	}

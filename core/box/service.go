@@ -48,6 +48,9 @@ type Service struct {
 	// command (corral pull); nil = exec.CommandContext. Tests run the
 	// guest script locally instead.
 	GuestCommand func(ctx context.Context, argv []string) *exec.Cmd
+	// AvailableMemory reads the host's available memory for the
+	// low-memory rule; nil = hostinfo.Available. Tests simulate pressure.
+	AvailableMemory func() (uint64, error)
 }
 
 // NewService prepares the state directory and the Lima client. It refuses

@@ -17,9 +17,13 @@ import (
 	"github.com/corral-dev/corral/core/boxmeta"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/funnel"
 	"github.com/corral-dev/corral/core/hint"
 	"github.com/corral-dev/corral/core/lima"
+	"github.com/corral-dev/corral/core/procinfo"
+	"github.com/corral-dev/corral/core/qemu"
 	"github.com/corral-dev/corral/core/qmp"
+	"github.com/corral-dev/corral/core/untrusted"
 	"github.com/corral-dev/corral/guest"
 )
 
@@ -89,6 +93,12 @@ func busy(box, what string) error {
 // note at the top of this file). kind is audit.KindSave or
 // audit.KindIdleSave.
 func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
+	return s.save(ctx, box, audit.Event{Kind: kind}, "")
+}
+
+// save is Save with the audit event to record (its Box is set here) and
+// the reason kept in Meta.Saved.
+func (s *Service) save(ctx context.Context, box string, ev audit.Event, reason string) error {
 	lock, err := s.LockBox(ctx, box)
 	if err != nil {
 		return err
@@ -114,6 +124,12 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 	if ss, err := s.GuestSessions(ctx, box); err == nil && len(ss) > 0 {
 		return busy(box, fmt.Sprintf("detachable session %s is running", ss[0].Name))
 	}
+	// The resume must rebuild the machine this state is saved from: with
+	// the balloon exactly when this VM has it (see qemu.Options.Balloon).
+	balloon, err := s.vmHasBalloon(box)
+	if err != nil {
+		return hint.New(fmt.Errorf("saving box %s: %w", box, err), fmt.Sprintf("corral stop %s stops it instead", box))
+	}
 	s.CloseMaster(ctx, box)
 	s.progress("saving box %s", box)
 	if err := s.guestSuspend(ctx, box, "prepare", ""); err != nil {
@@ -128,7 +144,7 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 	}
 	// Saved before the VM ends: whatever happens next, the next start
 	// finds the state it must resume.
-	m.Saved = &boxmeta.Saved{Tag: SuspendTag, At: s.now()}
+	m.Saved = &boxmeta.Saved{Tag: SuspendTag, At: s.now(), Balloon: balloon, Reason: reason}
 	if err := boxmeta.Write(s.Layout, m); err != nil {
 		return err
 	}
@@ -139,7 +155,8 @@ func (s *Service) Save(ctx context.Context, box string, kind audit.Kind) error {
 	if err := approval.ClearSession(s.Layout, box); err != nil {
 		s.Logger.Warn("clearing session approvals", "box", box, "err", err)
 	}
-	s.audit(audit.Event{Kind: kind, Box: box})
+	ev.Box = box
+	s.audit(ev)
 	return boxmeta.Write(s.Layout, m)
 }
 
@@ -180,6 +197,20 @@ func (s *Service) endVM(ctx context.Context, box string) {
 			s.progress("warning: ending the VM of box %s: %v", box, err)
 		}
 	}
+}
+
+// vmHasBalloon reads the command line of the box's running qemu (its pid
+// file, as funnel.Verify does) and reports whether it has a balloon.
+func (s *Service) vmHasBalloon(box string) (bool, error) {
+	pid, err := untrusted.ReadPID(funnel.PIDFile(s.Layout.LimaHome(), box))
+	if err != nil {
+		return false, fmt.Errorf("reading its qemu's pid: %w", err)
+	}
+	args, err := procinfo.Argv(pid)
+	if err != nil || len(args) == 0 {
+		return false, fmt.Errorf("reading the command line of its qemu (pid %d): %v", pid, err)
+	}
+	return qemu.HasBalloon(args[1:]), nil
 }
 
 func (s *Service) qmpSocket(box string) string {

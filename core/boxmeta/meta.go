@@ -90,7 +90,21 @@ type Meta struct {
 type Saved struct {
 	Tag string    `json:"tag"`
 	At  time.Time `json:"at"`
+	// Balloon says the saved VM had a virtio balloon (its qemu command
+	// line, qemu.HasBalloon): the resume must have one too, as a saved
+	// state loads only into the machine that made it. A state saved
+	// before corral added the balloon has false and resumes without one;
+	// the next boot gets it.
+	Balloon bool `json:"balloon,omitempty"`
+	// Reason is why the box was saved: "" by `corral stop --save` or
+	// idle_action = "save", SavedLowMemory when the host ran short of
+	// memory (the menu and ls say so).
+	Reason string `json:"reason,omitempty"`
 }
+
+// SavedLowMemory is Saved.Reason of a box the idle sweep saved because
+// the host's available memory fell under save_when_free_below.
+const SavedLowMemory = "low-memory"
 
 // StateOf is the box's state in the machine (boxstate.Of) when Lima's
 // processes show vm.

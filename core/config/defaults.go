@@ -41,6 +41,7 @@ func Defaults(p Platform) Layer {
 		HoldDenied:      &Duration{},
 		StopOnExit:      ptr(false),
 		IdleAction:      ptr(IdleActionStop),
+		SaveFreeBelow:   ptr("0"),
 		Snapshots:       ptr(SnapshotsOff),
 		SnapshotsKeep:   ptr(3),
 	}

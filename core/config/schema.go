@@ -109,6 +109,7 @@ var Schema = []Key{
 	{"golden", "boolean", "true", ClassFree, MergeReplace, "Create boxes by cloning a shared golden image of the project-independent setup."},
 	{"idle_stop", "duration", `"30m"`, ClassFree, MergeReplace, `Stop a box with no session and no activity for this long ("0" never).`},
 	{"idle_action", "string", `"stop"`, ClassHost, MergeReplace, `What the idle rule (idle_stop) does to an idle box: "stop" shuts it down; "save" suspends it to disk (qemu only: the VM's memory is written into its disk, the VM process ends, and the next start resumes where it was). A box whose shares are in use, a box on vz, or a failed save is stopped instead. Set only in trusted layers: a save keeps the box's memory on the host's disk.`},
+	{"save_when_free_below", "size string", `"0"`, ClassHost, MergeReplace, `When the host's available memory (Linux: MemAvailable; macOS: the kernel's memory-status level) is under this size, the idle sweep (every corral command, ` + "`corral stop --idle`" + `, the app's timer) saves the least recently used idle box instead of stopping it: a running qemu box with no session, idle for 5 minutes or its idle_stop if shorter (idle_stop "0" exempts a box), one box per sweep. The save frees the box's memory and keeps its state (the next start resumes it, as with idle_action = "save"); the menu shows the box as saved for low memory and the audit log records low-memory-save with the available memory and this threshold. A box that cannot be saved (a detachable session, a busy share, vz) is left to the next candidate. "0" turns it off. Read from the global file ~/.corral/config.toml only (the host's memory is one for all boxes); a repository may not set it: a save keeps the box's memory on the host's disk.`},
 	{"stop_on_exit", "boolean", "false", ClassFree, MergeReplace, "Stop the box when its last session ends."},
 	{"snapshots", "string", `"off"`, ClassFree, MergeReplace, `"auto" snapshots the box before every start; "off" only on request.`},
 	{"snapshots_keep", "integer", "3", ClassFree, MergeReplace, "How many automatic snapshots to keep."},
@@ -247,6 +248,7 @@ type Config struct {
 	IdleStop        *Duration             `toml:"idle_stop" json:"idle_stop,omitempty"`
 	StopOnExit      *bool                 `toml:"stop_on_exit" json:"stop_on_exit,omitempty"`
 	IdleAction      *IdleAction           `toml:"idle_action" json:"idle_action,omitempty"`
+	SaveFreeBelow   *string               `toml:"save_when_free_below" json:"save_when_free_below,omitempty"`
 	Snapshots       *Snapshots            `toml:"snapshots" json:"snapshots,omitempty"`
 	SnapshotsKeep   *int                  `toml:"snapshots_keep" json:"snapshots_keep,omitempty"`
 	Terminal        *string               `toml:"terminal" json:"terminal,omitempty"`

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/core/agent"
@@ -59,6 +60,7 @@ type Settings struct {
 	IdleStop        time.Duration         `key:"idle_stop"` // 0: never
 	StopOnExit      bool                  `key:"stop_on_exit"`
 	IdleAction      IdleAction            `key:"idle_action"`
+	SaveFreeBelow   uint64                `key:"save_when_free_below"` // bytes; 0: off
 	Snapshots       Snapshots             `key:"snapshots"`
 	SnapshotsKeep   int                   `key:"snapshots_keep"`
 	Terminal        string                `key:"terminal"` // "": the platform's default terminal (app/terminal finds it)
@@ -119,6 +121,7 @@ func (e Effective) Settings() Settings {
 		IdleStop:        or(c.IdleStop, *d.IdleStop).Duration,
 		StopOnExit:      or(c.StopOnExit, *d.StopOnExit),
 		IdleAction:      or(c.IdleAction, *d.IdleAction),
+		SaveFreeBelow:   saveFreeBelow(c.SaveFreeBelow),
 		Snapshots:       or(c.Snapshots, *d.Snapshots),
 		SnapshotsKeep:   or(c.SnapshotsKeep, *d.SnapshotsKeep),
 		Terminal:        or(c.Terminal, ""),
@@ -159,3 +162,16 @@ func (s Settings) BridgedPorts() []int { return bridgedPorts(s.NetworkMode(), s.
 
 // GrantContext is the grant context of a loaded config.
 func (s Settings) GrantContext() GrantContext { return GrantContext{LowHostPorts: s.LowHostPorts} }
+
+// saveFreeBelow is save_when_free_below in bytes: 0 when unset, "0" or
+// not a size (validation reports that one).
+func saveFreeBelow(v *string) uint64 {
+	if v == nil || strings.TrimSpace(*v) == "0" {
+		return 0
+	}
+	n, err := ParseSize(*v)
+	if err != nil {
+		return 0
+	}
+	return n
+}

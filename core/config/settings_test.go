@@ -49,52 +49,53 @@ func TestSettingsDefaults(t *testing.T) {
 	mac, linux := Platform{OS: "darwin", Arch: "arm64"}, Platform{OS: "linux", Arch: "amd64"}
 	both := func(v any) [2]any { return [2]any{v, v} }
 	want := map[string][2]any{ // key -> {macOS, Linux}
-		"cpus":              both(2),
-		"memory":            both("4GiB"),
-		"disk":              both("50GiB"),
-		"image":             both(""), // limayaml: nil image is the platform's default images
-		"vm_type":           {VMTypeVZ, VMTypeQEMU},
-		"mount_type":        {MountVirtiofs, Mount9p},
-		"toolchains":        both([]string(nil)),
-		"packages":          both([]string(nil)),
-		"hide":              both([]string(nil)),
-		"box_dirs":          both([]string(nil)),
-		"readonly_project":  both(false), // limayaml: derefBool
-		"git_shadow":        both(true),  // box renderInput and lifecycle: nil is on
-		"source":            both(SourceMount),
-		"network":           both(NetworkBroker),
-		"egress":            both([]string(nil)),
-		"egress_groups":     both([]string(nil)),
-		"learn_for":         both(DefaultLearnFor), // LearnDuration: unset or 0 is DefaultLearnFor
-		"ports":             both([]string(nil)),
-		"host_ports":        both([]int(nil)),
-		"low_host_ports":    both(false), // GrantContext, box forward: nil is false
-		"hold_denied":       both(time.Duration(0)),
-		"agent":             both("claude"), // credential.Plan: nil is claude
-		"agents":            both(map[string]agent.Def(nil)),
-		"agent_state":       both(agentstate.Seeded),
-		"profile":           both(ProfileDefault),
-		"mounts":            both([]Mount(nil)),
-		"forward_env":       both([]string(nil)),
-		"env":               both(map[string]string(nil)),
-		"env_from_host":     both(map[string]string(nil)),
-		"keychain_env":      both(map[string]SecretRef(nil)),
-		"git_tokens":        both([]string(nil)),
-		"credentials":       both(map[string]Credential(nil)),
-		"agent_credentials": both(AgentCredsBrokered), // credential.Plan: only "forwarded" forwards
-		"claude_install":    both(ClaudeInstallOfficial),
-		"provision":         both([]string(nil)),
-		"sudo":              both(false), // limayaml: derefBool
-		"golden":            both(true),
-		"idle_stop":         both(30 * time.Minute),
-		"stop_on_exit":      both(false),
-		"idle_action":       both(IdleActionStop),
-		"snapshots":         both(SnapshotsOff),
-		"snapshots_keep":    both(3),
-		"terminal":          both(""), // app/terminal picks the platform's
-		"project_roots":     both([]string(nil)),
-		"host":              both(""),              // this machine
-		"upstream_proxy":    both(UpstreamProxy{}), // none: the broker dials directly
+		"cpus":                 both(2),
+		"memory":               both("4GiB"),
+		"disk":                 both("50GiB"),
+		"image":                both(""), // limayaml: nil image is the platform's default images
+		"vm_type":              {VMTypeVZ, VMTypeQEMU},
+		"mount_type":           {MountVirtiofs, Mount9p},
+		"toolchains":           both([]string(nil)),
+		"packages":             both([]string(nil)),
+		"hide":                 both([]string(nil)),
+		"box_dirs":             both([]string(nil)),
+		"readonly_project":     both(false), // limayaml: derefBool
+		"git_shadow":           both(true),  // box renderInput and lifecycle: nil is on
+		"source":               both(SourceMount),
+		"network":              both(NetworkBroker),
+		"egress":               both([]string(nil)),
+		"egress_groups":        both([]string(nil)),
+		"learn_for":            both(DefaultLearnFor), // LearnDuration: unset or 0 is DefaultLearnFor
+		"ports":                both([]string(nil)),
+		"host_ports":           both([]int(nil)),
+		"low_host_ports":       both(false), // GrantContext, box forward: nil is false
+		"hold_denied":          both(time.Duration(0)),
+		"agent":                both("claude"), // credential.Plan: nil is claude
+		"agents":               both(map[string]agent.Def(nil)),
+		"agent_state":          both(agentstate.Seeded),
+		"profile":              both(ProfileDefault),
+		"mounts":               both([]Mount(nil)),
+		"forward_env":          both([]string(nil)),
+		"env":                  both(map[string]string(nil)),
+		"env_from_host":        both(map[string]string(nil)),
+		"keychain_env":         both(map[string]SecretRef(nil)),
+		"git_tokens":           both([]string(nil)),
+		"credentials":          both(map[string]Credential(nil)),
+		"agent_credentials":    both(AgentCredsBrokered), // credential.Plan: only "forwarded" forwards
+		"claude_install":       both(ClaudeInstallOfficial),
+		"provision":            both([]string(nil)),
+		"sudo":                 both(false), // limayaml: derefBool
+		"golden":               both(true),
+		"idle_stop":            both(30 * time.Minute),
+		"stop_on_exit":         both(false),
+		"idle_action":          both(IdleActionStop),
+		"save_when_free_below": both(uint64(0)), // off
+		"snapshots":            both(SnapshotsOff),
+		"snapshots_keep":       both(3),
+		"terminal":             both(""), // app/terminal picks the platform's
+		"project_roots":        both([]string(nil)),
+		"host":                 both(""),              // this machine
+		"upstream_proxy":       both(UpstreamProxy{}), // none: the broker dials directly
 	}
 	for _, k := range Schema {
 		if _, ok := want[k.Name]; !ok {

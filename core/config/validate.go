@@ -145,6 +145,11 @@ func validate(l Layer) []error {
 	oneOf("claude_install", str(c.ClaudeInstall), ClaudeInstalls)
 	oneOf("snapshots", str(c.Snapshots), SnapshotModes)
 	oneOf("idle_action", str(c.IdleAction), IdleActions)
+	if v := c.SaveFreeBelow; v != nil && strings.TrimSpace(*v) != "0" {
+		if _, err := ParseSize(*v); err != nil {
+			bad("save_when_free_below", strconv.Quote(*v), err.Error(), `a size such as "2GiB", or "0" for off`)
+		}
+	}
 	for _, kv := range []struct {
 		key   string
 		paths []string

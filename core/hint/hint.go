@@ -65,4 +65,12 @@ func Of(err error) string {
 	return ""
 }
 
+// Or returns the first hint of err (Of), or def when it has none.
+func Or(err error, def string) string {
+	if h := Of(err); h != "" {
+		return h
+	}
+	return def
+}
+
 var _ interface{ Hint() string } = (*Error)(nil)

@@ -30,3 +30,13 @@ func TestAll(t *testing.T) {
 		t.Error("New(nil) is not nil")
 	}
 }
+
+func TestOr(t *testing.T) {
+	if got := Or(errors.New("x"), "default"); got != "default" {
+		t.Errorf("no hint: %q", got)
+	}
+	err := fmt.Errorf("wrapped: %w", New(errors.New("x"), "do this"))
+	if got := Or(err, "default"); got != "do this" {
+		t.Errorf("a wrapped hint: %q", got)
+	}
+}

@@ -18,3 +18,11 @@ func Read() (Host, error) {
 	}
 	return Host{MemoryBytes: mem, CPUs: runtime.NumCPU()}, nil
 }
+
+// Available is how much memory the host can give to new work without
+// swapping, as its kernel estimates it: Linux's MemAvailable
+// (/proc/meminfo), macOS's memory-status level (kern.memorystatus_level,
+// the percentage of memory available that the memory-pressure gauge
+// shows) times the RAM. The low-memory rule of the idle sweep (core/box
+// LowMemorySaves) compares it with save_when_free_below.
+func Available() (uint64, error) { return availableMemory() }

@@ -46,6 +46,39 @@ type Options struct {
 	// -loadvm: RAM, devices and disks as they were saved) instead of
 	// booting it: how a box saved by `corral stop --save` resumes.
 	LoadVM string
+	// Balloon adds BalloonDevice: a virtio balloon with free-page
+	// reporting, through which the guest's kernel hands the pages it
+	// frees back to qemu, which discards them (the host gets the memory
+	// back without the guest stopping). A saved state can only be loaded
+	// into the machine that made it, so a resume (LoadVM) must ask for
+	// the balloon exactly when the saved VM had it (HasBalloon of its
+	// command line; core/box records it with the save).
+	Balloon bool
+}
+
+// BalloonDevice is the -device value Options.Balloon adds (qemu 5.1 and
+// later have free-page-reporting; the guest needs virtio_balloon and
+// CONFIG_PAGE_REPORTING, Linux 5.7 and later). It goes after every device
+// Lima adds, so their PCI slots do not move. The balloon is never
+// inflated: corral sets no target, the guest only reports free pages.
+const BalloonDevice = "virtio-balloon-pci,id=" + BalloonID + ",free-page-reporting=on"
+
+// BalloonID is the qdev id of corral's balloon.
+const BalloonID = "corral-balloon"
+
+// HasBalloon reports whether a qemu command line (argv[0] excluded) has a
+// virtio balloon device (corral's or any other).
+func HasBalloon(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if normFlag(args[i]) != "-device" {
+			continue
+		}
+		driver, _, _ := strings.Cut(args[i+1], ",")
+		if strings.HasPrefix(strings.TrimPrefix(driver, "driver="), "virtio-balloon") {
+			return true
+		}
+	}
+	return false
 }
 
 // Funnel turns Lima's slirp NIC into a host-enforced egress funnel: slirp's restrict=on drops every
@@ -192,6 +225,11 @@ func Rewrite(args []string, opt Options) ([]string, error) {
 			}
 		}
 		out = append(out, "-loadvm", opt.LoadVM)
+	}
+	// A command line that has a balloon already (a Lima that adds one)
+	// keeps it: a second one would be refused by the guest's driver.
+	if opt.Balloon && !probe && !HasBalloon(args) {
+		out = append(out, "-device", BalloonDevice)
 	}
 	if restrict {
 		// A probe prints and exits; everything else must have exactly Lima's one slirp NIC (no NIC at all

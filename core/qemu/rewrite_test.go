@@ -316,3 +316,49 @@ func TestRewriteLoadVM(t *testing.T) {
 		}
 	}
 }
+
+// The balloon: a launch gets corral's device once, after Lima's devices
+// (their PCI slots stay), with free-page reporting; a probe, a launch
+// without Options.Balloon and one that has a balloon already get none.
+func TestRewriteBalloon(t *testing.T) {
+	in := limaArgv(t, "lima-1.2.2-x86_64-kvm.argv")
+	if HasBalloon(in) {
+		t.Fatal("Lima 1.2.2's argv has a balloon: the test's premise is wrong")
+	}
+	out, err := Rewrite(in, Options{Accel: AccelTCG, Balloon: true, LoadVM: "corral-suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := valueOf(out, "-device")
+	if got := devs[len(devs)-1]; got != "virtio-balloon-pci,id=corral-balloon,free-page-reporting=on" {
+		t.Errorf("last -device = %q, want corral's balloon", got)
+	}
+	if !slices.Equal(devs[:len(devs)-1], valueOf(in, "-device")) {
+		t.Errorf("Lima's devices changed or moved:\n got %q\nwant %q", devs[:len(devs)-1], valueOf(in, "-device"))
+	}
+	if !HasBalloon(out) {
+		t.Error("HasBalloon(rewritten) = false")
+	}
+	if out, _ := Rewrite(in, Options{Accel: AccelTCG}); HasBalloon(out) {
+		t.Error("a balloon without Options.Balloon")
+	}
+	probe := []string{"-device", "virtio-balloon-pci,help"}
+	if out, err := Rewrite(probe, Options{Balloon: true}); err != nil || !slices.Equal(out, probe) {
+		t.Errorf("probe = %q, %v", out, err)
+	}
+	for _, dev := range []string{"virtio-balloon-pci", "driver=virtio-balloon-ccw,id=b", "virtio-balloon-device,deflate-on-oom=on"} {
+		with := append(slices.Clone(in), "--device", dev)
+		out, err := Rewrite(with, Options{Balloon: true})
+		if err != nil || len(valueOf(out, "-device")) != len(valueOf(in, "-device")) {
+			t.Errorf("%s: a second balloon added: %q, %v", dev, valueOf(out, "-device"), err)
+		}
+		if !HasBalloon(with) {
+			t.Errorf("HasBalloon misses %s", dev)
+		}
+	}
+	for _, dev := range []string{"virtio-net-pci,netdev=balloon", "virtio-rng-pci"} {
+		if HasBalloon([]string{"-device", dev}) {
+			t.Errorf("HasBalloon(%s) = true", dev)
+		}
+	}
+}

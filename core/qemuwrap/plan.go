@@ -82,6 +82,14 @@ func (p Plan) DescribeResume() string {
 	return "resuming from snapshot " + p.Options.LoadVM
 }
 
+// DescribeMemory is the line the wrapper prints about the balloon.
+func (p Plan) DescribeMemory() string {
+	if p.Options.Balloon {
+		return "memory: virtio-balloon with free-page reporting (the guest's freed pages return to the host)"
+	}
+	return "memory: no balloon (the saved state was made without one)"
+}
+
 // NewPlan finds the box a VM launch is for and the network it must get.
 // Lima names the instance in -pidfile <LIMA_HOME>/<box>/qemu.pid; that
 // LIMA_HOME must be corral's. A box's network comes from its metadata; a
@@ -133,8 +141,12 @@ func NewPlan(args []string, l paths.Layout, exe string) (Plan, error) {
 			}
 			p.Private, p.Unhidden = append(p.Private, hidden...), unhidden
 		}
+		// Every boot gets the balloon; a resume only when the saved VM
+		// had it (a saved state loads only into the same machine).
+		p.Options.Balloon = true
 		if m.Saved != nil {
 			p.Options.LoadVM = m.Saved.Tag
+			p.Options.Balloon = m.Saved.Balloon
 		}
 		if m.Network == config.NetworkBroker {
 			p.Options.Funnel = &qemu.Funnel{GuestFwdPort: m.BrokerPort, GuestConnCmd: funnel.GuestCommand(guestconn.Exe(exe), name)}
@@ -149,6 +161,9 @@ func NewPlan(args []string, l paths.Layout, exe string) (Plan, error) {
 		if p.Network == config.NetworkBroker {
 			return Plan{}, fmt.Errorf("golden image %s: network broker has no broker to funnel to", name)
 		}
+		// A golden build (package installs, toolchains) frees much of what
+		// it used; it is never saved, so nothing constrains its machine.
+		p.Options.Balloon = true
 	default:
 		return Plan{}, fmt.Errorf("box %s: %w (corral runs only the boxes it created)", name, err)
 	}

@@ -282,3 +282,48 @@ func TestExports(t *testing.T) {
 		t.Error("a relative export is not an error")
 	}
 }
+
+// The balloon: every boot of a box or a golden gets it; a resume only
+// when the saved state was made with it (a state saved by a corral from
+// before the balloon, or from a VM started without it, loads only into a
+// machine without one). The rewritten argv follows the plan.
+func TestPlanBalloon(t *testing.T) {
+	l := paths.Layout{Home: filepath.Join(t.TempDir(), "h")}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	metas := map[string]*boxmeta.Saved{
+		"boot-1":    nil,
+		"with-1":    {Tag: "corral-suspend", Balloon: true},
+		"without-1": {Tag: "corral-suspend"},
+	}
+	for name, saved := range metas {
+		if err := boxmeta.Write(l, boxmeta.Meta{Name: name, Network: config.NetworkFull, VMType: "qemu", Saved: saved}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeGoldenTemplate(t, l, "golden-000000000001", "offline")
+	for name, want := range map[string]bool{"boot-1": true, "with-1": true, "without-1": false, "golden-000000000001": true} {
+		args := qemutest.LimaLaunch(t, l.LimaHome(), name)
+		p, err := NewPlan(args, l, "/opt/corral/bin/corral")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Options.Balloon != want {
+			t.Errorf("%s: Balloon = %v, want %v", name, p.Options.Balloon, want)
+		}
+		out, err := qemu.Rewrite(args, p.Options)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if qemu.HasBalloon(out) != want {
+			t.Errorf("%s: rewritten argv has a balloon: %v, want %v", name, qemu.HasBalloon(out), want)
+		}
+		if saved := metas[name]; saved != nil && !slices.Contains(out, "-loadvm") {
+			t.Errorf("%s: a saved box not resumed: %q", name, out)
+		}
+		if d := p.DescribeMemory(); strings.Contains(d, "free-page reporting") != want {
+			t.Errorf("%s: DescribeMemory = %q", name, d)
+		}
+	}
+}

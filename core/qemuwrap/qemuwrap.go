@@ -121,6 +121,7 @@ func Main(argv []string) int {
 		if d := plan.DescribeResume(); d != "" {
 			fmt.Fprintf(os.Stderr, "corral qemu: box %s: %s\n", plan.Box, d)
 		}
+		fmt.Fprintf(os.Stderr, "corral qemu: box %s: %s\n", plan.Box, plan.DescribeMemory())
 		// guest-conn (run by qemu per guest connection) finds the broker
 		// socket in the same state directory.
 		env = append(withoutEnv(env, paths.EnvHome), paths.EnvHome+"="+l.Home)

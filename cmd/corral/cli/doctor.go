@@ -99,19 +99,12 @@ func doctorBoxOptions(ctx context.Context, f *Factory, name string) (string, box
 	if err != nil {
 		fix := "corral config check -C " + m.Project
 		if !errors.Is(err, config.ErrViolation) {
-			fix = hintOr(err, fix)
+			fix = hint.Or(err, fix)
 		}
 		return name, opt, []box.Check{{Check: "config", Detail: err.Error(), Fix: fix}}
 	}
 	opt.Resolved, opt.Host = r, sessionHost(f, false)
 	return name, opt, nil
-}
-
-func hintOr(err error, def string) string {
-	if h := hint.All(err); len(h) > 0 {
-		return h[0]
-	}
-	return def
 }
 
 func doctorRun(opts *DoctorOptions) error {

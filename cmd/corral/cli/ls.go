@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/core/box"
 	"github.com/corral-dev/corral/core/boxmeta"
+	"github.com/corral-dev/corral/core/boxstate"
 	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/gitwatch"
@@ -139,6 +140,11 @@ func lsRun(opts *LsOptions) error {
 			// The step that failed, under the table: a Failed state alone
 			// does not say what to fix.
 			failed = append(failed, fmt.Sprintf("! %s: %s (corral up %s says where its boot log is)", display.Text(st.Name, 0), display.Text(st.ProvisionError, 0), display.Text(st.Name, 0)))
+		}
+		if st.Shown() == boxstate.Saved && st.Saved.Reason == boxmeta.SavedLowMemory {
+			// Why a box the user did not save is saved (the low-memory rule).
+			failed = append(failed, fmt.Sprintf("  %s: saved at %s because the host ran short of memory (save_when_free_below); corral up %s resumes it",
+				display.Text(st.Name, 0), st.Saved.At.Local().Format("15:04"), display.Text(st.Name, 0)))
 		}
 		failed = append(failed, appearedLines(st.Name, appeared(opts, st.Name))...)
 	}

@@ -200,6 +200,30 @@ func TestLsNamesTheFailedStep(t *testing.T) {
 	}
 }
 
+// A box the low-memory rule saved is named under the table with when and
+// why; one saved by hand is not.
+func TestLsSaysSavedForLowMemory(t *testing.T) {
+	at := time.Date(2026, 12, 7, 20, 53, 0, 0, time.UTC)
+	list := fakeLister{
+		{Meta: boxmeta.Meta{Name: "api-77aa01", Project: "/src/api", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1,
+			Saved: &boxmeta.Saved{Tag: box.SuspendTag, At: at, Reason: boxmeta.SavedLowMemory}}, State: boxstate.Stopped},
+		{Meta: boxmeta.Meta{Name: "web-3f2a1c", Project: "/src/web", Network: config.NetworkOffline, MemoryCap: 2 << 30, CPUs: 1,
+			Saved: &boxmeta.Saved{Tag: box.SuspendTag, At: at}}, State: boxstate.Stopped},
+	}
+	ios, _, out, errOut := Test(false)
+	cmd := NewCmdLs(&Factory{IO: ios}, func(o *LsOptions) error {
+		o.Service = func() (boxLister, error) { return list, nil }
+		return lsRun(o)
+	})
+	want := "BOX\tSTATE\tMEMORY\tCPUS\tIDLE\tSESSIONS\tNETWORK\tPORTS\tPROJECT\n" +
+		"api-77aa01\tSaved\t- / 2GiB\t1\t-\t0\toffline\t-\t/src/api\n" +
+		"web-3f2a1c\tSaved\t- / 2GiB\t1\t-\t0\toffline\t-\t/src/web\n" +
+		"  api-77aa01: saved at " + at.Local().Format("15:04") + " because the host ran short of memory (save_when_free_below); corral up api-77aa01 resumes it\n"
+	if code, got, _ := execCmd(cmd, out, errOut); code != 0 || got != want {
+		t.Errorf("%d\n%q\nwant\n%q", code, got, want)
+	}
+}
+
 func TestAppearedLines(t *testing.T) {
 	seen := []gitwatch.Seen{{Path: "/p/a/.git"}, {Path: "/p/b/.GIT\x1b[31m"}, {Path: "/p/c/.git"}, {Path: "/p/d/.git"}, {Path: "/p/e/.git"}}
 	got := strings.Join(appearedLines("web-1", seen), "\n")

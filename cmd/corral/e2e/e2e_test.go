@@ -332,6 +332,16 @@ echo "value=$E2E_SECRET"`
 		benchOnly(t)
 		nameRuleUnpack(t, x)
 	})
+	t.Run("benchmark: memory given back after the guest frees 1 GiB", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		balloonGivesBack(t, x)
+	})
+	t.Run("benchmark: memory pressure saves the least recently used idle box", func(t *testing.T) {
+		x.t = t
+		benchOnly(t)
+		lowMemorySave(t, x)
+	})
 	t.Run("a failed guest unit refuses the session", func(t *testing.T) {
 		x.t = t
 		x.ok("run", "--", "sudo", "systemctl", "stop", "corral-project.service")

@@ -23,7 +23,11 @@ import (
 
 // The repository layer of TestBoxLifecycle's project: hide and box_dirs
 // (a repository may add them), automatic snapshots kept to two.
+// memory: 2 GiB, so that the guest can allocate and free 1 GiB (the
+// balloon benchmark); qemu's host memory grows only with what the guest
+// touches.
 const lifecycleRepoConfig = `hide = ["secret", ".env"]
+memory = "2GiB"
 box_dirs = ["node_modules"]
 snapshots = "auto"
 snapshots_keep = 2
