@@ -337,13 +337,20 @@ func (b *coreBackend) Snapshot(ctx context.Context) (State, error) {
 	list, err := b.svc.List()
 	var st State
 	now := time.Now()
+	// The organisation's managed policy: a permanent approval it refuses
+	// is offered disabled, saying why (this machine's boxes only: a
+	// remote host has its own).
+	noPermanent := ""
+	if err := config.SystemManaged().CheckApproval("always", 0); err != nil {
+		noPermanent = err.Error()
+	}
 	for _, s := range list {
 		idleStop, _ := time.ParseDuration(s.IdleStop)
 		v := BoxView{
 			Name: s.Name, Project: s.Project, State: s.Shown(),
 			MemBytes: s.MemBytes, PeakBytes: s.PeakBytes, MemCapBytes: s.MemoryCap,
 			Idle: s.Idle, Sessions: s.Live, IdleStop: idleStop, IdleDue: s.IdleDue,
-			LearningUntil: s.LearningUntil,
+			LearningUntil: s.LearningUntil, NoPermanentAllow: noPermanent,
 			// A box whose last boot's provisioning failed (Failed) says
 			// which step, in its submenu, as corral up and ls do.
 			Err: s.ProvisionError,

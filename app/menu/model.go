@@ -646,6 +646,9 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 			domain = Item{Key: hk + "/allow-domain", Title: "Allow *." + display.Host(dom, lim.MaxTitle),
 				Tooltip: "Allow " + display.Host(dom, 0) + " and all its subdomains, permanently",
 				Action:  Action{Kind: ActAllow, Box: b.Name, Host: dom, Scope: AllowDomain, Remote: b.Host}}
+			if b.NoPermanentAllow != "" {
+				domain = disabledByPolicy(domain, b.NoPermanentAllow)
+			}
 		}
 		tip := egress.ShowTarget(hostPort(d), 0)
 		if egress.ThisMachine(d.Host) {
@@ -656,7 +659,7 @@ func deniedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 		}
 		it.Children = append(it.Children, Item{
 			Key: hk, Title: title, Tooltip: tip,
-			Children: append(allowItems(hk, b.Name, b.Host, egress.EntryFor(d.Host, d.Port)), domain),
+			Children: append(allowItems(hk, b.Name, b.Host, egress.EntryFor(d.Host, d.Port), b.NoPermanentAllow), domain),
 		})
 	}
 	return it
@@ -708,7 +711,7 @@ func askedItem(k string, b BoxView, now time.Time, lim Limits) Item {
 			children = append(children, Item{Key: hk + "/port", Disabled: true,
 				Title: "To forward it: corral port " + display.Text(b.Name, 0) + " " + strings.TrimPrefix(display.Text(r.Request, 0), "port ")})
 		case RequestAllowable(r):
-			children = append(children, allowItems(hk, b.Name, "", r.Request)...)
+			children = append(children, allowItems(hk, b.Name, "", r.Request, b.NoPermanentAllow)...)
 		default:
 			children = append(children, Item{Key: hk + "/malformed", Title: "Not one host: cannot be allowed", Disabled: true})
 		}
@@ -735,13 +738,24 @@ var allowScopes = []struct {
 
 // allowItems are the allow items of the denied host under key hk, for
 // box on remote ("" for this machine).
-func allowItems(hk, box, remote, host string) []Item {
+// noPermanent, when set, disables the permanent scope, saying why.
+func allowItems(hk, box, remote, host, noPermanent string) []Item {
 	out := make([]Item, 0, len(allowScopes)+1)
 	for _, s := range allowScopes {
-		out = append(out, Item{Key: hk + "/" + s.key, Title: s.title, Tooltip: s.tooltip,
-			Action: Action{Kind: ActAllow, Box: box, Host: host, Scope: s.scope, Remote: remote}})
+		it := Item{Key: hk + "/" + s.key, Title: s.title, Tooltip: s.tooltip,
+			Action: Action{Kind: ActAllow, Box: box, Host: host, Scope: s.scope, Remote: remote}}
+		if s.scope == AllowAlways && noPermanent != "" {
+			it = disabledByPolicy(it, noPermanent)
+		}
+		out = append(out, it)
 	}
 	return out
+}
+
+// disabledByPolicy is it, disabled with the organisation's reason.
+func disabledByPolicy(it Item, why string) Item {
+	it.Disabled, it.Action, it.Tooltip = true, Action{}, display.Text(why, 0)
+	return it
 }
 
 func projectsItem(st State, lim Limits) Item {

@@ -413,3 +413,22 @@ func TestDotEveryState(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyDisablesPermanentAllow: under the organisation's max_approval
+// the permanent scopes are shown disabled, saying why; the others stay.
+func TestPolicyDisablesPermanentAllow(t *testing.T) {
+	why := "the organisation's policy (/etc/corral/managed.toml) refuses it: approvals last at most 8h0m0s"
+	m := Build(State{Boxes: []BoxView{{Name: "web", State: boxstate.Running, Project: "/p/web", NoPermanentAllow: why,
+		Denied: []DeniedHost{{Host: "cdn.example.test", Port: 443, Count: 1, Last: now}}}}}, UI{}, Limits{})
+	for _, k := range []string{"allow-always", "allow-domain"} {
+		it, ok := m.Find("box/web/denied/cdn.example.test:443/" + k)
+		if !ok || !it.Disabled || it.Action != (Action{}) || it.Tooltip != why {
+			t.Errorf("%s: %+v", k, it)
+		}
+	}
+	for _, k := range []string{"allow-once", "allow-hour", "allow-session"} {
+		if it, _ := m.Find("box/web/denied/cdn.example.test:443/" + k); it.Disabled || it.Action.Kind != ActAllow {
+			t.Errorf("%s: %+v", k, it)
+		}
+	}
+}

@@ -92,6 +92,10 @@ type BoxView struct {
 	// pulled yet (corral pull); 0 when none or unknown.
 	NewCommits int
 
+	// NoPermanentAllow, when set, is why the organisation's managed
+	// policy refuses a permanent approval (max_approval): the menu shows
+	// "Allow always" and "Allow *.domain" disabled, saying so.
+	NoPermanentAllow string
 	// LearningUntil is when the box's learning window ends, while its
 	// broker learns (`corral up --learn`); zero otherwise.
 	LearningUntil time.Time

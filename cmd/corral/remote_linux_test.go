@@ -124,9 +124,12 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 PermitRootLogin prohibit-password
 AllowUsers %s
-SetEnv CORRAL_HOME=%s
+SetEnv CORRAL_HOME=%s CORRAL_MANAGED_CONFIG=%s
 LogLevel ERROR
-`, fx.port, filepath.Join(dir, "hostkey"), filepath.Join(dir, "authorized_keys"), fx.user, fx.remote))
+`, fx.port, filepath.Join(dir, "hostkey"), filepath.Join(dir, "authorized_keys"), fx.user, fx.remote,
+		// No organisation's policy of this machine (/etc/corral may be
+		// unreadable to the test's user): the test is hermetic.
+		filepath.Join(dir, "no-managed.toml")))
 	fx.sshConfig = filepath.Join(dir, "ssh_config")
 	write(t, fx.sshConfig, fmt.Sprintf(`Host *
   IdentityFile %s

@@ -77,6 +77,8 @@ func configDoc() []byte {
 4. trusted: ` + "`~/.corral/projects/<box>.toml`" + ` (yours, per box; ` + "`corral allow`" + ` writes approvals here)
 5. command-line flags
 
+Above them all, a company may install a **managed layer** (` + "`/etc/corral/managed.toml`" + `, or on managed Macs a configuration profile for ` + "`dev.corral.Corral`" + `): floors no layer, repository, approval or live allow can lower (the most open network mode, hosts and ranges never allowed, credentials, forced ` + "`git_shadow`" + ` and ` + "`profile`" + `, the longest approval, whether a repository may request anything). It has its own keys, decoded as strictly; ` + "`corral config show --origin`" + ` names it as ` + "`managed: FILE`" + `, and every refusal says the organisation's policy made it. See [ORGANISATIONS.md](ORGANISATIONS.md).
+
 Merge rules: **replace** (a later layer's value wins), **union** (lists are concatenated in layer order without duplicates; an allow-list never shrinks by being set again later: remove an entry in the layer that added it), **per-key** (tables merge key by key; a later layer's entry wins).
 
 Trust classes say what a repository's ` + "`.corral.toml`" + ` may do:

@@ -119,7 +119,9 @@ func WithApprovals(rules []Rule, approvals []Approval) []Rule {
 		l.seen[r.Entry] = true
 	}
 	for _, a := range approvals {
-		l.add(Rule{Entry: a.Entry, Origin: OriginApproval, Source: string(a.Scope), Expires: a.Expires})
+		// An approval lasts no longer than the organisation's
+		// max_approval, however it was written.
+		l.add(Rule{Entry: a.Entry, Origin: OriginApproval, Source: string(a.Scope), Expires: a.InForceUntil()})
 	}
 	return l.rules
 }
@@ -174,8 +176,8 @@ func Allowed(rules []Rule) []Rule {
 func NextExpiry(approvals []Approval) time.Time {
 	var next time.Time
 	for _, a := range approvals {
-		if !a.Expires.IsZero() && (next.IsZero() || a.Expires.Before(next)) {
-			next = a.Expires
+		if exp := a.InForceUntil(); !exp.IsZero() && (next.IsZero() || exp.Before(next)) {
+			next = exp
 		}
 	}
 	return next

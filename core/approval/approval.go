@@ -125,7 +125,16 @@ type Approval struct {
 
 // ActiveAt reports whether the approval is in force at now.
 func (a Approval) ActiveAt(now time.Time) bool {
-	return a.Expires.IsZero() || now.Before(a.Expires)
+	exp := a.InForceUntil()
+	return exp.IsZero() || now.Before(exp)
+}
+
+// InForceUntil is when the approval ends: Expires, capped by the
+// organisation's max_approval (the managed layer), so an approval written
+// before the policy or by hand lasts no longer than one granted under it.
+// Zero means never.
+func (a Approval) InForceUntil() time.Time {
+	return config.SystemManaged().ApprovalExpiry(a.Added, a.Expires)
 }
 
 // ErrNotFound means a box has no approval for an entry.
@@ -343,6 +352,11 @@ func checkGrant(entry string, scope Scope, d time.Duration) (string, error) {
 			return "", err
 		}
 	}
+	// The organisation's floor (the managed layer): the longest an
+	// approval may last.
+	if err := config.SystemManaged().CheckApproval(string(scope), d); err != nil {
+		return "", err
+	}
 	return canon, nil
 }
 
@@ -499,6 +513,14 @@ func allow(l paths.Layout, box, entry string, scope Scope, d time.Duration, acto
 	// A request that fails its own checks (a bad entry, "*.com") is an
 	// error of the command, not a grant refused: nothing is recorded.
 	if _, err := checkGrant(entry, scope, d); err != nil {
+		// A refusal by the organisation's policy is recorded: its SIEM
+		// sees who asked for what the policy forbids.
+		if config.IsPolicyRefusal(err) {
+			f := map[string]any{"entry": entry, "scope": string(scope)}
+			if rerr := recordAudit(l, audit.Refusal(audit.KindAllow, box, actor, f, err)); rerr != nil {
+				return Approval{}, errors.Join(err, rerr)
+			}
+		}
 		return Approval{}, err
 	}
 	// The record is written under the approvals lock once the new file is

@@ -23,6 +23,10 @@ import (
 	"github.com/corral-dev/corral/core/jsonl"
 )
 
+// Schema names every line of the audit log (the first key of each) and
+// every event `corral audit --json` prints (docs/JSON.md).
+const Schema = "corral.audit-event/v1"
+
 // MaxBytes is the size at which the audit log is rotated to path + ".1".
 const MaxBytes = 16 << 20
 
@@ -219,7 +223,7 @@ func Keep(line []byte, now time.Time) bool {
 // Open opens the audit log at path for appending, creating it (mode 0600,
 // parent directory 0700) if needed.
 func Open(path string) (*Log, error) {
-	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: MaxBytes, Keep: Keep})
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: MaxBytes, Keep: Keep, Schema: Schema})
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}
@@ -293,4 +297,13 @@ func Read(path string, f Filter) ([]Event, error) {
 		return nil, fmt.Errorf("reading audit log: %w", err)
 	}
 	return out, nil
+}
+
+// older reads the events of the log's older generations (kept lines, the
+// rotated file); Follow goes on with the live file from its start.
+func older(path string, fn func([]byte) error) error {
+	if err := jsonl.ReadOlder(path, fn); err != nil {
+		return fmt.Errorf("reading audit log: %w", err)
+	}
+	return nil
 }

@@ -131,7 +131,7 @@ func TestLineFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"time":"2026-01-01T00:00:00Z","kind":"session-start","box":"demo","actor":"cli","env_names":["GH_TOKEN"]}` + "\n"
+	want := `{"schema":"corral.audit-event/v1","time":"2026-01-01T00:00:00Z","kind":"session-start","box":"demo","actor":"cli","env_names":["GH_TOKEN"]}` + "\n"
 	if string(b) != want {
 		t.Errorf("line = %s\nwant   %s", b, want)
 	}

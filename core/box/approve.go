@@ -70,7 +70,14 @@ func ToApprove(l paths.Layout, p config.Platform, name, dir string, only []strin
 	ctx := r.Loaded.Settings().GrantContext()
 	for _, rq := range r.Loaded.Requests {
 		if rq.Status != config.RequestGranted {
-			q.Pending = append(q.Pending, Judged{rq, config.CheckGrant(rq.Key, rq.Entry, ctx)})
+			v := config.CheckGrant(rq.Key, rq.Entry, ctx)
+			// Load's verdict holds what only the loaded config knows
+			// (the organisation's repo_requests = false): a request it
+			// refused stays refused.
+			if rq.Status == config.RequestRefused && v.Risk != config.RiskRefused {
+				v.Risk, v.Why, v.Fix = rq.Risk, rq.Why, rq.Fix
+			}
+			q.Pending = append(q.Pending, Judged{rq, v})
 		}
 	}
 	if len(only) == 0 {

@@ -364,8 +364,11 @@ func newSessionID() string {
 	return hex.EncodeToString(b)
 }
 
+// SessionRecordSchema names every line of the sessions log (docs/JSON.md).
+const SessionRecordSchema = "corral.session-record/v1"
+
 func (s *Service) sessionsLog(rec SessionRecord) {
-	w, err := jsonl.Open(s.Layout.SessionsLog(), jsonl.Options{MaxBytes: 16 << 20})
+	w, err := jsonl.Open(s.Layout.SessionsLog(), jsonl.Options{MaxBytes: 16 << 20, Schema: SessionRecordSchema})
 	if err != nil {
 		s.Logger.Warn("sessions log unavailable", "err", err)
 		return

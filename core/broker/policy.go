@@ -220,7 +220,10 @@ func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 	// The one build of this reload (rules assembled the config's rules
 	// once, each entry in the one grammar, egress.ParseAllowEntry).
 	entries := append(approval.Entries(lasting), b.ranges...)
-	p := egress.NewPolicy(entries)
+	// The organisation's deny_egress binds every connection, by name and
+	// by resolved address, whatever the allow-list or learning says.
+	denied := config.SystemManaged().DenyEntries()
+	p := egress.NewPolicy(entries).Deny(denied)
 	if b.learningAt(b.now()) {
 		p = p.Learning()
 	}
@@ -233,7 +236,7 @@ func (b *boxPolicy) load() (*egress.Policy, []egress.OnceRule, error) {
 	}
 	var onceRules []egress.OnceRule
 	for _, r := range once {
-		op := egress.NewPolicy(append(approval.Entries([]approval.Rule{r}), ranges...))
+		op := egress.NewPolicy(append(approval.Entries([]approval.Rule{r}), ranges...)).Deny(denied)
 		onceRules = append(onceRules, egress.OnceRule{Entry: r.Entry, Policy: op})
 	}
 	return p, onceRules, nil

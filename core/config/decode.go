@@ -28,6 +28,12 @@ import (
 // It returns every problem at once, each a *Violation naming the file, the
 // line and the key, and the line of each top-level key that was decoded.
 func decodeStrict(file string, data []byte, dst *Config) (map[string]int, []error) {
+	return decodeStrictValue(file, data, dst)
+}
+
+// decodeStrictValue is decodeStrict into any struct (the managed policy
+// has its own schema, decoded by the same exact-key rule).
+func decodeStrictValue(file string, data []byte, dst any) (map[string]int, []error) {
 	var top map[string]toml.Primitive
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&top)
 	if err != nil {

@@ -60,6 +60,9 @@ type Verdict struct {
 	// says what to grant instead.
 	Why string `json:"why,omitempty"`
 	Fix string `json:"fix,omitempty"`
+	// Policy: the organisation's managed policy refused it (not corral's
+	// own check).
+	Policy bool `json:"policy,omitempty"`
 }
 
 // Err is nil unless the verdict refuses: then an error naming the key,
@@ -96,6 +99,9 @@ func (e *GrantError) Is(target error) bool { return target == ErrGrantRefused }
 type GrantContext struct {
 	// LowHostPorts is the effective low_host_ports.
 	LowHostPorts bool
+	// Managed is the organisation's policy the entry must pass; nil: the
+	// policy in force on this machine (SystemManaged).
+	Managed *Managed
 }
 
 // GrantKeys are the keys CheckGrant judges: every list corral adds to on
@@ -128,6 +134,23 @@ const (
 // flagged with what its registries let a box reach. packages: a Debian
 // package name.
 func CheckGrant(key, entry string, ctx GrantContext) Verdict {
+	v := checkGrant(key, entry, ctx)
+	if v.Risk == RiskRefused {
+		return v
+	}
+	// The organisation's floor comes after corral's own check: what the
+	// floor forbids is refused whatever else the entry is.
+	m := ctx.Managed
+	if m == nil {
+		m = SystemManaged()
+	}
+	if why := m.refuseGrant(key, v.Entry); why != "" {
+		v.Risk, v.Why, v.Fix, v.Policy = RiskRefused, why, "ask your organisation's administrator", true
+	}
+	return v
+}
+
+func checkGrant(key, entry string, ctx GrantContext) Verdict {
 	v := Verdict{Key: key, Entry: entry}
 	refuse := func(why string) Verdict { v.Risk, v.Why = RiskRefused, why; return v }
 	switch key {
@@ -355,16 +378,17 @@ type IgnoredEntry struct {
 // Ignored lists the egress entries of r's layers (and of the agents they
 // define) that the grant check refuses.
 func (r Result) Ignored() []IgnoredEntry {
+	ctx := GrantContext{Managed: r.Managed}
 	var out []IgnoredEntry
 	for _, l := range r.Layers {
 		for _, e := range l.Config.Egress {
-			if v := CheckGrant("egress", e, GrantContext{}); v.Risk == RiskRefused {
+			if v := CheckGrant("egress", e, ctx); v.Risk == RiskRefused {
 				out = append(out, IgnoredEntry{File: l.Path, Verdict: v})
 			}
 		}
 		for _, n := range SortedKeys(l.Config.Agents) {
 			for _, e := range l.Config.Agents[n].Egress {
-				if v := CheckGrant("egress", e, GrantContext{}); v.Risk == RiskRefused {
+				if v := CheckGrant("egress", e, ctx); v.Risk == RiskRefused {
 					v.Key = "agents." + n + ".egress"
 					out = append(out, IgnoredEntry{File: l.Path, Verdict: v})
 				}

@@ -23,6 +23,9 @@ type Request struct {
 	Flags       Config // the flags layer; unset fields are not applied
 	HostMemory  uint64
 	HostCPUs    int
+	// Managed is the organisation's policy (the managed layer); nil: the
+	// policy in force on this machine (SystemManaged).
+	Managed *Managed
 	// Snapshot, when set, is the repository's file as read earlier (by
 	// ReadSnapshot, at box start): Load checks and applies it instead of
 	// reading the box-writable file again. A running box's broker loads
@@ -64,6 +67,9 @@ type Result struct {
 	// can grant (see takeRequests); ProjectHash pins them to the file.
 	Requests    []RepoRequest
 	ProjectHash string
+	// Managed is the organisation's policy the config was held to (never
+	// nil after Load).
+	Managed *Managed
 
 	// req is the request that loaded it, its repository snapshot pinned
 	// (AddToTrusted loads it again with a new trusted layer).
@@ -125,6 +131,9 @@ func judgeRequests(reqs []RepoRequest, ctx GrantContext) {
 	for i := range reqs {
 		q := &reqs[i]
 		v := CheckGrant(q.Key, q.Entry, ctx)
+		if why := ctx.Managed.RepoRequestsRefused(); why != "" && q.Pending && v.Risk != RiskRefused {
+			v = Verdict{Key: q.Key, Entry: q.Entry, Risk: RiskRefused, Why: why, Fix: "ask your organisation's administrator, or add the entry to your own layers"}
+		}
 		q.Risk, q.Why, q.Fix = v.Risk, v.Why, v.Fix
 		switch {
 		case !q.Pending:
@@ -289,7 +298,16 @@ func Load(req Request) (Result, error) {
 
 	res.Effective = Merge(res.Layers...)
 	res.Effective.Platform = req.Platform
-	judgeRequests(res.Requests, res.Settings().GrantContext())
+	// The managed floor is applied to the merge, above every layer: no
+	// layer of the user's or the repository's can lower it.
+	res.Managed = req.Managed
+	if res.Managed == nil {
+		res.Managed = SystemManaged()
+	}
+	errs = append(errs, applyManaged(res.Managed, &res.Effective, res.Layers)...)
+	ctx := res.Settings().GrantContext()
+	ctx.Managed = res.Managed
+	judgeRequests(res.Requests, ctx)
 	req.trustedData = nil
 	res.req = req
 	errs = append(errs, checkFloors(&res.Effective, repoFile)...)

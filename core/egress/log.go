@@ -391,6 +391,10 @@ func KeepAllowed(line []byte, now time.Time) bool {
 	return important && now.Sub(e.Time) < Retention
 }
 
+// DecisionSchema names every line of a box's egress log: decisions,
+// session marks, credential uses and the box's requests (docs/JSON.md).
+const DecisionSchema = "corral.egress-decision/v1"
+
 // OpenLog opens (creating with mode 0600) the egress decision log of box at
 // path with the shared JSONL writer (one write per line, rotation to ".1" at
 // [DefaultLogMaxBytes], allowed decisions kept for [Retention]). Denials are
@@ -401,7 +405,7 @@ func OpenLog(path, box string, logger *slog.Logger) (*DecisionLog, error) {
 
 // OpenLogSize is [OpenLog] with another rotation size (tests).
 func OpenLogSize(path, box string, maxBytes int64, logger *slog.Logger) (*DecisionLog, error) {
-	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: maxBytes, Mode: 0o600, Keep: KeepAllowed})
+	w, err := jsonl.Open(path, jsonl.Options{MaxBytes: maxBytes, Mode: 0o600, Keep: KeepAllowed, Schema: DecisionSchema})
 	if err != nil {
 		return nil, fmt.Errorf("opening egress log: %w", err)
 	}

@@ -26,6 +26,10 @@ const (
 	// ReasonLearning: allowed only because the box is learning (see
 	// [Policy.Learning]); `corral egress learn` proposes these.
 	ReasonLearning Reason = "learning"
+	// ReasonPolicyDenied: the organisation's managed policy never allows
+	// the destination (deny_egress; see [Policy.Deny]), whatever the
+	// allow-list says.
+	ReasonPolicyDenied Reason = "policy-denied"
 )
 
 // Kind says how a destination was requested.
@@ -120,6 +124,7 @@ type Policy struct {
 	ranges []netip.Prefix
 	text   []string // canonical entries, for String
 	learn  bool     // see Learning
+	denied []AllowEntry
 }
 
 // Learning returns a copy of p that also allows, with [ReasonLearning],
@@ -132,6 +137,37 @@ func (p *Policy) Learning() *Policy {
 	c := *p
 	c.learn = true
 	return &c
+}
+
+// Deny makes p refuse every destination an entry names, whatever allows
+// it, learning included: a host the entry names or its wildcard covers
+// (on every port), an address (the target's literal or the address it
+// resolved to) inside its range. The broker adds the organisation's
+// deny_egress (core/config Managed). It returns p.
+func (p *Policy) Deny(entries []AllowEntry) *Policy {
+	p.denied = append(p.denied, entries...)
+	return p
+}
+
+// isDenied reports whether Deny's entries name host or ip.
+func (p *Policy) isDenied(host string, ip netip.Addr) bool {
+	if len(p.denied) == 0 {
+		return false
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	lit, litErr := netip.ParseAddr(host)
+	for _, d := range p.denied {
+		if d.IsRange() {
+			if ip.IsValid() && d.Range.Contains(ip.Unmap()) || litErr == nil && d.Range.Contains(lit.Unmap()) {
+				return true
+			}
+			continue
+		}
+		if host == d.Host || d.Wild && strings.HasSuffix(host, "."+d.Host) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsLearning reports whether p was made by [Policy.Learning].
@@ -224,6 +260,9 @@ func (p *Policy) String() string { return strings.Join(p.text, ", ") }
 func (p *Policy) Decide(r Request) Decision {
 	d := Decision{Kind: r.Kind, Host: r.Host, Port: r.Port, IP: r.IP}
 	deny := func(reason Reason) Decision { d.Reason = reason; return d }
+	if p.isDenied(r.Host, r.IP) {
+		return deny(ReasonPolicyDenied)
+	}
 	if lit, err := netip.ParseAddr(r.Host); err == nil {
 		if !p.inRange(lit) {
 			return deny(ReasonIPLiteral)

@@ -54,6 +54,7 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,6 +87,11 @@ type Options struct {
 	// KeepMaxBytes bounds path.kept; beyond it the oldest kept lines go.
 	// Zero means 256 MiB. It is a disk safety net, not a retention rule.
 	KeepMaxBytes int64
+	// Schema, when set, is written as the first key of every line that is
+	// a JSON object ({"schema":"corral.audit-event/v1",...}): a reader of
+	// the file alone (a SIEM's shipper) knows what each line is. Readers
+	// decode lines into structs without the key and ignore it.
+	Schema string
 
 	// beforeWrite, when set, runs just before each write(2), under the
 	// lock: tests stall writers there to prove no rotation loses a line.
@@ -193,7 +200,22 @@ func (w *Writer) Append(v any) error {
 		return fmt.Errorf("encoding line for %s: %w", w.path, err)
 	}
 	// json.Marshal never emits a raw newline, so the line is one line.
-	return w.appendLine(append(b, '\n'))
+	return w.appendLine(append(w.withSchema(b), '\n'))
+}
+
+// withSchema puts Options.Schema first in the object b (a new slice), or
+// returns b when there is no schema, b is no object, or it names one.
+func (w *Writer) withSchema(b []byte) []byte {
+	if w.opt.Schema == "" || len(b) < 2 || b[0] != '{' || bytes.HasPrefix(b, []byte(`{"schema":`)) {
+		return b
+	}
+	head, _ := json.Marshal(map[string]string{"schema": w.opt.Schema})
+	out := make([]byte, 0, len(head)+len(b)+1)
+	out = append(out, head[:len(head)-1]...)
+	if string(b) != "{}" {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...)
 }
 
 // AppendEncoded appends line, one JSON value its caller encoded (valid
@@ -205,6 +227,7 @@ func (w *Writer) AppendEncoded(line []byte) error {
 	if bytes.ContainsAny(line, "\n\r") || len(line) == 0 {
 		return fmt.Errorf("appending to %s: an encoded line must be one non-empty line", w.path)
 	}
+	line = w.withSchema(line)
 	b := make([]byte, len(line)+1)
 	copy(b, line)
 	b[len(line)] = '\n'
@@ -430,7 +453,18 @@ const maxLine = 16 << 20
 // reading is seen whole or not at all, because appends are single writes; a
 // trailing line without a newline (which a writer never leaves) is skipped.
 func ReadAll(path string, fn func(line []byte) error) error {
-	files, err := openGenerations(path)
+	return readGenerations(path, Generations(path), fn)
+}
+
+// ReadOlder is ReadAll without the live file: the kept lines and the
+// rotated generation, for a reader that goes on with Tail(path, 0).
+func ReadOlder(path string, fn func(line []byte) error) error {
+	g := Generations(path)
+	return readGenerations(path, g[:len(g)-1], fn)
+}
+
+func readGenerations(path string, gens []string, fn func(line []byte) error) error {
+	files, err := openGenerations(path, gens)
 	if err != nil {
 		return err
 	}
@@ -455,7 +489,7 @@ func Generations(path string) []string {
 
 // openGenerations opens path.kept, path.1 and path, whichever exist, under
 // a shared lock when a lock file exists. Each must be a regular file.
-func openGenerations(path string) ([]*os.File, error) {
+func openGenerations(path string, gens []string) ([]*os.File, error) {
 	if lock, err := untrusted.Open(path + lockSuffix); err == nil {
 		defer lock.Close()
 		if err := atomicfile.Flock(lock, path+lockSuffix, unix.LOCK_SH, LockWait); err != nil {
@@ -466,7 +500,7 @@ func openGenerations(path string) ([]*os.File, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var files []*os.File
-	for _, p := range Generations(path) {
+	for _, p := range gens {
 		f, err := untrusted.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -668,4 +702,87 @@ func (w *Writer) endLeaseLocked() {
 		w.leaseTimer.Stop()
 	}
 	unflock(w.lock) //nolint:errcheck // closing the fd also unlocks
+}
+
+// Tail calls fn for each line of path from byte offset from on (0: every
+// line already there), then for each line appended, polling every poll
+// until ctx ends (then it returns nil). A rotation (the file replaced or
+// shorter than the offset) starts again at the new file's beginning; a
+// partial last line waits for its newline. Lines longer than maxLine are
+// skipped.
+func Tail(ctx context.Context, path string, from int64, poll time.Duration, fn func(line []byte) error) error {
+	off, id := from, ""
+	for {
+		if err := tailOnce(path, &off, &id, fn); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+// tailOnce reads what path holds past *off and moves *off to the end of
+// its last whole line; *id tells a replaced file from the one read before.
+func tailOnce(path string, off *int64, id *string, fn func(line []byte) error) error {
+	f, err := untrusted.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	cur := fileID(st)
+	if (*id != "" && cur != *id) || st.Size() < *off {
+		*off = 0
+	}
+	*id = cur
+	if st.Size() == *off {
+		return nil
+	}
+	if _, err := f.Seek(*off, io.SeekStart); err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	// At most maxTailRead per poll: a file grown past it is read on in
+	// the next polls.
+	buf, err := io.ReadAll(io.LimitReader(f, min(st.Size()-*off, maxTailRead)))
+	if err != nil {
+		return fmt.Errorf("following %s: %w", path, err)
+	}
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		if len(buf) > maxLine {
+			*off += int64(len(buf)) // a line past the cap: skip it
+		}
+		return nil
+	}
+	*off += int64(end + 1)
+	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+		line = Recover(bytes.TrimRight(line, "\r"))
+		if len(line) == 0 || len(line) > maxLine {
+			continue
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxTailRead bounds what one poll of Tail reads (more than a line's cap).
+const maxTailRead = maxLine + 4<<20
+
+// fileID identifies the file st describes (device and inode).
+func fileID(st os.FileInfo) string {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d", s.Dev, s.Ino)
+	}
+	return ""
 }

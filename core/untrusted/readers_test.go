@@ -73,6 +73,7 @@ var rawReaders = map[string]string{
 	"core/broker/brokertest/squid.go:Logs":            "a test helper: the logs of the squid it started, shown in a failure",
 	"core/jsonl/jsonl.go:saveKept":                    "a JSON-lines log: read line by line, each line capped (maxLine) and checked by json.Valid",
 	"core/jsonl/jsonl.go:openGenerations":             "a JSON-lines log: read line by line, each line capped (maxLine)",
+	"core/jsonl/jsonl.go:tailOnce":                    "a JSON-lines log followed (Tail): at most maxTailRead per poll, lines over maxLine skipped, each through Recover",
 	"core/lima/instancedir.go:SSHPorts":               "Lima's ssh config, 64 KiB, split into lines",
 	"core/egress/readlog.go:reopen":                   "a JSON-lines log followed line by line, each line capped",
 	"core/credential/credential.go:loadCA":            "a PEM file, 1 MiB, parsed by crypto/x509",

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,7 +14,10 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/core/audit"
+	"github.com/corral-dev/corral/core/config"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/hint"
+	"github.com/corral-dev/corral/core/version"
 	"github.com/spf13/cobra"
 )
 
@@ -22,24 +28,60 @@ type AuditOptions struct {
 	Since   string
 	Box     string
 	JSON    bool
+	// Format is "text" (the default), "json" (as --json) or "ocsf".
+	Format string
+	// Follow keeps printing events as they are appended; Forward sends
+	// them to the organisation's collector ([audit] forward) instead.
+	Follow  bool
+	Forward bool
+	// Poll is how often --follow looks for new events.
+	Poll time.Duration
+	// Hostname names this machine in OCSF events (tests fix it).
+	Hostname string
 	// Now and Location are the clock and the time zone of human output;
 	// tests fix them.
 	Now      func() time.Time
 	Location *time.Location
+	// Context ends --follow (tests; else the command's context).
+	Context context.Context
 }
 
 // NewCmdAudit builds `corral audit`.
 func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
-	opts := &AuditOptions{IO: f.IO, Factory: f, Now: time.Now, Location: time.Local}
+	opts := &AuditOptions{IO: f.IO, Factory: f, Now: time.Now, Location: time.Local, Poll: 500 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show the audit log: what happened to boxes, and who did it",
 		Long: `Audit prints the audit log (~/.corral/logs/audit.jsonl and its rotated
 generation) oldest first, one event per line. It records names of forwarded
-variables, never their values.`,
-		Example: "  corral audit --since 24h\n  corral audit --box web-3f2a1c --since 7d\n  corral audit --json | jq .",
+variables, never their values.
+
+--format ocsf prints each event as an OCSF 1.2.0 event (Network Activity,
+HTTP Activity, Process Activity or API Activity: docs/ORGANISATIONS.md maps
+every kind). --follow keeps printing events as they are appended, until
+interrupted. --forward (with --follow) sends them to the collector the
+organisation's managed policy names ([audit] forward) instead of printing
+them.`,
+		Example: "  corral audit --since 24h\n  corral audit --box web-3f2a1c --since 7d\n  corral audit --json | jq .\n  corral audit --format ocsf --follow\n  corral audit --follow --forward",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch opts.Format {
+			case "", "text":
+			case "json":
+				opts.JSON = true
+			case "ocsf":
+				if opts.JSON {
+					return fmt.Errorf("--json and --format ocsf: choose one")
+				}
+			default:
+				return fmt.Errorf("--format %q: want text, json or ocsf", opts.Format)
+			}
+			if opts.Forward && !opts.Follow {
+				return fmt.Errorf("--forward goes with --follow")
+			}
+			if opts.Context == nil {
+				opts.Context = cmd.Context()
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -49,6 +91,9 @@ variables, never their values.`,
 	cmd.Flags().StringVar(&opts.Since, "since", "", "only events newer than this `age` (90m, 24h, 7d) or time (RFC 3339)")
 	cmd.Flags().StringVar(&opts.Box, "box", "", "only events of this `box`")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines, one event per line")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "`format` of the events: text, json or ocsf (OCSF 1.2.0 JSON lines)")
+	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "keep printing events as they are appended")
+	cmd.Flags().BoolVar(&opts.Forward, "forward", false, "with --follow: send the events to the organisation's collector ([audit] forward of the managed policy)")
 	return cmd
 }
 
@@ -81,9 +126,21 @@ func auditRun(opts *AuditOptions) error {
 	if err != nil {
 		return err
 	}
-	evs, err := audit.Read(l.AuditLog(), audit.Filter{Since: since, Box: opts.Box})
+	filter := audit.Filter{Since: since, Box: opts.Box}
+	if opts.Follow {
+		return auditFollow(opts, l.AuditLog(), filter)
+	}
+	evs, err := audit.Read(l.AuditLog(), filter)
 	if err != nil {
 		return err
+	}
+	if opts.Format == "ocsf" {
+		for _, ev := range evs {
+			if err := auditOCSF(opts, ev); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if opts.JSON {
 		for _, ev := range evs {
@@ -169,4 +226,77 @@ func auditValue(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// auditOCSF prints ev as one OCSF JSON line.
+func auditOCSF(opts *AuditOptions, ev audit.Event) error {
+	b, err := json.Marshal(audit.OCSF(ev, auditHost(opts), version.Version))
+	if err != nil {
+		return err
+	}
+	_, err = opts.IO.Out.Write(append(b, '\n'))
+	return err
+}
+
+func auditHost(opts *AuditOptions) string {
+	if opts.Hostname != "" {
+		return opts.Hostname
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// auditFollow prints (or forwards) every event, then each appended one,
+// until the command's context ends (interrupt).
+func auditFollow(opts *AuditOptions, path string, filter audit.Filter) error {
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if opts.Forward {
+		m := config.SystemManaged()
+		if m.Err != nil {
+			return m.Err
+		}
+		a := m.Floor.Audit
+		if a == nil || a.Forward == "" {
+			return hint.New(errors.New("audit --forward: the organisation's managed policy names no collector"),
+				"set [audit] forward in "+config.ManagedPath()+" (docs/ORGANISATIONS.md)")
+		}
+		fw, err := config.ParseForward(a.Forward)
+		if err != nil {
+			return fmt.Errorf("%s: [audit] forward: %w", m.File, err)
+		}
+		f := &audit.Forwarder{Scheme: fw.Scheme, Addr: fw.Addr, URL: fw.URL, OCSF: a.Format != "corral",
+			Host: auditHost(opts), Version: version.Version}
+		defer f.Close()
+		return audit.Follow(ctx, path, filter, opts.Poll, func(ev audit.Event) error {
+			// An event being sent is sent whole when following ends:
+			// the send has its own timeout.
+			if err := f.Send(context.WithoutCancel(ctx), ev); err != nil {
+				// The collector may be restarting: say so and go on;
+				// the event stays in the log.
+				fmt.Fprintf(opts.IO.ErrOut, "corral: %s\n", display.Text(err.Error(), 300))
+			}
+			return nil
+		})
+	}
+	return audit.Follow(ctx, path, filter, opts.Poll, func(ev audit.Event) error {
+		switch {
+		case opts.Format == "ocsf":
+			return auditOCSF(opts, ev)
+		case opts.JSON || !opts.IO.OutTTY:
+			return jsonLine(opts.IO.Out, SchemaAuditEvent, ev)
+		}
+		fmt.Fprintf(opts.IO.Out, "%s  %s  %s  %s  %s\n", ev.Time.In(opts.Location).Format("2006-01-02 15:04:05"),
+			display.Text(string(ev.Kind), 40), display.Text(orDash(ev.Box), 0), display.Text(orDash(string(ev.Actor)), 40), auditDetails(ev))
+		return nil
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/core/display"
 	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/paths"
+	"github.com/corral-dev/corral/core/version"
 	"github.com/spf13/cobra"
 )
 
@@ -28,6 +30,8 @@ type EgressOptions struct {
 	Since   time.Duration
 	Session string // "": the whole --since window
 	JSON    bool
+	// Format is "" or "ocsf" (with --log: OCSF 1.2.0 events).
+	Format string
 
 	// Now is the clock; nil means time.Now. Times are shown in its location.
 	Now func() time.Time
@@ -65,6 +69,7 @@ other sessions' included. Without --since it searches the whole log.`,
 		Example: `  corral egress
   corral egress web-3f2a1c --since 1h
   corral egress --log --since 10m
+  corral egress --log --format ocsf
   corral egress --session last
   corral egress --json | jq '.destinations[] | select(.allowed == false)'`,
 		Args: cobra.MaximumNArgs(1),
@@ -74,6 +79,9 @@ other sessions' included. Without --since it searches the whole log.`,
 			}
 			if opts.Since <= 0 {
 				return fmt.Errorf("egress: --since %s: want a positive duration such as 24h", opts.Since)
+			}
+			if opts.Format != "" && (opts.Format != "ocsf" || !opts.Log) {
+				return fmt.Errorf("egress: --format %q: only --log --format ocsf", opts.Format)
 			}
 			if opts.Session != "" && !cmd.Flags().Changed("since") {
 				opts.Since = 0 // the whole log
@@ -88,6 +96,7 @@ other sessions' included. Without --since it searches the whole log.`,
 	cmd.Flags().DurationVar(&opts.Since, "since", 24*time.Hour, "show decisions of this last `duration`")
 	cmd.Flags().StringVar(&opts.Session, "session", "", "show only session `ID` (or \"last\")")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "with --log: `ocsf` prints each decision as an OCSF 1.2.0 Network Activity event (a request as API Activity)")
 	cmd.AddCommand(NewCmdEgressGroups(f, nil), NewCmdEgressLearn(f, nil))
 	return cmd
 }
@@ -315,6 +324,9 @@ func egressTarget(opts *EgressOptions, l paths.Layout) (name, projectDir string,
 }
 
 func printEgressLog(opts *EgressOptions, entries []egress.Entry, loc *time.Location) error {
+	if opts.Format == "ocsf" {
+		return printEgressOCSF(opts, entries)
+	}
 	if opts.JSON || !opts.IO.OutTTY {
 		for _, e := range entries {
 			if err := jsonLine(opts.IO.Out, SchemaEgressDecision, e); err != nil {
@@ -395,4 +407,32 @@ func rfc3339(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// printEgressOCSF prints the decision log as OCSF events, one per line
+// (docs/ORGANISATIONS.md); session marks have none.
+func printEgressOCSF(opts *EgressOptions, entries []egress.Entry) error {
+	for _, e := range entries {
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		req := e.Request
+		if req == "" && e.Kind == egress.KindRequest {
+			req = requestTarget(e)
+		}
+		o, ok := audit.OCSFDecision(audit.Decision{Time: e.Time, Box: e.Box, Kind: string(e.Kind), Host: e.Host, Port: e.Port,
+			IP: e.IP, Allowed: e.Allowed, Reason: string(e.Reason), Count: e.N(), Request: req, Why: e.Why, Raw: raw}, version.Version)
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if _, err := opts.IO.Out.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
 }

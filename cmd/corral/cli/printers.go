@@ -8,7 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/corral-dev/corral/core/audit"
 	"github.com/corral-dev/corral/core/display"
+	"github.com/corral-dev/corral/core/egress"
 	"github.com/corral-dev/corral/core/review"
 )
 
@@ -18,14 +20,14 @@ import (
 const (
 	SchemaAgents         = "corral.agents/v1"
 	SchemaApprovals      = "corral.approvals/v1"
-	SchemaAuditEvent     = "corral.audit-event/v1"
+	SchemaAuditEvent     = audit.Schema
 	SchemaBoxes          = "corral.boxes/v1"
 	SchemaBoxInfo        = "corral.box-info/v1"
 	SchemaConfig         = "corral.config/v1"
 	SchemaConfigCheck    = "corral.config-check/v1"
 	SchemaDoctor         = "corral.doctor/v1"
 	SchemaEgress         = "corral.egress/v1"
-	SchemaEgressDecision = "corral.egress-decision/v1"
+	SchemaEgressDecision = egress.DecisionSchema
 	SchemaEgressGroups   = "corral.egress-groups/v1"
 	SchemaEgressLearn    = "corral.egress-learn/v1"
 	SchemaGCPlan         = "corral.gc-plan/v1"
