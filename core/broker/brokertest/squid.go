@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,7 +100,16 @@ func StartSquid(t testing.TB, user, pass string, allow []string) *Squid {
 	}
 	must(t, os.WriteFile(filepath.Join(dir, "squid.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o644))
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-N", "-f", filepath.Join(dir, "squid.conf"))
+	// A service name of its own (-n): squid names its shared memory
+	// segments (/dev/shm/NAME-cf__*.shm) after it, so two squids at once (a
+	// unit test and the e2e suite) or one killed earlier never clash
+	// ("shm_open ... File exists").
+	service := fmt.Sprintf("corral%d%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	cmd := exec.CommandContext(ctx, bin, "-N", "-n", service, "-f", filepath.Join(dir, "squid.conf"))
+	// Stopped, not killed, so that it removes its segments (and its
+	// shutdown_lifetime is 0).
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = nil, &stderr
