@@ -38,8 +38,8 @@ var page = template.Must(template.New("review").Funcs(template.FuncMap{
 <h2>Events</h2>
 {{if .Events}}<ul>{{range .Events}}<li>{{at .Time}} <b>{{safe (printf "%s" .Kind)}}</b>{{fields .}}</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
 <h2>Files changed in the work tree</h2>
-<p>By modification time, which the box can set: a hint of what changed, not evidence.</p>
-{{if .Files}}<ul>{{range .Files}}<li><code>{{safe .Path}}</code> ({{.Size}} bytes, {{at .ModTime}})</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
+<p>By change time, which the host's kernel sets (anything else on the host that changed a file then is here too).</p>
+{{if .Files}}<ul>{{range .Files}}<li><code>{{safe .Path}}</code> ({{.Size}} bytes, {{at .Changed}})</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
 {{if .Truncated}}<p>(The lists are cut at their caps.)</p>{{end}}
 </body></html>
 `))

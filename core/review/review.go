@@ -51,6 +51,9 @@ type Options struct {
 	// latest session.
 	Session string
 	Now     time.Time
+	// FileTime is when a file last changed; nil is its change time
+	// (changeTime). Tests give files times of their own through it.
+	FileTime func(fs.FileInfo) time.Time
 }
 
 // Report is one session's review.
@@ -73,16 +76,19 @@ type Report struct {
 	// uses and refusals, git guard reverts, name rule refusals,
 	// repositories that appeared, pulls.
 	Events []audit.Event `json:"events"`
-	// Files are the work tree's regular files whose modification time
-	// falls in the session. The box sets modification times: a hint of
-	// what changed, not evidence.
+	// Files are the work tree's regular files whose change time (set by
+	// the host's kernel, not the box) falls in the session: what the box
+	// changed then, and what anything else on the host changed meanwhile.
 	Files     []File `json:"files_changed"`
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // File is one file of the work tree changed in the session's time.
 type File struct {
-	Path    string    `json:"path"` // relative to the project
+	Path string `json:"path"` // relative to the project
+	// Changed is the inode's change time (the host's kernel sets it);
+	// ModTime is what the box says.
+	Changed time.Time `json:"changed"`
 	ModTime time.Time `json:"mod_time"`
 	Size    int64     `json:"size"`
 }
@@ -168,7 +174,11 @@ func Build(l paths.Layout, o Options) (Report, error) {
 		project = loc.Meta.Project
 	}
 	if project != "" {
-		r.Files, r.Truncated = changedFiles(project, r.Started, end, r.Truncated)
+		ft := o.FileTime
+		if ft == nil {
+			ft = changeTime
+		}
+		r.Files, r.Truncated = changedFiles(project, r.Started, end, r.Truncated, ft)
 	}
 	if r.Egress == nil {
 		r.Egress = []egress.HostSummary{}
@@ -187,7 +197,7 @@ func Build(l paths.Layout, o Options) (Report, error) {
 
 // changedFiles walks the project (no link followed, no .git entered, at
 // most MaxWalk entries) for regular files modified in [from, to].
-func changedFiles(project string, from, to time.Time, truncated bool) ([]File, bool) {
+func changedFiles(project string, from, to time.Time, truncated bool, changeTime func(fs.FileInfo) time.Time) ([]File, bool) {
 	var out []File
 	seen := 0
 	filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
@@ -206,7 +216,15 @@ func changedFiles(project string, from, to time.Time, truncated bool) ([]File, b
 			return nil
 		}
 		fi, err := d.Info()
-		if err != nil || fi.ModTime().Before(from.Add(-time.Second)) || fi.ModTime().After(to.Add(time.Second)) {
+		if err != nil {
+			return nil
+		}
+		// By change time, which the host's kernel sets (a box whose clock
+		// drifted writes modification times of its own), or by the
+		// modification time the box gave it; a file changed in the
+		// session and again after it shows with its last change.
+		in := func(t time.Time) bool { return !t.Before(from.Add(-time.Second)) && !t.After(to.Add(time.Second)) }
+		if !in(changeTime(fi)) && !in(fi.ModTime()) {
 			return nil
 		}
 		if len(out) >= MaxFiles {
@@ -214,7 +232,7 @@ func changedFiles(project string, from, to time.Time, truncated bool) ([]File, b
 			return filepath.SkipAll
 		}
 		rel, _ := filepath.Rel(project, p)
-		out = append(out, File{Path: rel, ModTime: fi.ModTime().UTC(), Size: fi.Size()})
+		out = append(out, File{Path: rel, ModTime: fi.ModTime().UTC(), Changed: changeTime(fi).UTC(), Size: fi.Size()})
 		return nil
 	})
 	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
@@ -284,9 +302,9 @@ func (r Report) Markdown(loc *time.Location) string {
 	}
 	fmt.Fprintf(&b, "\n## Files changed in the work tree: %d\n\n", len(r.Files))
 	if len(r.Files) > 0 {
-		b.WriteString("By modification time, which the box can set: a hint of what changed, not evidence. `git status` and `git diff` on the host show the content.\n\n")
+		b.WriteString("By change time, which the host's kernel sets (anything else on the host that changed a file then is here too). `git status` and `git diff` on the host show the content.\n\n")
 		for _, f := range r.Files {
-			fmt.Fprintf(&b, "- `%s` (%d bytes, %s)\n", strings.ReplaceAll(display.Text(f.Path, maxShownBytes), "`", "'"), f.Size, at(f.ModTime))
+			fmt.Fprintf(&b, "- `%s` (%d bytes, %s)\n", strings.ReplaceAll(display.Text(f.Path, maxShownBytes), "`", "'"), f.Size, at(f.Changed))
 		}
 	}
 	if r.Truncated {

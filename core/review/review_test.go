@@ -3,6 +3,7 @@ package review
 import (
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,7 +113,7 @@ func must(t *testing.T, err error) {
 
 func TestReviewLastSession(t *testing.T) {
 	l, t0 := fixture(t)
-	r, err := Build(l, Options{Box: "web-1", Now: t0.Add(4 * time.Hour)})
+	r, err := Build(l, Options{Box: "web-1", Now: t0.Add(4 * time.Hour), FileTime: modTime})
 	must(t, err)
 	if r.Session != "bbbb33334444" || r.Agent != "claude" || r.Exit == nil || *r.Exit != 2 {
 		t.Fatalf("report: %+v", r)
@@ -156,7 +157,7 @@ func TestReviewLastSession(t *testing.T) {
 
 func TestReviewBySessionAndMissing(t *testing.T) {
 	l, t0 := fixture(t)
-	r, err := Build(l, Options{Box: "web-1", Session: "aaaa", Now: t0.Add(4 * time.Hour)})
+	r, err := Build(l, Options{Box: "web-1", Session: "aaaa", Now: t0.Add(4 * time.Hour), FileTime: modTime})
 	must(t, err)
 	if r.Session != "aaaa11112222" || len(r.Egress) != 1 || r.Egress[0].Host != "first.example.com" || len(r.Files) != 0 {
 		t.Errorf("first session: %+v", r)
@@ -170,7 +171,7 @@ func TestReviewBySessionAndMissing(t *testing.T) {
 // resource) and shows every box-made string escaped.
 func TestReviewHTML(t *testing.T) {
 	l, t0 := fixture(t)
-	r, err := Build(l, Options{Box: "web-1", Now: t0.Add(4 * time.Hour)})
+	r, err := Build(l, Options{Box: "web-1", Now: t0.Add(4 * time.Hour), FileTime: modTime})
 	must(t, err)
 	r.Files = append(r.Files, File{Path: "<script>alert(1)</script>.txt"})
 	page, err := r.HTML()
@@ -184,5 +185,22 @@ func TestReviewHTML(t *testing.T) {
 		if !strings.Contains(page, want) && !strings.Contains(want, "&#39;") {
 			t.Errorf("the page lacks %q", want)
 		}
+	}
+}
+
+// modTime stands in for the change time, which a test cannot set.
+func modTime(fi fs.FileInfo) time.Time { return fi.ModTime() }
+
+// TestChangeTimeIsTheHosts: a file whose modification time the box set
+// into the past is still listed by its change time.
+func TestChangeTimeIsTheHosts(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	must(t, os.WriteFile(p, []byte("x"), 0o644))
+	old := time.Now().Add(-48 * time.Hour)
+	must(t, os.Chtimes(p, old, old))
+	fi, err := os.Stat(p)
+	must(t, err)
+	if ct := changeTime(fi); time.Since(ct) > time.Minute {
+		t.Errorf("change time %v follows the forged modification time", ct)
 	}
 }

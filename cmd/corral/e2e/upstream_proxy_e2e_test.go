@@ -94,10 +94,19 @@ func upstreamProxySubtest(t *testing.T, x *h, p *e2eUpstreamProxy, proxy string,
 	if got != "HOST-REACHED /via-squid-tunnel" {
 		t.Fatalf("a CONNECT tunnel through squid: %q\n%s", got, p.squid.Logs())
 	}
+	// squid logs a tunnel when it ends: curl's own (-p) ends with curl,
+	// the broker's tunnel for the plain request may stay in its pool of
+	// idle upstream connections. So at least one line, each of them the
+	// checked address as alice; the origin's count above says both arrived.
 	want := "CONNECT 127.0.0.2:" + p.port + " alice 200"
-	logged := p.squid.WaitRequests(before + 2)
-	if len(logged) != before+2 || logged[before] != want || logged[before+1] != want {
-		t.Errorf("squid logged %q after %d lines, want two %q", logged, before, want)
+	logged := p.squid.WaitRequests(before + 1)
+	if len(logged) < before+1 {
+		t.Errorf("squid logged %q after %d lines, want %q", logged, before, want)
+	}
+	for _, l := range logged[before:] {
+		if l != want {
+			t.Errorf("squid logged %q, want only %q", l, want)
+		}
 	}
 	// Denied by the broker (and a no_proxy destination): squid sees
 	// nothing more.
@@ -108,8 +117,10 @@ func upstreamProxySubtest(t *testing.T, x *h, p *e2eUpstreamProxy, proxy string,
 		t.Errorf("a no_proxy destination: %q", got)
 	}
 	time.Sleep(time.Second) // squid logs a tunnel when it ends
-	if n := len(p.squid.Requests()); n != before+2 {
-		t.Errorf("squid saw %d requests after the denied and the no_proxy one, want %d:\n%s", n, before+2, p.squid.Logs())
+	for _, l := range p.squid.Requests()[before:] {
+		if l != want {
+			t.Errorf("squid saw %q after the denied and the no_proxy request, want only %q:\n%s", l, want, p.squid.Logs())
+		}
 	}
 	// The egress log says allowed for both, the same as without a proxy.
 	egress, _ := os.ReadFile(filepath.Join(x.home, "logs", "egress-"+x.box+".jsonl"))
