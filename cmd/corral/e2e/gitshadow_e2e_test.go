@@ -347,7 +347,7 @@ sleep 3`
 		}
 		Files []struct {
 			Path string
-		}
+		} `json:"files_changed"`
 	}
 	must(t, json.Unmarshal([]byte(out), &r))
 	got := map[string]bool{}
